@@ -1,0 +1,58 @@
+package ident
+
+import (
+	"regexp"
+	"sort"
+	"testing"
+	"time"
+)
+
+var shape = regexp.MustCompile(`^que_[0-9a-f]{12}[0-9A-Za-z]{14}$`)
+
+func TestAscendingShapeAndOrder(t *testing.T) {
+	var g Generator
+	ids := make([]string, 10000) // forces the per-millisecond counter to overflow
+	for i := range ids {
+		ids[i] = g.Ascending(Question)
+		if !shape.MatchString(ids[i]) {
+			t.Fatalf("id %q does not have OpenCode's shape", ids[i])
+		}
+	}
+	if !sort.StringsAreSorted(ids) {
+		t.Fatal("ascending ids are not sorted in creation order")
+	}
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id[:16]] {
+			t.Fatalf("time-and-counter part repeated: %s", id)
+		}
+		seen[id[:16]] = true
+	}
+}
+
+func TestDescendingSortsNewestFirst(t *testing.T) {
+	var g Generator
+	a, b := g.Descending(Session), g.Descending(Session)
+	if !(b < a) {
+		t.Fatalf("descending ids out of order: %s then %s", a, b)
+	}
+}
+
+func TestMatchesRecordedOpenCodeValue(t *testing.T) {
+	// que_2290d9f660010JHxtaPXkLI85Z was made at some ms with counter 1; the
+	// first 12 hex digits are (ms*4096+1) mod 2^48.
+	ms := int64(0x2290d9f66001-1) / 4096
+	g := Generator{now: func() time.Time { return time.UnixMilli(ms) }}
+	// ms*4096 overflows 48 bits in real life; reproduce only the low bits.
+	if got := g.Ascending(Question)[:16]; got != "que_2290d9f66001" {
+		t.Fatalf("got %s, want que_2290d9f66001", got)
+	}
+}
+
+func TestHasPrefix(t *testing.T) {
+	for id, want := range map[string]bool{"que_x": true, "que": false, "quex": false, "ses_1": false} {
+		if got := HasPrefix(id, Question); got != want {
+			t.Errorf("HasPrefix(%q) = %v, want %v", id, got, want)
+		}
+	}
+}

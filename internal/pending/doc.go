@@ -1,0 +1,16 @@
+// Package pending keeps the questions that agents have asked and that no
+// operator has settled yet, and lets agents wait for their outcome.
+//
+// A question ends exactly once: the first of reply, reject, timeout,
+// withdrawal, disconnect or shutdown wins, and every later attempt gets an
+// error wrapping [ErrNotFound]. Each ending is reported once through
+// [MemoryOptions.OnEnd], outside the store's locks, so the callback may
+// publish events or call back into the store.
+//
+// Ended questions stay readable for [MemoryOptions.Retention] so an agent that
+// reconnects can still collect its result; after that they are forgotten.
+//
+// Every method takes a context and returns an error, even where the in-memory
+// store cannot fail, so that a networked backend can implement the same
+// surface. Consumers declare the interface they need.
+package pending

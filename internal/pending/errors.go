@@ -1,0 +1,18 @@
+package pending
+
+import "errors"
+
+// Sentinel errors; every returned error wraps one of them (or a context
+// error, for Wait) with %w and the question id.
+var (
+	// ErrNotFound: no such question, or it has already ended (for Settle), or
+	// its result is past retention (for Get and Wait).
+	ErrNotFound = errors.New("question not found")
+	// ErrExists: Create was given an id the store already holds.
+	ErrExists = errors.New("question already exists")
+	// ErrClosed: the store has been closed.
+	ErrClosed = errors.New("store closed")
+	// ErrInvalid: Create was given a question it cannot hold (nil, without
+	// an id, or already ended).
+	ErrInvalid = errors.New("invalid question")
+)

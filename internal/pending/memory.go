@@ -1,0 +1,218 @@
+package pending
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// DefaultRetention is how long an ended question stays readable when
+// MemoryOptions.Retention is zero.
+const DefaultRetention = time.Hour
+
+// MemoryOptions configure a Memory store. Zero values mean the defaults.
+type MemoryOptions struct {
+	// Retention is how long an ended question stays readable through Get and
+	// Wait, so an agent that reconnects can still collect its result. Default 1h.
+	Retention time.Duration
+	// OnEnd is called exactly once for every question that ends, with the
+	// ended copy, after the store's locks are released, in the goroutine that
+	// settled it (a timer goroutine for timeouts). Settle returns only after
+	// OnEnd has returned, so an operator's "200 true" follows the event.
+	OnEnd func(*Question)
+	// Logger gets debug and warning lines; nil means zap.NewNop().
+	Logger *zap.Logger
+}
+
+// Memory is the in-process store: a map of entries whose futures are channels.
+//
+// Locking has two levels. mu guards the map, the indexes and closed; each
+// entry's own mutex guards its ending. mu may be held while taking an entry's
+// mutex, never the other way round, and no callback runs under either.
+//
+// Memory never blocks except in Wait and Close, so the other methods accept a
+// context only to fit backends that do I/O.
+type Memory struct {
+	retention time.Duration
+	onEnd     func(*Question)
+	log       *zap.Logger
+
+	mu      sync.RWMutex
+	closed  bool
+	entries map[string]*entry // pending and retained ended questions
+	pending *list.List        // pending *entry in creation order, for List
+	ended   []*entry          // ended entries in expiry order, for the janitor
+
+	closing     chan struct{}  // closed by Close: wakes waiters, stops the janitor
+	janitorDone chan struct{}  // closed when the janitor has returned
+	timers      sync.WaitGroup // deadline callbacks that got past the closed check
+
+	// Test hooks, always nil in production. They are called outside every
+	// lock so a test can park one goroutine inside an operation while a rival
+	// runs. Set them before the store is shared.
+	onSettleEntered func(id string, how Ending) // in every ending, before any lock
+	onWaitEntered   func(id string)             // in Wait, after the lookup, before blocking
+}
+
+// NewMemory returns an empty store. Its janitor goroutine runs until Close.
+func NewMemory(opts MemoryOptions) *Memory {
+	m := &Memory{
+		retention:   opts.Retention,
+		onEnd:       opts.OnEnd,
+		log:         opts.Logger,
+		entries:     make(map[string]*entry),
+		pending:     list.New(),
+		closing:     make(chan struct{}),
+		janitorDone: make(chan struct{}),
+	}
+	if m.retention <= 0 {
+		m.retention = DefaultRetention
+	}
+	if m.log == nil {
+		m.log = zap.NewNop()
+	}
+	go m.janitor()
+	return m
+}
+
+// Create stores a new pending question (q.ID must be set and unused) and, if
+// q.Deadline is set, arms its timeout, which ends it with EndTimeout/cancel.
+// The store keeps its own copy of q. A zero CreatedAt becomes now. A deadline
+// already past ends the question promptly, from the timer goroutine, so OnEnd
+// may run before or after Create returns.
+func (m *Memory) Create(ctx context.Context, q *Question) error {
+	switch {
+	case q == nil:
+		return fmt.Errorf("create question: nil: %w", ErrInvalid)
+	case q.ID == "":
+		return fmt.Errorf("create question: empty id: %w", ErrInvalid)
+	case q.Ended != nil:
+		return fmt.Errorf("create question %q: already ended: %w", q.ID, ErrInvalid)
+	}
+	stored := cloneForStore(q)
+	now := time.Now()
+	if stored.CreatedAt.IsZero() {
+		stored.CreatedAt = now
+	}
+	e := newEntry(stored)
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return fmt.Errorf("create question %q: %w", q.ID, ErrClosed)
+	}
+	// An ended question past retention is forgotten, so its id is free again;
+	// the janitor deletes by identity and will not remove the newcomer.
+	if old, ok := m.entries[q.ID]; ok && !old.expired(now) {
+		return fmt.Errorf("create question %q: %w", q.ID, ErrExists)
+	}
+	if !stored.Deadline.IsZero() {
+		// The callback needs mu before it can touch e, so it cannot run
+		// before e is fully indexed, even for a deadline in the past.
+		e.timer = time.AfterFunc(time.Until(stored.Deadline), func() { m.timeOut(e) })
+	}
+	e.elem = m.pending.PushBack(e)
+	m.entries[q.ID] = e
+	if ce := m.log.Check(zap.DebugLevel, "question created"); ce != nil {
+		ce.Write(zap.String("id", q.ID), zap.String("session", q.SessionID), zap.Time("deadline", q.Deadline))
+	}
+	return nil
+}
+
+// Get returns a pending or retained ended question.
+func (m *Memory) Get(ctx context.Context, id string) (*Question, error) {
+	e, err := m.lookup("get", id)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.snapshot(), nil
+}
+
+// List returns the pending questions that match f, oldest first, never nil.
+// It walks only pending questions, in creation order, so it costs O(pending).
+func (m *Memory) List(ctx context.Context, f Filter) ([]*Question, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, fmt.Errorf("list questions: %w", ErrClosed)
+	}
+	var found []Question
+	if f == (Filter{}) {
+		found = make([]Question, 0, m.pending.Len())
+	}
+	for el := m.pending.Front(); el != nil; el = el.Next() {
+		e := el.Value.(*entry)
+		// An entry can still be indexed here for a moment after it ended:
+		// Settle drops it from the index in a second step.
+		if f.Matches(e.q) && !e.ended() {
+			found = append(found, *e.q)
+		}
+	}
+	// One allocation for all the copies instead of one per question.
+	list := make([]*Question, len(found))
+	for i := range found {
+		list[i] = &found[i]
+	}
+	return list, nil
+}
+
+// Close stops timers and background work without ending any question;
+// later calls return ErrClosed, and so do Waits blocked when it runs. It
+// returns once the janitor and any deadline callback already running have
+// finished, or with ctx's error if ctx ends first.
+func (m *Memory) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return fmt.Errorf("close store: %w", ErrClosed)
+	}
+	m.closed = true
+	close(m.closing)
+	var armed []*entry
+	for el := m.pending.Front(); el != nil; el = el.Next() {
+		armed = append(armed, el.Value.(*entry))
+	}
+	m.entries, m.pending, m.ended = nil, nil, nil
+	m.mu.Unlock()
+
+	for _, e := range armed {
+		e.mu.Lock()
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+		e.mu.Unlock()
+	}
+
+	finished := make(chan struct{})
+	go func() {
+		<-m.janitorDone
+		m.timers.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("close store: %w", ctx.Err())
+	}
+}
+
+// lookup finds a live entry: pending, or ended and within retention.
+func (m *Memory) lookup(op, id string) (*entry, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, fmt.Errorf("%s question %q: %w", op, id, ErrClosed)
+	}
+	e, ok := m.entries[id]
+	if !ok || e.expired(time.Now()) {
+		return nil, fmt.Errorf("%s question %q: %w", op, id, ErrNotFound)
+	}
+	return e, nil
+}

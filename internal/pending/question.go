@@ -1,0 +1,146 @@
+package pending
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/questiond/questiond/internal/elicit"
+)
+
+// Tool is OpenCode's QuestionTool: the assistant message and tool call a
+// question belongs to.
+type Tool struct {
+	MessageID string `json:"messageID"`
+	CallID    string `json:"callID"`
+}
+
+// Result is an MCP ElicitResult.
+type Result struct {
+	Action  string         `json:"action"` // accept | decline | cancel
+	Content elicit.Content `json:"content,omitempty"`
+}
+
+// MCP ElicitResult actions.
+const (
+	ActionAccept  = "accept"
+	ActionDecline = "decline"
+	ActionCancel  = "cancel"
+)
+
+// Ending says how a question ended.
+type Ending string
+
+// Every way a question can end.
+const (
+	EndReplied      Ending = "replied"      // the operator answered (accept)
+	EndRejected     Ending = "rejected"     // the operator dismissed it (cancel or decline)
+	EndTimeout      Ending = "timeout"      // its deadline passed (cancel)
+	EndWithdrawn    Ending = "withdrawn"    // the agent withdrew it (cancel)
+	EndDisconnected Ending = "disconnected" // the agent's waiting connection went away (cancel)
+	EndShutdown     Ending = "shutdown"     // the daemon stopped (cancel)
+)
+
+// Outcome is how and when a question ended.
+type Outcome struct {
+	Ending  Ending     `json:"ending"`
+	Result  Result     `json:"result"`
+	Answers [][]string `json:"answers,omitempty"` // the operator's raw answers, for EndReplied
+	At      time.Time  `json:"at"`                // set by the store when zero
+}
+
+// Question is one elicitation held by the store: pending until Ended is set.
+// The store hands out copies; callers may read them freely and must not
+// modify the slices they share.
+type Question struct {
+	ID        string                `json:"id"`
+	SessionID string                `json:"sessionID"`
+	Directory string                `json:"directory,omitempty"`
+	Owner     string                `json:"owner,omitempty"` // the agent that asked
+	Message   string                `json:"message"`
+	Schema    json.RawMessage       `json:"requestedSchema"`
+	Questions []elicit.QuestionInfo `json:"questions"`
+	Tool      *Tool                 `json:"tool,omitempty"`
+	CreatedAt time.Time             `json:"createdAt"`
+	Deadline  time.Time             `json:"deadline,omitzero"` // zero: no timeout
+	Ended     *Outcome              `json:"ended,omitempty"`
+
+	// Form is the parsed elicitation; nil when the record was loaded from
+	// somewhere that does not keep it (rebuild with elicit.NewForm). The
+	// store shares it between copies: treat it as read-only.
+	Form *elicit.Form `json:"-"`
+}
+
+// Filter selects pending questions for List. Empty fields match everything.
+type Filter struct {
+	// Directory scopes the list the way OpenCode clients expect: a question
+	// created with directory D is listed for D and for callers that give no
+	// directory; a question created without one is listed for every caller.
+	Directory string
+	SessionID string
+	Owner     string
+}
+
+// Matches reports whether q passes f. It looks only at the fields f names,
+// not at whether q has ended. Directories are compared as given.
+func (f Filter) Matches(q *Question) bool {
+	if q == nil {
+		return false
+	}
+	if f.SessionID != "" && q.SessionID != f.SessionID {
+		return false
+	}
+	if f.Owner != "" && q.Owner != f.Owner {
+		return false
+	}
+	if f.Directory != "" && q.Directory != "" && q.Directory != f.Directory {
+		return false
+	}
+	return true
+}
+
+// cloneForStore copies q deeply enough that the caller changing its struct,
+// its schema bytes or its questions afterwards leaves the stored record alone.
+// Form is shared: it is the parsed, read-only view of Message and Schema.
+func cloneForStore(q *Question) *Question {
+	c := *q
+	c.Schema = json.RawMessage(bytes.Clone(q.Schema))
+	if q.Questions != nil {
+		c.Questions = make([]elicit.QuestionInfo, len(q.Questions))
+		for i, info := range q.Questions {
+			info.Options = slices.Clone(info.Options)
+			info.Multiple = cloneBool(info.Multiple)
+			info.Custom = cloneBool(info.Custom)
+			c.Questions[i] = info
+		}
+	}
+	if q.Tool != nil {
+		tool := *q.Tool
+		c.Tool = &tool
+	}
+	c.Ended = nil
+	return &c
+}
+
+func cloneBool(b *bool) *bool {
+	if b == nil {
+		return nil
+	}
+	v := *b
+	return &v
+}
+
+// cloneOutcome copies the parts of o a settling caller might reuse.
+func cloneOutcome(o Outcome) Outcome {
+	o.Result.Content = maps.Clone(o.Result.Content)
+	if o.Answers != nil {
+		answers := make([][]string, len(o.Answers))
+		for i, a := range o.Answers {
+			answers[i] = slices.Clone(a)
+		}
+		o.Answers = answers
+	}
+	return o
+}

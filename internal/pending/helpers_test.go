@@ -1,0 +1,131 @@
+package pending_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/questiond/questiond/internal/pending"
+)
+
+// newStore returns a store that is closed when the test ends.
+func newStore(t testing.TB, opts pending.MemoryOptions) *pending.Memory {
+	t.Helper()
+	m := pending.NewMemory(opts)
+	t.Cleanup(func() {
+		if err := m.Close(context.Background()); err != nil && !errors.Is(err, pending.ErrClosed) {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	return m
+}
+
+// ask builds a question with the given id, changed by each mod.
+func ask(id string, mods ...func(*pending.Question)) *pending.Question {
+	q := &pending.Question{ID: id, SessionID: "ses_1", Message: "Pick one", Schema: []byte(`{"type":"object"}`)}
+	for _, mod := range mods {
+		mod(q)
+	}
+	return q
+}
+
+func mustCreate(t testing.TB, m *pending.Memory, q *pending.Question) {
+	t.Helper()
+	if err := m.Create(context.Background(), q); err != nil {
+		t.Fatalf("create %q: %v", q.ID, err)
+	}
+}
+
+func replied(answer string) pending.Outcome {
+	return pending.Outcome{
+		Ending:  pending.EndReplied,
+		Result:  pending.Result{Action: pending.ActionAccept, Content: map[string]any{"pick": answer}},
+		Answers: [][]string{{answer}},
+	}
+}
+
+func cancelled(how pending.Ending) pending.Outcome {
+	return pending.Outcome{Ending: how, Result: pending.Result{Action: pending.ActionCancel}}
+}
+
+// endLog records every OnEnd call.
+type endLog struct {
+	mu   sync.Mutex
+	ends []*pending.Question
+}
+
+func (l *endLog) record(q *pending.Question) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ends = append(l.ends, q)
+}
+
+func (l *endLog) count(id string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, q := range l.ends {
+		if q.ID == id {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *endLog) total() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.ends)
+}
+
+// last returns the latest ending reported for id, or nil.
+func (l *endLog) last(id string) *pending.Question {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := len(l.ends) - 1; i >= 0; i-- {
+		if l.ends[i].ID == id {
+			return l.ends[i]
+		}
+	}
+	return nil
+}
+
+// gate parks the goroutines that call park until open is called, and
+// counts them so a test can wait until n are parked.
+type gate struct {
+	mu      sync.Mutex
+	parked  int
+	arrived chan struct{} // receives one value per parked goroutine
+	release chan struct{}
+	once    sync.Once
+}
+
+func newGate() *gate {
+	return &gate{arrived: make(chan struct{}, 64), release: make(chan struct{})}
+}
+
+func (g *gate) park() {
+	g.mu.Lock()
+	g.parked++
+	g.mu.Unlock()
+	g.arrived <- struct{}{}
+	<-g.release
+}
+
+// await blocks until n more goroutines have parked.
+func (g *gate) await(n int) {
+	for range n {
+		<-g.arrived
+	}
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.release) }) }
+
+func ids(qs []*pending.Question) []string {
+	out := make([]string, len(qs))
+	for i, q := range qs {
+		out[i] = q.ID
+	}
+	return out
+}

@@ -1,0 +1,185 @@
+// Command questiond is the daemon: it lets AI agents ask a human structured
+// questions over HTTP (MCP elicitation) and lets operators answer them with
+// OpenCode clients. Run `questiond --help` for every setting.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	apidoc "github.com/questiond/questiond/api"
+	"github.com/questiond/questiond/internal/elicit"
+	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/sse"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, nil)
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+	default:
+		fmt.Fprintln(os.Stderr, "questiond:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole daemon: it serves until ctx ends, then shuts down
+// gracefully. ready, if not nil, receives the bound address once the daemon
+// accepts connections.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, ready chan<- string) error {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	if cfg.showVersion {
+		fmt.Fprintln(stdout, "questiond", version)
+		return nil
+	}
+	log, err := newLogger(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+
+	bus, err := sse.New(sse.Options{
+		Heartbeat:    cfg.heartbeat,
+		WriteTimeout: cfg.eventWriteTimeout,
+		QueueLength:  cfg.eventQueue,
+		MaxScopes:    cfg.maxDirectories,
+		Logger:       log,
+	})
+	if err != nil {
+		return fmt.Errorf("starting the event broker: %w", err)
+	}
+	events := httpapi.NewEvents(bus, log)
+	store := pending.NewMemory(pending.MemoryOptions{Retention: cfg.retention, OnEnd: events.Ended, Logger: log})
+	api, err := httpapi.New(store, events, httpapi.Options{
+		Logger:         log,
+		Version:        version,
+		Elicit:         elicit.Options{MaxProperties: cfg.maxProperties, HeaderLimit: cfg.headerLimit},
+		DefaultTimeout: cfg.defaultTimeout,
+		MaxTimeout:     cfg.maxTimeout,
+		MaxWait:        cfg.maxWait,
+		KeepAlive:      cfg.keepAlive,
+		MaxBodyBytes:   cfg.maxBody,
+		CORSOrigins:    cfg.corsOrigins(),
+		OpenAPI:        apidoc.JSON(),
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
+	}
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		// No WriteTimeout: event streams and long-polls stay open for minutes;
+		// each of them bounds its own writes.
+		ErrorLog: zap.NewStdLog(log.Named("http")),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("questiond listening", zap.String("addr", ln.Addr().String()), zap.String("version", version))
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	return shutdown(log, cfg.shutdownTimeout, srv, api, store, bus)
+}
+
+// shutdown stops the daemon within timeout: refuse new questions, end every
+// pending one as cancel (the memory store cannot keep them) so agents get an
+// answer and operators see question.rejected, close the event streams, then
+// let in-flight requests finish.
+func shutdown(log *zap.Logger, timeout time.Duration, srv *http.Server, api *httpapi.Server, store *pending.Memory, bus *sse.Broker) error {
+	log.Info("shutting down", zap.Duration("timeout", timeout))
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	api.Drain()
+	endAll := func() {
+		ended, err := store.SettleAll(ctx, pending.Outcome{
+			Ending: pending.EndShutdown,
+			Result: pending.Result{Action: pending.ActionCancel},
+		})
+		if err != nil {
+			log.Warn("could not end pending questions", zap.Error(err))
+		} else if len(ended) > 0 {
+			log.Info("ended pending questions as cancel", zap.Int("count", len(ended)))
+		}
+	}
+	endAll()
+	var errs []error
+	if err := bus.Close(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("closing event streams: %w", err))
+	}
+	if err := srv.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stopping the HTTP server: %w", err))
+		_ = srv.Close()
+	}
+	endAll() // anything created by a request that was already past the door
+	if err := store.Close(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("closing the store: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// newLogger builds the one logger of the process: console lines on a
+// terminal, JSON otherwise (or as --log-format says).
+func newLogger(cfg *config, out io.Writer) (*zap.Logger, error) {
+	var level zapcore.Level
+	if err := level.UnmarshalText([]byte(cfg.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	format := cfg.logFormat
+	if format == "auto" {
+		format = "json"
+		if f, ok := out.(*os.File); ok {
+			if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
+				format = "console"
+			}
+		}
+	}
+	encCfg := zap.NewProductionEncoderConfig()
+	encCfg.EncodeTime = zapcore.ISO8601TimeEncoder
+	var enc zapcore.Encoder
+	if format == "console" {
+		encCfg.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		enc = zapcore.NewConsoleEncoder(encCfg)
+	} else {
+		enc = zapcore.NewJSONEncoder(encCfg)
+	}
+	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(out)), level)
+	return zap.New(core), nil
+}

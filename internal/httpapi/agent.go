@@ -1,0 +1,347 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/elicit"
+	"github.com/questiond/questiond/internal/ident"
+	"github.com/questiond/questiond/internal/pending"
+)
+
+// create checks an elicitation, stores it and announces it. It returns once
+// the question is stored and question.asked has been published.
+func (s *Server) create(ctx context.Context, p *createParams) (*pending.Question, error) {
+	if s.draining.Load() {
+		return nil, errShuttingDown
+	}
+	v, err := s.validate(p)
+	if err != nil {
+		return nil, err
+	}
+	form, err := elicit.NewForm(v.message, v.schema, s.opts.Elicit)
+	if err != nil {
+		return nil, err
+	}
+	id := ident.Ascending(ident.Question)
+	if n := len(form.Schema.Properties); n > elicit.SoftPropertyLimit {
+		s.log.Warn("elicitation has more properties than MCP's recommended limit",
+			zap.String("id", id), zap.Int("properties", n), zap.Int("recommended", elicit.SoftPropertyLimit))
+	}
+	sessionID := v.sessionID
+	if sessionID == "" {
+		sessionID = ident.Descending(ident.Session)
+	}
+	now := time.Now()
+	q := &pending.Question{
+		ID:        id,
+		SessionID: sessionID,
+		Directory: v.directory,
+		Message:   v.message,
+		Schema:    v.schema,
+		Questions: form.Questions,
+		Tool:      v.tool,
+		CreatedAt: now,
+		Deadline:  now.Add(v.timeout),
+		Form:      form,
+	}
+	s.events.beginAnnounce(id)
+	defer s.events.finishAnnounce(id)
+	if err := s.store.Create(ctx, q); err != nil {
+		return nil, err
+	}
+	s.events.asked(ctx, q)
+	s.log.Debug("question asked", zap.String("id", id), zap.String("session", sessionID),
+		zap.Int("questions", len(form.Questions)))
+	return q, nil
+}
+
+// handleElicitationCreate serves POST /elicitations: store, announce, and
+// answer 201 at once; the agent collects the result with GET /elicitations/{id}.
+func (s *Server) handleElicitationCreate(w http.ResponseWriter, r *http.Request) {
+	body, err := readJSONBody(w, r, s.opts.MaxBodyBytes)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	params, _, err := parseCreateBody(body)
+	if err != nil {
+		s.writeError(w, r, rpcAsBadRequest(err))
+		return
+	}
+	q, err := s.create(r.Context(), params)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/elicitations/"+q.ID)
+	writeJSON(w, http.StatusCreated, toElicitation(q))
+}
+
+// elicitationID reads and checks the {id} path parameter.
+func elicitationID(r *http.Request) (string, error) {
+	id := chi.URLParam(r, "id")
+	if !strings.HasPrefix(id, ident.Question) {
+		quoted, _ := json.Marshal(id)
+		return "", newBadRequest(kindParams, "Expected a string starting with \"que\", got %s\n  at [\"id\"]", quoted)
+	}
+	return id, nil
+}
+
+// handleElicitationGet serves GET /elicitations/{id}[?wait=30s]: the
+// elicitation as it is, or, with wait, as soon as it ends within that time.
+func (s *Server) handleElicitationGet(w http.ResponseWriter, r *http.Request) {
+	id, err := elicitationID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	wait, err := s.parseWait(r.URL.Query().Get("wait"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q, err := s.store.Get(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, s.notFoundAs(err, id))
+		return
+	}
+	if q.Ended == nil && wait > 0 {
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		ctx, cancel := context.WithTimeout(r.Context(), wait)
+		ended, err := s.store.Wait(ctx, id)
+		cancel()
+		switch {
+		case err == nil:
+			q = ended
+		case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
+			// The wait ran out: answer with the question as it still is.
+		default:
+			s.writeError(w, r, s.notFoundAs(err, id))
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, toElicitation(q))
+}
+
+// parseWait reads the long-poll duration: a Go duration ("30s") or a number
+// of seconds, clamped to MaxWait.
+func (s *Server) parseWait(text string) (time.Duration, error) {
+	if text == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil {
+		seconds, ferr := strconv.ParseFloat(text, 64)
+		if ferr != nil {
+			return 0, newBadRequest(kindQuery, "Expected a duration such as \"30s\", got %q\n  at [\"wait\"]", text)
+		}
+		d = time.Duration(seconds * float64(time.Second))
+	}
+	if d < 0 {
+		return 0, newBadRequest(kindQuery, "wait must not be negative, got %q\n  at [\"wait\"]", text)
+	}
+	return min(d, s.opts.MaxWait), nil
+}
+
+// handleElicitationDelete serves DELETE /elicitations/{id}: the agent
+// withdraws its question; operators see question.rejected.
+func (s *Server) handleElicitationDelete(w http.ResponseWriter, r *http.Request) {
+	id, err := elicitationID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q, err := s.store.Settle(r.Context(), id, pending.Outcome{
+		Ending: pending.EndWithdrawn,
+		Result: pending.Result{Action: pending.ActionCancel},
+	})
+	if err != nil {
+		s.writeError(w, r, s.notFoundAs(err, id))
+		return
+	}
+	writeJSON(w, http.StatusOK, toElicitation(q))
+}
+
+// handleElicit serves POST /elicit: create, wait, and answer with the MCP
+// ElicitResult in one call. While it waits it writes a whitespace byte every
+// KeepAlive (leading whitespace is valid JSON) so idle timeouts in clients and
+// proxies do not cut the call; if the caller goes away, the question is
+// withdrawn.
+func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
+	body, err := readJSONBody(w, r, s.opts.MaxBodyBytes)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	params, rpc, err := parseCreateBody(body)
+	var q *pending.Question
+	if err == nil {
+		q, err = s.create(r.Context(), params)
+	}
+	if err != nil {
+		if rpc != nil && rpc.JSONRPC != "" {
+			s.writeRPCError(w, r, rpc, err)
+			return
+		}
+		s.writeError(w, r, rpcAsBadRequest(err))
+		return
+	}
+	w.Header().Set("X-Questiond-Request-Id", q.ID)
+	ended, err := s.waitWithKeepAlive(w, r, q.ID)
+	if err != nil {
+		// The caller is gone; nothing can be written any more.
+		return
+	}
+	result := toElicitResult(ended.Ended.Result)
+	var out any = result
+	if rpc != nil && rpc.JSONRPC != "" {
+		out = rpcResponse{JSONRPC: "2.0", ID: rpc.ID, Result: &result}
+	}
+	writeBody(w, out)
+}
+
+// waitWithKeepAlive waits for question id to end. It returns an error only
+// when the caller went away, after withdrawing the question.
+func (s *Server) waitWithKeepAlive(w http.ResponseWriter, r *http.Request, id string) (*pending.Question, error) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	type waited struct {
+		q   *pending.Question
+		err error
+	}
+	done := make(chan waited, 1)
+	go func() {
+		q, err := s.store.Wait(ctx, id)
+		done <- waited{q, err}
+	}()
+	ticker := time.NewTicker(s.opts.KeepAlive)
+	defer ticker.Stop()
+	for {
+		select {
+		case got := <-done:
+			if got.err == nil {
+				return got.q, nil
+			}
+			if r.Context().Err() == nil {
+				// The store failed while the caller is still here: end the
+				// question so the caller gets a definite answer.
+				s.log.Error("waiting for a question failed", zap.String("id", id), zap.Error(got.err))
+				return s.withdraw(id, pending.EndDisconnected)
+			}
+			if !s.draining.Load() {
+				_, _ = s.withdraw(id, pending.EndDisconnected)
+			}
+			return nil, got.err
+		case <-ticker.C:
+			w.Header().Set("Content-Type", "application/json")
+			if _, err := w.Write([]byte("\n")); err != nil {
+				cancel()
+				continue
+			}
+			_ = rc.Flush()
+		}
+	}
+}
+
+// withdraw ends a question for an agent that can no longer wait for it. If it
+// ended meanwhile, that ending stands and is returned.
+func (s *Server) withdraw(id string, ending pending.Ending) (*pending.Question, error) {
+	ctx := context.WithoutCancel(context.Background())
+	q, err := s.store.Settle(ctx, id, pending.Outcome{Ending: ending, Result: pending.Result{Action: pending.ActionCancel}})
+	if err == nil {
+		return q, nil
+	}
+	if q, gerr := s.store.Get(ctx, id); gerr == nil && q.Ended != nil {
+		return q, nil
+	}
+	return nil, err
+}
+
+// writeBody writes v as JSON with status 200, whether or not keep-alive bytes
+// already committed the headers.
+func writeBody(w http.ResponseWriter, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		body = []byte(`{"action":"cancel"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(body)
+}
+
+// elicitResult is MCP's ElicitResult: content only (and always) for accept.
+type elicitResult struct {
+	Action  string          `json:"action"`
+	Content *elicit.Content `json:"content,omitempty"`
+}
+
+func toElicitResult(r pending.Result) elicitResult {
+	if r.Action != pending.ActionAccept {
+		return elicitResult{Action: r.Action}
+	}
+	content := r.Content
+	if content == nil {
+		content = elicit.Content{}
+	}
+	return elicitResult{Action: r.Action, Content: &content}
+}
+
+type rpcResponse struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  *elicitResult   `json:"result,omitempty"`
+	Error   *rpcErrorBody   `json:"error,omitempty"`
+}
+
+type rpcErrorBody struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// writeRPCError answers a JSON-RPC caller with a JSON-RPC error object:
+// invalid params for anything the caller got wrong, internal error otherwise.
+func (s *Server) writeRPCError(w http.ResponseWriter, r *http.Request, rpc *rpcRequest, err error) {
+	var (
+		re     *rpcError
+		bad    *badRequest
+		schema *elicit.SchemaError
+		status *statusError
+	)
+	body := rpcErrorBody{Code: rpcInvalidParams, Message: err.Error()}
+	switch {
+	case errors.As(err, &re):
+		body = rpcErrorBody{Code: re.code, Message: re.message}
+	case errors.As(err, &bad), errors.As(err, &schema):
+	case errors.As(err, &status):
+		body = rpcErrorBody{Code: rpcInternalError, Message: status.message}
+	default:
+		s.writeError(w, r, err)
+		return
+	}
+	id := rpc.ID
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	writeJSON(w, http.StatusOK, rpcResponse{JSONRPC: "2.0", ID: id, Error: &body})
+}
+
+// rpcAsBadRequest turns a JSON-RPC-only error into a 400 for plain callers.
+func rpcAsBadRequest(err error) error {
+	var re *rpcError
+	if errors.As(err, &re) {
+		return newBadRequest(kindPayload, "%s", re.message)
+	}
+	return err
+}
+
+func isNotFound(err error) bool { return errors.Is(err, pending.ErrNotFound) }

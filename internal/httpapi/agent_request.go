@@ -1,0 +1,210 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/questiond/questiond/internal/pending"
+)
+
+// createParams is the body of POST /elicitations and POST /elicit: the params
+// of MCP's elicitation/create, plus questiond's routing fields.
+type createParams struct {
+	Message         *string         `json:"message"`
+	RequestedSchema json.RawMessage `json:"requestedSchema"`
+	Mode            string          `json:"mode"`
+	Meta            json.RawMessage `json:"_meta"`
+	SessionID       string          `json:"sessionID"`
+	Directory       string          `json:"directory"`
+	Timeout         json.RawMessage `json:"timeout"`
+	Tool            *pending.Tool   `json:"tool"`
+}
+
+// rpcRequest is a JSON-RPC 2.0 request, or the {"method","params"} wrapper
+// MCP uses for input requests.
+type rpcRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+}
+
+const methodElicitationCreate = "elicitation/create"
+
+// JSON-RPC error codes.
+const (
+	rpcInvalidRequest = -32600
+	rpcMethodNotFound = -32601
+	rpcInvalidParams  = -32602
+	rpcInternalError  = -32603
+)
+
+// rpcError is a JSON-RPC error that is answered as such when the caller spoke
+// JSON-RPC, and as a 400 otherwise.
+type rpcError struct {
+	code    int
+	message string
+}
+
+func (e *rpcError) Error() string { return e.message }
+
+// sessionIDPattern is what questiond accepts as a session id: OpenCode's
+// "ses" prefix, an underscore, then up to 100 letters, digits, "_" or "-".
+var sessionIDPattern = regexp.MustCompile(`^ses_[0-9A-Za-z_-]{1,100}$`)
+
+// parseCreateBody reads an elicitation request in any of its accepted forms:
+// bare params, {"method":"elicitation/create","params":…}, or a JSON-RPC 2.0
+// request. rpc is non-nil when the caller sent a JSON-RPC request.
+func parseCreateBody(body []byte) (params *createParams, rpc *rpcRequest, err error) {
+	members, err := decodeObject(body)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, prefix := body, ""
+	if _, wrapped := members["method"]; wrapped {
+		var envelope rpcRequest
+		if err := json.Unmarshal(body, &envelope); err != nil {
+			return nil, nil, typeError(err, "")
+		}
+		if envelope.JSONRPC != "" {
+			rpc = &envelope
+			if envelope.JSONRPC != "2.0" || len(envelope.ID) == 0 || string(envelope.ID) == "null" {
+				return nil, rpc, &rpcError{rpcInvalidRequest, `a JSON-RPC request needs "jsonrpc":"2.0" and an id`}
+			}
+		}
+		if envelope.Method != methodElicitationCreate {
+			return nil, rpc, &rpcError{rpcMethodNotFound, fmt.Sprintf("method %q is not supported; questiond serves %q", envelope.Method, methodElicitationCreate)}
+		}
+		raw, prefix = envelope.Params, `["params"]`
+		if len(raw) == 0 || strings.TrimSpace(string(raw))[0] != '{' {
+			return nil, rpc, newBadRequest(kindPayload, "Expected object, got %s\n  at [\"params\"]", orUndefined(raw))
+		}
+	}
+	var p createParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return nil, rpc, typeError(err, prefix)
+	}
+	return &p, rpc, nil
+}
+
+func orUndefined(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "undefined"
+	}
+	return excerpt(raw)
+}
+
+// typeError turns a JSON type mismatch into a message naming the field.
+func typeError(err error, prefix string) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		path := prefix
+		for _, part := range strings.Split(te.Field, ".") {
+			if part != "" {
+				path += fmt.Sprintf("[%q]", part)
+			}
+		}
+		return newBadRequest(kindPayload, "Expected %s, got %s\n  at %s", jsonTypeName(te.Type.Kind().String()), te.Value, path)
+	}
+	return newBadRequest(kindPayload, "Invalid JSON: %v", err)
+}
+
+func jsonTypeName(goKind string) string {
+	switch goKind {
+	case "ptr", "struct", "map":
+		return "object"
+	case "slice":
+		return "array"
+	}
+	return goKind
+}
+
+// validated is a create request that passed every check.
+type validated struct {
+	message   string
+	schema    json.RawMessage
+	sessionID string
+	directory string
+	timeout   time.Duration
+	tool      *pending.Tool
+}
+
+// validate checks the fields elicit does not: everything but the schema.
+func (s *Server) validate(p *createParams) (*validated, error) {
+	switch p.Mode {
+	case "", "form":
+	case "url":
+		return nil, newBadRequest(kindPayload, "mode \"url\" is not supported: questiond asks operators form-mode questions only\n  at [\"mode\"]")
+	default:
+		return nil, newBadRequest(kindPayload, "Expected \"form\", got %q\n  at [\"mode\"]", p.Mode)
+	}
+	if p.Message == nil {
+		return nil, newBadRequest(kindPayload, "Missing key\n  at [\"message\"]")
+	}
+	if strings.TrimSpace(*p.Message) == "" {
+		return nil, newBadRequest(kindPayload, "message must not be empty\n  at [\"message\"]")
+	}
+	if len(p.RequestedSchema) == 0 || string(p.RequestedSchema) == "null" {
+		return nil, newBadRequest(kindPayload, "Missing key: form-mode elicitations need a requestedSchema\n  at [\"requestedSchema\"]")
+	}
+	v := &validated{message: *p.Message, schema: p.RequestedSchema, sessionID: p.SessionID, tool: p.Tool}
+	if v.sessionID != "" && !sessionIDPattern.MatchString(v.sessionID) {
+		return nil, newBadRequest(kindPayload, "Expected a session id like \"ses_…\" (letters, digits, _ or -, at most 104 characters), got %q\n  at [\"sessionID\"]", v.sessionID)
+	}
+	if p.Directory != "" {
+		dir, err := normalizeDirectory(p.Directory)
+		if err != nil {
+			return nil, newBadRequest(kindPayload, "%v\n  at [\"directory\"]", err)
+		}
+		v.directory = dir
+	}
+	if p.Tool != nil {
+		if !strings.HasPrefix(p.Tool.MessageID, "msg") {
+			return nil, newBadRequest(kindPayload, "Expected a string starting with \"msg\", got %q\n  at [\"tool\"][\"messageID\"]", p.Tool.MessageID)
+		}
+		if p.Tool.CallID == "" {
+			return nil, newBadRequest(kindPayload, "callID must not be empty\n  at [\"tool\"][\"callID\"]")
+		}
+	}
+	timeout, err := s.parseTimeout(p.Timeout)
+	if err != nil {
+		return nil, err
+	}
+	v.timeout = timeout
+	return v, nil
+}
+
+// parseTimeout reads "timeout": a Go duration string ("90s", "1h30m") or a
+// number of seconds. It must be positive and at most MaxTimeout.
+func (s *Server) parseTimeout(raw json.RawMessage) (time.Duration, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return s.opts.DefaultTimeout, nil
+	}
+	var d time.Duration
+	var text string
+	if err := json.Unmarshal(raw, &text); err == nil {
+		parsed, perr := time.ParseDuration(strings.TrimSpace(text))
+		if perr != nil {
+			return 0, newBadRequest(kindPayload, "Expected a duration such as \"90s\" or \"1h\", got %q\n  at [\"timeout\"]", text)
+		}
+		d = parsed
+	} else {
+		seconds, ferr := strconv.ParseFloat(string(raw), 64)
+		if ferr != nil || seconds > s.opts.MaxTimeout.Seconds()+1 {
+			return 0, newBadRequest(kindPayload, "Expected a duration string or a number of seconds, got %s\n  at [\"timeout\"]", excerpt(raw))
+		}
+		d = time.Duration(seconds * float64(time.Second))
+	}
+	if d <= 0 {
+		return 0, newBadRequest(kindPayload, "timeout must be positive, got %s\n  at [\"timeout\"]", excerpt(raw))
+	}
+	if d > s.opts.MaxTimeout {
+		return 0, newBadRequest(kindPayload, "timeout %s is longer than the maximum %s\n  at [\"timeout\"]", d, s.opts.MaxTimeout)
+	}
+	return d, nil
+}

@@ -1,0 +1,89 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+)
+
+// corsPolicy follows OpenCode's CORS rules: its allowlist of origins (local
+// pages, the desktop shells, *.opencode.ai) plus configured ones; preflights
+// are answered before anything else; the allowed origin is reflected, never
+// "*". Unlike OpenCode, a cross-origin write from an origin that is not
+// allowed is refused (403) before it reaches a handler, because a browser
+// sends simple POSTs without asking first.
+type corsPolicy struct {
+	extra map[string]bool
+}
+
+var opencodeOrigin = regexp.MustCompile(`^https://([a-z0-9-]+\.)*opencode\.ai$`)
+
+func newCORS(origins []string) (*corsPolicy, error) {
+	p := &corsPolicy{extra: map[string]bool{}}
+	for _, o := range origins {
+		o = strings.TrimSuffix(strings.TrimSpace(o), "/")
+		if o == "" {
+			continue
+		}
+		if o == "*" {
+			return nil, fmt.Errorf("CORS origin %q: list origins one by one; a wildcard would let every web page answer questions", o)
+		}
+		u, err := url.Parse(o)
+		if err != nil || u.Scheme == "" || u.Host == "" || u.Path != "" {
+			return nil, fmt.Errorf("CORS origin %q: expected scheme://host[:port]", o)
+		}
+		p.extra[o] = true
+	}
+	return p, nil
+}
+
+// allowed reports whether a page from origin may use the API.
+func (p *corsPolicy) allowed(origin string) bool {
+	switch origin {
+	case "oc://renderer", "tauri://localhost", "http://tauri.localhost", "https://tauri.localhost":
+		return true
+	}
+	if p.extra[origin] || opencodeOrigin.MatchString(origin) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || u.Scheme != "http" || u.Path != "" {
+		return false
+	}
+	host := u.Hostname()
+	return host == "localhost" || host == "127.0.0.1"
+}
+
+func (p *corsPolicy) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		h := w.Header()
+		h.Add("Vary", "Origin")
+		ok := origin != "" && p.allowed(origin)
+		if ok {
+			h.Set("Access-Control-Allow-Origin", origin)
+		}
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			h.Add("Vary", "Access-Control-Request-Headers")
+			h.Set("Access-Control-Allow-Methods", "GET, HEAD, PUT, PATCH, POST, DELETE")
+			if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+				h.Set("Access-Control-Allow-Headers", req)
+			}
+			h.Set("Access-Control-Max-Age", "86400")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if origin != "" && !ok && !safeMethod(r.Method) {
+			writeJSON(w, http.StatusForbidden, namedError{"Forbidden", namedErrorData{
+				Message: "origin " + origin + " may not change questions; allow it with --cors"}})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}

@@ -1,0 +1,145 @@
+package httpapi
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/elicit"
+	"github.com/questiond/questiond/internal/pending"
+)
+
+// Error kinds of OpenCode's BadRequest body: which part of the request was wrong.
+const (
+	kindParams  = "Params"
+	kindQuery   = "Query"
+	kindHeaders = "Headers"
+	kindPayload = "Payload"
+)
+
+// badRequest is a client error that becomes OpenCode's 400 body
+// {"name":"BadRequest","data":{"message","kind"}}.
+type badRequest struct {
+	kind    string
+	message string
+}
+
+func (e *badRequest) Error() string { return e.message }
+
+func newBadRequest(kind, format string, args ...any) error {
+	return &badRequest{kind: kind, message: fmt.Sprintf(format, args...)}
+}
+
+// statusError is any other error with an HTTP status and an OpenCode
+// NamedError body {"name", "data":{"message"}}.
+type statusError struct {
+	status  int
+	name    string
+	message string
+}
+
+func (e *statusError) Error() string { return e.message }
+
+var (
+	errShuttingDown = &statusError{http.StatusServiceUnavailable, "ServiceUnavailable", "questiond is shutting down"}
+)
+
+// unsupportedMediaType is answered exactly as OpenCode does: 415, text/plain.
+type unsupportedMediaType struct{ contentType string }
+
+func (e *unsupportedMediaType) Error() string { return "Unsupported content-type: " + e.contentType }
+
+type namedError struct {
+	Name string         `json:"name"`
+	Data namedErrorData `json:"data"`
+}
+
+type namedErrorData struct {
+	Message string `json:"message"`
+	Kind    string `json:"kind,omitempty"`
+	Ref     string `json:"ref,omitempty"`
+}
+
+type questionNotFound struct {
+	Tag       string `json:"_tag"`
+	RequestID string `json:"requestID"`
+	Message   string `json:"message"`
+}
+
+// writeError is the one place an error becomes an HTTP response. Errors it does
+// not know are logged with a reference and answered with OpenCode's generic 500,
+// so internal details never reach a client.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		bad      *badRequest
+		status   *statusError
+		media    *unsupportedMediaType
+		tooLarge *http.MaxBytesError
+		schema   *elicit.SchemaError
+		answer   *elicit.AnswerError
+		missing  *notFound
+	)
+	switch {
+	case errors.As(err, &missing) || errors.Is(err, pending.ErrNotFound):
+		id := ""
+		if missing != nil {
+			id = missing.id
+		}
+		writeJSON(w, http.StatusNotFound, questionNotFound{
+			Tag: "QuestionNotFoundError", RequestID: id, Message: "Question request not found: " + id,
+		})
+	case errors.As(err, &bad):
+		writeJSON(w, http.StatusBadRequest, namedError{"BadRequest", namedErrorData{Message: bad.message, Kind: bad.kind}})
+	case errors.As(err, &schema), errors.As(err, &answer):
+		writeJSON(w, http.StatusBadRequest, namedError{"BadRequest", namedErrorData{Message: err.Error(), Kind: kindPayload}})
+	case errors.As(err, &tooLarge):
+		writeJSON(w, http.StatusRequestEntityTooLarge, namedError{"PayloadTooLarge", namedErrorData{
+			Message: fmt.Sprintf("request body is larger than %d bytes", tooLarge.Limit)}})
+	case errors.As(err, &media):
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusUnsupportedMediaType)
+		_, _ = w.Write([]byte(media.Error()))
+	case errors.As(err, &status):
+		writeJSON(w, status.status, namedError{status.name, namedErrorData{Message: status.message}})
+	case errors.Is(err, pending.ErrClosed):
+		writeJSON(w, http.StatusServiceUnavailable, namedError{errShuttingDown.name, namedErrorData{Message: errShuttingDown.message}})
+	default:
+		ref := errorRef()
+		s.log.Error("request failed", zap.String("ref", ref), zap.String("method", r.Method),
+			zap.String("path", r.URL.Path), zap.Error(err))
+		writeJSON(w, http.StatusInternalServerError, namedError{"UnknownError", namedErrorData{
+			Message: "Unexpected server error. Check server logs for details.", Ref: ref}})
+	}
+}
+
+// notFound names the question id a 404 is about.
+type notFound struct{ id string }
+
+func (e *notFound) Error() string { return "question not found: " + e.id }
+
+func errorRef() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "err_" + hex.EncodeToString(b[:])
+}
+
+// writeJSON writes v as compact JSON with OpenCode's headers.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		// Every value we write is made of plain structs, maps and slices; a
+		// failure here is a programming error worth a loud 500.
+		body = []byte(`{"name":"UnknownError","data":{"message":"Unexpected server error. Check server logs for details."}}`)
+		status = http.StatusInternalServerError
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", fmt.Sprint(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,128 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/sse"
+)
+
+// Bus is the event transport: the in-process sse.Broker today, a bus shared
+// by several replicas later. Publish must not wait for slow subscribers.
+type Bus interface {
+	Publish(ctx context.Context, m sse.Message) error
+	ServeEvent(w http.ResponseWriter, r *http.Request, directory string, initial func() []sse.Message)
+	ServeGlobal(w http.ResponseWriter, r *http.Request, initial func() []sse.Message)
+	Close(ctx context.Context) error
+}
+
+// OpenCode event types questiond publishes.
+const (
+	eventAsked    = "question.asked"
+	eventReplied  = "question.replied"
+	eventRejected = "question.rejected"
+)
+
+// announceWait bounds how long an ending waits for its question.asked to go
+// out; announcing is an in-memory publish, so this only matters if the bus is
+// wedged, and then the ending is published anyway.
+const announceWait = 5 * time.Second
+
+// Events announces questions on the bus in an order clients can rely on:
+// question.asked always goes out before the question.replied or
+// question.rejected of the same question, even when a question ends (timeout,
+// a fast operator) while it is still being announced.
+type Events struct {
+	bus Bus
+	log *zap.Logger
+
+	mu         sync.Mutex
+	announcing map[string]chan struct{} // closed once question.asked is published
+}
+
+// NewEvents returns the announcer for bus. Pass its Ended method to the store
+// as the OnEnd callback, and the Events itself to New.
+func NewEvents(bus Bus, log *zap.Logger) *Events {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Events{bus: bus, log: log.Named("events"), announcing: map[string]chan struct{}{}}
+}
+
+// beginAnnounce marks id as being announced; call it before the question is
+// stored, and finishAnnounce once question.asked is out (or creation failed).
+func (e *Events) beginAnnounce(id string) {
+	e.mu.Lock()
+	e.announcing[id] = make(chan struct{})
+	e.mu.Unlock()
+}
+
+func (e *Events) finishAnnounce(id string) {
+	e.mu.Lock()
+	if gate, ok := e.announcing[id]; ok {
+		close(gate)
+		delete(e.announcing, id)
+	}
+	e.mu.Unlock()
+}
+
+// asked publishes question.asked for q.
+func (e *Events) asked(ctx context.Context, q *pending.Question) {
+	e.publish(ctx, q.Directory, eventAsked, toQuestionRequest(q))
+}
+
+// Ended publishes how q ended: question.replied for an operator's answer,
+// question.rejected for every other ending, so no client keeps showing a
+// question nobody waits for any more.
+func (e *Events) Ended(q *pending.Question) {
+	e.mu.Lock()
+	gate := e.announcing[q.ID]
+	e.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-time.After(announceWait):
+			e.log.Warn("question ended before it was announced", zap.String("id", q.ID))
+		}
+	}
+	ctx := context.Background()
+	if q.Ended != nil && q.Ended.Ending == pending.EndReplied {
+		answers := q.Ended.Answers
+		if answers == nil {
+			answers = [][]string{}
+		}
+		e.publish(ctx, q.Directory, eventReplied, questionReplied{SessionID: q.SessionID, RequestID: q.ID, Answers: answers})
+		return
+	}
+	e.publish(ctx, q.Directory, eventRejected, questionRejected{SessionID: q.SessionID, RequestID: q.ID})
+}
+
+func (e *Events) publish(ctx context.Context, directory, typ string, properties any) {
+	body, err := json.Marshal(properties)
+	if err == nil {
+		err = e.bus.Publish(ctx, sse.Message{Directory: directory, Event: sse.Event{Type: typ, Properties: body}})
+	}
+	if err != nil {
+		e.log.Warn("could not publish event", zap.String("type", typ), zap.Error(err))
+	}
+}
+
+// askedMessages turns pending questions into question.asked messages, for the
+// first frames of a new event stream.
+func askedMessages(questions []*pending.Question) []sse.Message {
+	out := make([]sse.Message, 0, len(questions))
+	for _, q := range questions {
+		body, err := json.Marshal(toQuestionRequest(q))
+		if err != nil {
+			continue
+		}
+		out = append(out, sse.Message{Directory: q.Directory, Event: sse.Event{Type: eventAsked, Properties: body}})
+	}
+	return out
+}

@@ -1,0 +1,183 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/elicit"
+	"github.com/questiond/questiond/internal/ident"
+	"github.com/questiond/questiond/internal/pending"
+)
+
+// handleQuestionList serves GET /question: pending questions in the caller's
+// directory scope, oldest first.
+func (s *Server) handleQuestionList(w http.ResponseWriter, r *http.Request) {
+	dir, err := requestDirectory(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	questions, err := s.store.List(r.Context(), pending.Filter{Directory: dir})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]questionRequest, len(questions))
+	for i, q := range questions {
+		out[i] = toQuestionRequest(q)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// questionID reads and checks the {requestID} path parameter.
+func questionID(r *http.Request) (string, error) {
+	id := chi.URLParam(r, "requestID")
+	if len(id) < 3 || id[:3] != ident.Question {
+		quoted, _ := json.Marshal(id)
+		return "", newBadRequest(kindParams, "Expected a string starting with \"que\", got %s\n  at [\"requestID\"]", quoted)
+	}
+	return id, nil
+}
+
+// handleQuestionReply serves POST /question/{requestID}/reply. The answers are
+// validated against the question's schema before anything changes: a bad
+// answer is a 400 that names the question, and the question stays pending.
+// Checks run in OpenCode's order: path, body, then the lookup.
+func (s *Server) handleQuestionReply(w http.ResponseWriter, r *http.Request) {
+	id, err := questionID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	body, err := readJSONBody(w, r, s.opts.MaxBodyBytes)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	answers, err := decodeAnswers(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q, err := s.pendingQuestion(r, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	form, err := s.form(q)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	content, err := form.Convert(answers)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	_, err = s.store.Settle(r.Context(), id, pending.Outcome{
+		Ending:  pending.EndReplied,
+		Result:  pending.Result{Action: pending.ActionAccept, Content: content},
+		Answers: answers,
+	})
+	if err != nil {
+		s.writeError(w, r, s.notFoundAs(err, id))
+		return
+	}
+	writeJSON(w, http.StatusOK, true)
+}
+
+// handleQuestionReject serves POST /question/{requestID}/reject. OpenCode
+// sends no body; questiond reads an optional {"action":"decline"} so an
+// operator can tell the agent "no" rather than "not now" (cancel, the default).
+// A body that is not JSON is ignored, as OpenCode ignores it.
+func (s *Server) handleQuestionReject(w http.ResponseWriter, r *http.Request) {
+	id, err := questionID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	action, err := rejectAction(w, r, s.opts.MaxBodyBytes)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if _, err := s.pendingQuestion(r, id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	_, err = s.store.Settle(r.Context(), id, pending.Outcome{
+		Ending: pending.EndRejected,
+		Result: pending.Result{Action: action},
+	})
+	if err != nil {
+		s.writeError(w, r, s.notFoundAs(err, id))
+		return
+	}
+	writeJSON(w, http.StatusOK, true)
+}
+
+func rejectAction(w http.ResponseWriter, r *http.Request, limit int64) (string, error) {
+	body, err := readJSONBody(w, r, limit)
+	if err != nil {
+		if _, ok := err.(*unsupportedMediaType); ok {
+			return pending.ActionCancel, nil // ignored, like any body OpenCode gets here
+		}
+		return "", err
+	}
+	var parsed struct {
+		Action *json.RawMessage `json:"action"`
+	}
+	if len(body) == 0 || json.Unmarshal(body, &parsed) != nil || parsed.Action == nil {
+		return pending.ActionCancel, nil
+	}
+	var action string
+	_ = json.Unmarshal(*parsed.Action, &action)
+	switch action {
+	case pending.ActionDecline, pending.ActionCancel:
+		return action, nil
+	}
+	return "", newBadRequest(kindPayload, "Expected \"decline\" or \"cancel\", got %s\n  at [\"action\"]", excerpt(*parsed.Action))
+}
+
+// pendingQuestion finds a question that is still pending, in the caller's
+// directory scope; anything else is the same 404 as an unknown id.
+func (s *Server) pendingQuestion(r *http.Request, id string) (*pending.Question, error) {
+	dir, err := requestDirectory(r)
+	if err != nil {
+		return nil, err
+	}
+	q, err := s.store.Get(r.Context(), id)
+	if err != nil {
+		return nil, s.notFoundAs(err, id)
+	}
+	if q.Ended != nil || !(pending.Filter{Directory: dir}).Matches(q) {
+		return nil, &notFound{id: id}
+	}
+	return q, nil
+}
+
+// notFoundAs names id in a store's not-found error.
+func (s *Server) notFoundAs(err error, id string) error {
+	if isNotFound(err) {
+		return fmt.Errorf("%w", &notFound{id: id})
+	}
+	return err
+}
+
+// form returns the parsed elicitation of q, rebuilding it when the store
+// does not keep it (a record loaded from disk or another replica).
+func (s *Server) form(q *pending.Question) (*elicit.Form, error) {
+	if q.Form != nil {
+		return q.Form, nil
+	}
+	form, err := elicit.NewForm(q.Message, q.Schema, s.opts.Elicit)
+	if err != nil {
+		s.log.Error("stored question no longer parses", zap.String("id", q.ID), zap.Error(err))
+		return nil, fmt.Errorf("rebuilding question %s: %v", q.ID, err)
+	}
+	return form, nil
+}

@@ -1,0 +1,59 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// routes wires every route. Streaming routes get no middleware that buffers
+// or times out responses.
+func (s *Server) routes(cors *corsPolicy) chi.Router {
+	r := chi.NewRouter()
+	r.Use(s.recoverer, cors.middleware)
+	r.NotFound(s.handleNotFound)
+	r.MethodNotAllowed(s.handleMethodNotAllowed)
+
+	// Operators: OpenCode's question API.
+	r.Get("/question", s.handleQuestionList)
+	r.Post("/question/{requestID}/reply", s.handleQuestionReply)
+	r.Post("/question/{requestID}/reject", s.handleQuestionReject)
+	r.Get("/global/health", s.handleHealth)
+	r.Get("/doc", s.handleDoc)
+	r.Get("/event", s.handleEvent)
+	r.Get("/events", s.handleEvent)
+	r.Get("/global/event", s.handleGlobalEvent)
+
+	// Agents: MCP elicitation.
+	r.Post("/elicitations", s.handleElicitationCreate)
+	r.Get("/elicitations/{id}", s.handleElicitationGet)
+	r.Delete("/elicitations/{id}", s.handleElicitationDelete)
+	r.Post("/elicit", s.handleElicit)
+	return r
+}
+
+func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, &statusError{http.StatusNotFound, "NotFoundError", "No route for " + r.Method + " " + r.URL.Path})
+}
+
+func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, &statusError{http.StatusMethodNotAllowed, "MethodNotAllowed", "Method " + r.Method + " is not allowed on " + r.URL.Path})
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Healthy bool   `json:"healthy"`
+		Version string `json:"version"`
+	}{true, s.opts.Version})
+}
+
+func (s *Server) handleDoc(w http.ResponseWriter, r *http.Request) {
+	if len(s.opts.OpenAPI) == 0 {
+		s.handleNotFound(w, r)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(s.opts.OpenAPI)
+}

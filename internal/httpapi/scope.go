@@ -1,0 +1,54 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode"
+)
+
+// maxDirectoryBytes bounds a directory name; paths longer than Linux's
+// PATH_MAX are not real directories.
+const maxDirectoryBytes = 4096
+
+// requestDirectory is the directory an operator request is scoped to, the way
+// OpenCode clients send it: the "directory" query parameter, or else the
+// percent-encoded x-opencode-directory header. "" means every directory.
+func requestDirectory(r *http.Request) (string, error) {
+	if dir := r.URL.Query().Get("directory"); dir != "" {
+		d, err := normalizeDirectory(dir)
+		if err != nil {
+			return "", newBadRequest(kindQuery, "%s\n  at [\"directory\"]", err.Error())
+		}
+		return d, nil
+	}
+	header := r.Header.Get("x-opencode-directory")
+	if header == "" {
+		return "", nil
+	}
+	dir, err := url.PathUnescape(header)
+	if err != nil {
+		return "", newBadRequest(kindHeaders, "x-opencode-directory is not percent-encoded: %v", err)
+	}
+	d, err := normalizeDirectory(dir)
+	if err != nil {
+		return "", newBadRequest(kindHeaders, "%s\n  at [\"x-opencode-directory\"]", err.Error())
+	}
+	return d, nil
+}
+
+// normalizeDirectory makes equal directories compare equal ("/a/b/" is
+// "/a/b") and refuses names no file system has.
+func normalizeDirectory(dir string) (string, error) {
+	if len(dir) > maxDirectoryBytes {
+		return "", fmt.Errorf("directory is longer than %d bytes", maxDirectoryBytes)
+	}
+	if strings.ContainsFunc(dir, unicode.IsControl) {
+		return "", fmt.Errorf("directory contains control characters")
+	}
+	for len(dir) > 1 && strings.HasSuffix(dir, "/") {
+		dir = strings.TrimSuffix(dir, "/")
+	}
+	return dir, nil
+}

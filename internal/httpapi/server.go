@@ -1,0 +1,126 @@
+// Package httpapi serves questiond over HTTP: OpenCode's question API and
+// event streams for operators, and MCP elicitation routes for agents.
+//
+// It owns no state of its own: questions live in a Store, events travel on a
+// Bus, and schemas and answers are translated by package elicit. Build one with
+// New and serve it with any http.Server:
+//
+//	bus, _ := sse.New(sse.Options{Logger: log})
+//	events := httpapi.NewEvents(bus, log)
+//	store := pending.NewMemory(pending.MemoryOptions{OnEnd: events.Ended})
+//	srv, _ := httpapi.New(store, events, httpapi.Options{Logger: log})
+//	http.ListenAndServe("127.0.0.1:4097", srv)
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/elicit"
+	"github.com/questiond/questiond/internal/pending"
+)
+
+// Store is the part of the pending store the handlers use. Every method takes
+// a context and may fail, so a networked store fits behind it unchanged.
+type Store interface {
+	Create(ctx context.Context, q *pending.Question) error
+	Get(ctx context.Context, id string) (*pending.Question, error)
+	List(ctx context.Context, f pending.Filter) ([]*pending.Question, error)
+	Settle(ctx context.Context, id string, o pending.Outcome) (*pending.Question, error)
+	Wait(ctx context.Context, id string) (*pending.Question, error)
+}
+
+// Defaults for Options.
+const (
+	DefaultTimeout      = time.Hour
+	DefaultMaxTimeout   = 7 * 24 * time.Hour
+	DefaultMaxWait      = 5 * time.Minute
+	DefaultKeepAlive    = 20 * time.Second
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultVersion      = "0.1.0"
+)
+
+// Options configure a Server. Zero values mean the defaults.
+type Options struct {
+	Logger  *zap.Logger
+	Version string // reported by GET /global/health
+	// Elicit tunes schema parsing and question building.
+	Elicit elicit.Options
+	// DefaultTimeout ends a question that got no answer with cancel; a
+	// request's own "timeout" overrides it, up to MaxTimeout.
+	DefaultTimeout time.Duration
+	MaxTimeout     time.Duration
+	// MaxWait caps the wait of one GET /elicitations/{id}?wait= long-poll.
+	MaxWait time.Duration
+	// KeepAlive is how often POST /elicit writes a whitespace byte while it
+	// waits, so proxies and HTTP clients with idle timeouts keep the call open.
+	KeepAlive time.Duration
+	// MaxBodyBytes limits request bodies (413 beyond).
+	MaxBodyBytes int64
+	// CORSOrigins are allowed in addition to OpenCode's own allowlist.
+	CORSOrigins []string
+	// OpenAPI is served by GET /doc.
+	OpenAPI []byte
+}
+
+// Server is the HTTP face of questiond. It is an http.Handler.
+type Server struct {
+	store    Store
+	events   *Events
+	opts     Options
+	log      *zap.Logger
+	router   chi.Router
+	draining atomic.Bool
+}
+
+// New returns a Server that keeps questions in store and announces them with events.
+func New(store Store, events *Events, opts Options) (*Server, error) {
+	if store == nil || events == nil {
+		return nil, errors.New("httpapi: a store and an event announcer are required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.Version == "" {
+		opts.Version = DefaultVersion
+	}
+	if opts.DefaultTimeout <= 0 {
+		opts.DefaultTimeout = DefaultTimeout
+	}
+	if opts.MaxTimeout <= 0 {
+		opts.MaxTimeout = DefaultMaxTimeout
+	}
+	if opts.DefaultTimeout > opts.MaxTimeout {
+		return nil, errors.New("httpapi: the default timeout is longer than the maximum timeout")
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = DefaultMaxWait
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	cors, err := newCORS(opts.CORSOrigins)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{store: store, events: events, opts: opts, log: opts.Logger.Named("http")}
+	s.router = s.routes(cors)
+	return s, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// Drain makes the server refuse new elicitations and new event streams
+// (503) from now on, so a shutdown can settle what is pending without new
+// questions slipping in. Streams already open stay open until the bus closes.
+func (s *Server) Drain() { s.draining.Store(true) }

@@ -1,0 +1,54 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/sse"
+)
+
+// replayTimeout bounds the listing of pending questions for a new stream.
+const replayTimeout = 5 * time.Second
+
+// handleEvent serves GET /event (and /events): OpenCode's per-directory stream.
+func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
+	dir, err := requestDirectory(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.draining.Load() {
+		s.writeError(w, r, errShuttingDown)
+		return
+	}
+	s.events.bus.ServeEvent(w, r, dir, s.pendingAsked(dir))
+}
+
+// handleGlobalEvent serves GET /global/event: every directory, wrapped.
+func (s *Server) handleGlobalEvent(w http.ResponseWriter, r *http.Request) {
+	if s.draining.Load() {
+		s.writeError(w, r, errShuttingDown)
+		return
+	}
+	s.events.bus.ServeGlobal(w, r, s.pendingAsked(""))
+}
+
+// pendingAsked returns the first frames of a new stream: question.asked for
+// every question still pending in its scope. OpenCode's own TUI never lists
+// questions when it attaches, so without these it would never show them.
+func (s *Server) pendingAsked(dir string) func() []sse.Message {
+	return func() []sse.Message {
+		ctx, cancel := context.WithTimeout(context.Background(), replayTimeout)
+		defer cancel()
+		questions, err := s.store.List(ctx, pending.Filter{Directory: dir})
+		if err != nil {
+			s.log.Warn("could not list pending questions for a new stream", zap.Error(err))
+			return nil
+		}
+		return askedMessages(questions)
+	}
+}

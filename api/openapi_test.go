@@ -1,0 +1,443 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/questiond/questiond/api"
+)
+
+// loadDoc loads and validates the document exactly as GET /doc serves it.
+func loadDoc(t *testing.T) *openapi3.T {
+	t.Helper()
+	loader := openapi3.NewLoader()
+	loader.Context = t.Context()
+	doc, err := loader.LoadFromData(api.JSON())
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	// Validate switches to OpenAPI 3.1 rules (JSON Schema 2020-12) by itself
+	// because the document says openapi: 3.1.0; examples are validated too.
+	if err := doc.Validate(t.Context()); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	return doc
+}
+
+// rawDoc is the served document as plain JSON values, for comparing schemas
+// with OpenCode's recorded ones.
+func rawDoc(t *testing.T) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(api.JSON(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// goldenDoc is OpenCode's own document, recorded from a real server. It lives
+// in shared/, beside the repository root: /work/shared next to /work/main
+// here, and a copy beside the clone in CI.
+func goldenDoc(t *testing.T) map[string]any {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(root, "..", "shared", "golden", "opencode-openapi.json")
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) && os.Getenv("CI") != "true" {
+		t.Skipf("no recorded OpenCode document at %s", path)
+	}
+	if err != nil {
+		t.Fatalf("the recorded OpenCode document is required: %v", err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return doc
+}
+
+// repoRoot is the nearest directory above the working directory (the package
+// directory under go test) that holds go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// at walks a JSON value by object keys.
+func at(t *testing.T, v any, keys ...string) any {
+	t.Helper()
+	for i, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			t.Fatalf("%s is not an object", strings.Join(keys[:i], "."))
+		}
+		if v, ok = m[k]; !ok {
+			t.Fatalf("no %s", strings.Join(keys[:i+1], "."))
+		}
+	}
+	return v
+}
+
+// deref follows a local "$ref" at the top of v (and of what it points to).
+func deref(t *testing.T, doc map[string]any, v any) any {
+	t.Helper()
+	for range 10 {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return v
+		}
+		ref, ok := m["$ref"].(string)
+		if !ok {
+			return v
+		}
+		v = at(t, doc, strings.Split(strings.TrimPrefix(ref, "#/"), "/")...)
+	}
+	t.Fatal("$ref chain too long")
+	return nil
+}
+
+func sameJSON(t *testing.T, what string, got, want any) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		t.Errorf("%s differs from OpenCode's\n got: %s\nwant: %s", what, g, w)
+	}
+}
+
+func TestDocumentLoadsAndValidates(t *testing.T) {
+	doc := loadDoc(t)
+	if !doc.IsOpenAPI31OrLater() || doc.OpenAPI != "3.1.0" {
+		t.Errorf("openapi = %q, want 3.1.0", doc.OpenAPI)
+	}
+	if doc.Info.Title != "questiond" {
+		t.Errorf("info.title = %q", doc.Info.Title)
+	}
+}
+
+// TestDocumentHasEveryRoute pins the route table of the HTTP design: a route
+// added to or dropped from the document must be a decision.
+func TestDocumentHasEveryRoute(t *testing.T) {
+	want := []string{
+		"DELETE /elicitations/{id}",
+		"GET /doc",
+		"GET /elicitations/{id}",
+		"GET /event",
+		"GET /events",
+		"GET /global/event",
+		"GET /global/health",
+		"GET /question",
+		"POST /elicit",
+		"POST /elicitations",
+		"POST /question/{requestID}/reject",
+		"POST /question/{requestID}/reply",
+	}
+	var got []string
+	for path, item := range loadDoc(t).Paths.Map() {
+		for method := range item.Operations() {
+			got = append(got, method+" "+path)
+		}
+	}
+	sort.Strings(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("routes:\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestEveryOperationHasAnOperationID(t *testing.T) {
+	seen := map[string]string{}
+	for path, item := range loadDoc(t).Paths.Map() {
+		for method, op := range item.Operations() {
+			route := method + " " + path
+			if op.OperationID == "" {
+				t.Errorf("%s has no operationId", route)
+			}
+			if other, dup := seen[op.OperationID]; dup {
+				t.Errorf("%s and %s share operationId %q", route, other, op.OperationID)
+			}
+			seen[op.OperationID] = route
+		}
+	}
+}
+
+// TestEveryErrorResponseRefersToAnErrorSchema: each 4xx/5xx response, in
+// every media type it has, is a $ref to a component schema named *Error.
+func TestEveryErrorResponseRefersToAnErrorSchema(t *testing.T) {
+	doc := loadDoc(t)
+	isErrorSchema := func(ref string) bool {
+		name, ok := strings.CutPrefix(ref, "#/components/schemas/")
+		return ok && strings.HasSuffix(name, "Error") && doc.Components.Schemas[name] != nil
+	}
+	check := func(where, status string, resp *openapi3.ResponseRef) {
+		if status[0] != '4' && status[0] != '5' {
+			return
+		}
+		if resp.Value == nil || len(resp.Value.Content) == 0 {
+			t.Errorf("%s %s: no body described", where, status)
+			return
+		}
+		for mediaType, content := range resp.Value.Content {
+			if content.Schema == nil || !isErrorSchema(content.Schema.Ref) {
+				t.Errorf("%s %s %s: schema is not a $ref to an error schema", where, status, mediaType)
+			}
+		}
+	}
+	errorResponses := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status, resp := range op.Responses.Map() {
+				check(method+" "+path, status, resp)
+				if status[0] == '4' || status[0] == '5' {
+					errorResponses++
+				}
+			}
+		}
+	}
+	for name, resp := range doc.Components.Responses {
+		// Component responses have no status of their own; their names say it.
+		if name != "EventStream" {
+			check("components.responses."+name, "4xx", resp)
+		}
+	}
+	if errorResponses < 30 {
+		t.Errorf("only %d error responses found; is the walk broken?", errorResponses)
+	}
+}
+
+// TestOpenCodeSchemasAreReusedExactly compares our OpenCode-compatible parts
+// with the document a real OpenCode server serves, as decoded JSON values (so
+// key order and layout do not count). What is normalised, and only where said:
+// our document names two inline OpenCode bodies (Health, QuestionReply) as
+// components, so a top-level $ref is followed before comparing; OpenCode's
+// GlobalEvent inlines its event shapes where ours refers to them.
+func TestOpenCodeSchemasAreReusedExactly(t *testing.T) {
+	ours, theirs := rawDoc(t), goldenDoc(t)
+	for _, name := range []string{
+		"QuestionOption", "QuestionInfo", "QuestionTool", "QuestionRequest", "QuestionAnswer",
+		"QuestionNotFoundError", "BadRequestError", "NotFoundError", "UnknownError",
+		"EventServerConnected", "EventQuestionAsked", "EventQuestionReplied", "EventQuestionRejected",
+	} {
+		sameJSON(t, name,
+			at(t, ours, "components", "schemas", name),
+			at(t, theirs, "components", "schemas", name))
+	}
+}
+
+// TestOpenCodeEventsAreASubset: our Event union is part of OpenCode's, plus
+// server.heartbeat, which OpenCode sends but does not document.
+func TestOpenCodeEventsAreASubset(t *testing.T) {
+	ours, theirs := rawDoc(t), goldenDoc(t)
+	theirRefs := at(t, theirs, "components", "schemas", "Event", "anyOf").([]any)
+	ourRefs := at(t, ours, "components", "schemas", "Event", "anyOf").([]any)
+	for _, ref := range ourRefs {
+		if at(t, ref, "$ref") == "#/components/schemas/EventServerHeartbeat" {
+			continue
+		}
+		if !slices.ContainsFunc(theirRefs, func(r any) bool { return reflect.DeepEqual(r, ref) }) {
+			t.Errorf("Event member %v is not in OpenCode's Event", ref)
+		}
+	}
+
+	// GlobalEvent: the same envelope fields; the payload is one of OpenCode's
+	// inlined event shapes. Only "required" differs, on purpose: OpenCode's
+	// document requires "directory", but neither server sends it with
+	// server.connected or server.heartbeat.
+	ourGlobal := at(t, ours, "components", "schemas", "GlobalEvent").(map[string]any)
+	theirGlobal := at(t, theirs, "components", "schemas", "GlobalEvent").(map[string]any)
+	for _, field := range []string{"directory", "project", "workspace"} {
+		sameJSON(t, "GlobalEvent."+field,
+			at(t, ourGlobal, "properties", field), at(t, theirGlobal, "properties", field))
+	}
+	sameJSON(t, "GlobalEvent.additionalProperties", ourGlobal["additionalProperties"], theirGlobal["additionalProperties"])
+	sameJSON(t, "GlobalEvent.required", ourGlobal["required"], []any{"payload"})
+	theirPayloads := at(t, theirGlobal, "properties", "payload", "anyOf").([]any)
+	payloadEvent := deref(t, ours, at(t, ourGlobal, "properties", "payload"))
+	for _, ref := range at(t, payloadEvent, "anyOf").([]any) {
+		if at(t, ref, "$ref") == "#/components/schemas/EventServerHeartbeat" {
+			continue
+		}
+		event := deref(t, ours, ref)
+		if !slices.ContainsFunc(theirPayloads, func(p any) bool { return reflect.DeepEqual(p, event) }) {
+			t.Errorf("GlobalEvent payload %v is not among OpenCode's", ref)
+		}
+	}
+}
+
+// TestOpenCodeOperationsMatch compares the OpenCode-compatible operations:
+// same path, method and operationId, every OpenCode parameter present with the
+// same schema, the same success body and the same 404 body. The 400 bodies
+// differ on purpose: OpenCode's document lists {"_tag":…} shapes for reply and
+// reject, but its server sends BadRequestError, and so do we.
+func TestOpenCodeOperationsMatch(t *testing.T) {
+	ours, theirs := rawDoc(t), goldenDoc(t)
+	operations := []struct{ path, method, id string }{
+		{"/question", "get", "question.list"},
+		{"/question/{requestID}/reply", "post", "question.reply"},
+		{"/question/{requestID}/reject", "post", "question.reject"},
+		{"/event", "get", "event.subscribe"},
+		{"/global/event", "get", "global.event"},
+		{"/global/health", "get", "global.health"},
+	}
+	for _, o := range operations {
+		t.Run(o.id, func(t *testing.T) {
+			ourOp := at(t, ours, "paths", o.path, o.method).(map[string]any)
+			theirOp := at(t, theirs, "paths", o.path, o.method).(map[string]any)
+			if ourOp["operationId"] != o.id || theirOp["operationId"] != o.id {
+				t.Errorf("operationId: ours %v, OpenCode's %v, want %s", ourOp["operationId"], theirOp["operationId"], o.id)
+			}
+
+			var ourParams []any
+			if ps, ok := ourOp["parameters"].([]any); ok {
+				for _, p := range ps {
+					ourParams = append(ourParams, deref(t, ours, p))
+				}
+			}
+			theirParams, _ := theirOp["parameters"].([]any)
+			for _, p := range theirParams {
+				if !slices.ContainsFunc(ourParams, func(q any) bool { return reflect.DeepEqual(q, p) }) {
+					g, _ := json.Marshal(p)
+					t.Errorf("parameter %s is missing or differs", g)
+				}
+			}
+
+			compareBody := func(what string, ourContent, theirContent any) {
+				theirMap := theirContent.(map[string]any)
+				ourMap := ourContent.(map[string]any)
+				if len(ourMap) != len(theirMap) {
+					t.Errorf("%s: media types %v, OpenCode's %v", what, keys(ourMap), keys(theirMap))
+				}
+				for mediaType, theirMedia := range theirMap {
+					theirSchema := at(t, theirMedia, "schema")
+					ourSchema := at(t, ourMap, mediaType, "schema")
+					if _, isRef := theirSchema.(map[string]any)["$ref"]; !isRef {
+						ourSchema = deref(t, ours, ourSchema)
+					}
+					sameJSON(t, what+" "+mediaType, ourSchema, theirSchema)
+				}
+			}
+			for _, status := range []string{"200", "404"} {
+				theirResp, ok := at(t, theirOp, "responses").(map[string]any)[status]
+				if !ok {
+					continue
+				}
+				ourResp := deref(t, ours, at(t, ourOp, "responses", status))
+				compareBody(status+" body", at(t, ourResp, "content"), at(t, theirResp, "content"))
+			}
+			if theirBody, ok := theirOp["requestBody"]; ok {
+				compareBody("request body", at(t, ourOp, "requestBody", "content"), at(t, theirBody, "content"))
+			}
+		})
+	}
+}
+
+func keys(m map[string]any) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// TestSchemasAcceptTheWire checks the schemas against bodies copied from the
+// design and from OpenCode's recordings, and against near misses, so a
+// schema that accepts everything (or nothing) cannot pass.
+func TestSchemasAcceptTheWire(t *testing.T) {
+	doc := loadDoc(t)
+	tests := []struct {
+		schema string
+		body   string
+		valid  bool
+	}{
+		{"QuestionRequest", `{"id":"que_1","sessionID":"ses_1","questions":[{"question":"Q?","header":"H","options":[{"label":"a","description":"b"}],"multiple":true}],"tool":{"messageID":"msg_1","callID":"c"}}`, true},
+		{"QuestionRequest", `{"id":"abc","sessionID":"ses_1","questions":[]}`, false},
+		{"QuestionRequest", `{"id":"que_1","sessionID":"ses_1","questions":null}`, false},
+		{"BadRequestError", `{"name":"BadRequest","data":{"message":"Expected a string starting with \"que\", got \"abc\"\n  at [\"requestID\"]","kind":"Params"}}`, true},
+		{"BadRequestError", `{"name":"BadRequest","data":{"message":"m","kind":"Nope"}}`, false},
+		{"QuestionNotFoundError", `{"_tag":"QuestionNotFoundError","requestID":"que_1","message":"Question request not found: que_1"}`, true},
+		{"UnknownError", `{"name":"UnknownError","data":{"message":"Unexpected server error. Check server logs for details.","ref":"err_0123abcd"}}`, true},
+		{"UnsupportedMediaTypeError", `"Unsupported content-type: text/plain"`, true},
+		{"UnsupportedMediaTypeError", `"nope"`, false},
+		{"Event", `{"id":"evt_1","type":"server.connected","properties":{}}`, true},
+		{"Event", `{"id":"evt_1","type":"server.heartbeat","properties":{}}`, true},
+		{"Event", `{"id":"evt_1","type":"question.replied","properties":{"sessionID":"ses_1","requestID":"que_1","answers":[["a"],[]]}}`, true},
+		{"Event", `{"id":"evt_1","type":"question.rejected","properties":{"sessionID":"ses_1","requestID":"que_1"}}`, true},
+		{"Event", `{"id":"evt_1","type":"question.rejected","properties":{"sessionID":"ses_1"}}`, false},
+		{"Event", `{"id":"evt_1","type":"session.idle","properties":{}}`, false},
+		{"GlobalEvent", `{"payload":{"id":"evt_1","type":"server.connected","properties":{}}}`, true},
+		{"GlobalEvent", `{"directory":"/p","project":"global","payload":{"id":"evt_1","type":"question.rejected","properties":{"sessionID":"ses_1","requestID":"que_1"}}}`, true},
+		{"GlobalEvent", `{"directory":"/p"}`, false},
+		{"ElicitResult", `{"action":"accept","content":{"name":"api","replicas":2,"ratio":0.5,"dryRun":true,"tags":["web"]}}`, true},
+		{"ElicitResult", `{"action":"decline"}`, true},
+		{"ElicitResult", `{"action":"cancel","content":{}}`, false},
+		{"ElicitResult", `{"action":"accept"}`, false},
+		{"ElicitResult", `{"action":"accept","content":{"x":{"nested":1}}}`, false},
+		{"Elicitation", `{"id":"que_1","status":"pending","sessionID":"ses_1","createdAt":"2026-11-29T20:58:43Z","deadline":"2026-11-29T21:00:13Z","questions":[]}`, true},
+		{"Elicitation", `{"id":"que_1","status":"resolved","sessionID":"ses_1","createdAt":"2026-11-29T20:58:43Z","endedAt":"2026-11-29T20:59:00Z","ending":"withdrawn","result":{"action":"cancel"},"questions":[]}`, true},
+		{"Elicitation", `{"id":"que_1","status":"resolved","sessionID":"ses_1","createdAt":"2026-11-29T20:58:43Z","questions":[]}`, false},
+		{"Elicitation", `{"id":"que_1","status":"pending","sessionID":"ses_1","createdAt":"2026-11-29T20:58:43Z","ending":"timeout","questions":[]}`, false},
+		{"ElicitBody", `{"message":"m","requestedSchema":{"type":"object","properties":{"a":{"type":"string"}}},"timeout":"90s"}`, true},
+		{"ElicitBody", `{"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{}}}}`, true},
+		{"ElicitBody", `{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object","properties":{}}}}`, true},
+		{"ElicitBody", `{"message":"","requestedSchema":{"type":"object","properties":{}}}`, false},
+		{"ElicitBody", `{"message":"m","requestedSchema":{"type":"object","properties":{}},"timeout":"soon"}`, false},
+		{"ElicitBody", `{"message":"m","mode":"url","requestedSchema":{"type":"object","properties":{}}}`, false},
+		{"ElicitResponse", `{"action":"accept","content":{"a":"b"}}`, true},
+		{"ElicitResponse", `{"jsonrpc":"2.0","id":"x","result":{"action":"cancel"}}`, true},
+		{"ElicitResponse", `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"requestedSchema: missing"}}`, true},
+		{"ElicitResponse", `{"jsonrpc":"2.0","id":1}`, false},
+		{"Health", `{"healthy":true,"version":"1.2.3"}`, true},
+		{"Health", `{"healthy":false,"version":"1.2.3"}`, false},
+	}
+	for _, tt := range tests {
+		var value any
+		if err := json.Unmarshal([]byte(tt.body), &value); err != nil {
+			t.Fatalf("%s: %v", tt.body, err)
+		}
+		ref := doc.Components.Schemas[tt.schema]
+		if ref == nil {
+			t.Fatalf("no schema %s", tt.schema)
+		}
+		err := ref.Value.VisitJSON(value, openapi3.EnableJSONSchema2020())
+		if (err == nil) != tt.valid {
+			t.Errorf("%s %s: valid=%v, want %v (%v)", tt.schema, tt.body, err == nil, tt.valid, err)
+		}
+	}
+}
+
+func TestValidationIsNotVacuous(t *testing.T) {
+	// Guards the tests above against a loader that silently accepts anything.
+	loader := openapi3.NewLoader()
+	broken, err := loader.LoadFromData([]byte(`{"openapi":"3.1.0","info":{"title":"x","version":"1"},"paths":{"/a":{"get":{"responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Missing"}}}}}}}}}`))
+	if err == nil {
+		err = broken.Validate(context.Background())
+	}
+	if err == nil {
+		t.Fatal("a document with a dangling $ref loaded and validated")
+	}
+}

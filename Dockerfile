@@ -1,0 +1,17 @@
+# syntax=docker/dockerfile:1
+# Build a static binary, then ship it alone on a distroless base as non-root.
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+ARG VERSION=dev
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/questiond ./cmd/questiond
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/questiond /usr/local/bin/questiond
+USER nonroot:nonroot
+EXPOSE 4097
+# Inside a container the daemon must listen beyond loopback to be reachable.
+ENV QUESTIOND_ADDR=0.0.0.0:4097
+ENTRYPOINT ["/usr/local/bin/questiond"]

@@ -1,0 +1,46 @@
+# questiond — common tasks. `make test` is the whole test suite (what CI runs).
+GO       ?= go
+BIN      ?= bin/questiond
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+FUZZTIME ?= 15s
+LDFLAGS  := -s -w -X main.version=$(VERSION)
+
+.PHONY: all build run test unit fuzz compat bench lint clean
+
+all: lint test build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/questiond
+
+run:
+	$(GO) run ./cmd/questiond
+
+# The whole suite: static checks, unit and end-to-end tests with the race
+# detector, a short run of every fuzz target, and the OpenCode SDK
+# compatibility test (installs its npm packages itself).
+test: lint unit fuzz compat
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$target ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+compat:
+	./test/opencode-sdk/run.sh
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin

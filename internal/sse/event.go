@@ -1,0 +1,69 @@
+package sse
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/questiond/questiond/internal/ident"
+)
+
+// Errors returned by Publish.
+var (
+	ErrClosed     = errors.New("event broker closed")
+	ErrEmptyEvent = errors.New("event has no type or no properties")
+	// ErrInvalidEvent wraps the reason an event cannot be sent: properties
+	// that are not one JSON object, or an id without the evt_ prefix.
+	ErrInvalidEvent = errors.New("invalid event")
+)
+
+// Event is OpenCode's bus event, the /event frame: {"id","type","properties"}.
+type Event struct {
+	ID         string          `json:"id"` // "evt_…"; Publish assigns one when empty
+	Type       string          `json:"type"`
+	Properties json.RawMessage `json:"properties"` // compact JSON object, never empty
+}
+
+// Message is an event and the directory it belongs to.
+type Message struct {
+	// Directory "" means the event is not tied to a directory and goes to
+	// every /event stream; otherwise it goes to /event streams of that
+	// directory and to streams that gave no directory.
+	Directory string
+	Event     Event
+}
+
+// Types of the events the broker sends on its own.
+const (
+	typeConnected = "server.connected"
+	typeHeartbeat = "server.heartbeat"
+)
+
+var emptyObject = json.RawMessage(`{}`)
+
+// brokerEvent is a fresh server.connected or server.heartbeat event.
+func brokerEvent(typ string) Event {
+	return Event{ID: ident.Ascending(ident.Event), Type: typ, Properties: emptyObject}
+}
+
+// prepare checks e and gives it an id when it has none. An empty payload is
+// refused here because r3labs ends every connection of a stream that gets one.
+func prepare(e *Event) error {
+	if e.Type == "" {
+		return ErrEmptyEvent
+	}
+	props := bytes.TrimSpace(e.Properties)
+	if len(props) == 0 || bytes.Equal(props, []byte("null")) {
+		return fmt.Errorf("event %q: %w", e.Type, ErrEmptyEvent)
+	}
+	if props[0] != '{' {
+		return fmt.Errorf("%w: properties of %q are not a JSON object", ErrInvalidEvent, e.Type)
+	}
+	if e.ID == "" {
+		e.ID = ident.Ascending(ident.Event)
+	} else if !ident.HasPrefix(e.ID, ident.Event) {
+		return fmt.Errorf("%w: id %q of %q does not start with %s_", ErrInvalidEvent, e.ID, e.Type, ident.Event)
+	}
+	return nil
+}

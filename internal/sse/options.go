@@ -1,0 +1,60 @@
+package sse
+
+import (
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Defaults for Options.
+const (
+	DefaultHeartbeat    = 10 * time.Second
+	DefaultWriteTimeout = 10 * time.Second
+	DefaultQueueLength  = 256
+	DefaultMaxScopes    = 1024
+	DefaultProject      = "global"
+)
+
+// Options configure a Broker. Zero values mean the defaults.
+type Options struct {
+	Heartbeat    time.Duration // server.heartbeat period on every stream
+	WriteTimeout time.Duration // a frame not written within it cuts that subscriber off
+	QueueLength  int           // frames queued per subscriber before it is cut off
+	MaxScopes    int           // distinct directories with an /event stream; more get 503
+	Project      string        // "project" of /global/event frames
+	Logger       *zap.Logger   // nil means zap.NewNop()
+}
+
+// withDefaults fills zero values and rejects negative ones.
+func (o Options) withDefaults() (Options, error) {
+	switch {
+	case o.Heartbeat < 0:
+		return o, fmt.Errorf("sse options: negative heartbeat %v", o.Heartbeat)
+	case o.WriteTimeout < 0:
+		return o, fmt.Errorf("sse options: negative write timeout %v", o.WriteTimeout)
+	case o.QueueLength < 0:
+		return o, fmt.Errorf("sse options: negative queue length %d", o.QueueLength)
+	case o.MaxScopes < 0:
+		return o, fmt.Errorf("sse options: negative scope limit %d", o.MaxScopes)
+	}
+	if o.Heartbeat == 0 {
+		o.Heartbeat = DefaultHeartbeat
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.QueueLength == 0 {
+		o.QueueLength = DefaultQueueLength
+	}
+	if o.MaxScopes == 0 {
+		o.MaxScopes = DefaultMaxScopes
+	}
+	if o.Project == "" {
+		o.Project = DefaultProject
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	return o, nil
+}

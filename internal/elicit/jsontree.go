@@ -74,7 +74,9 @@ type jsonPath []pathStep
 // key and index return a longer path without touching p's backing array, so
 // sibling paths built from the same parent never overwrite each other.
 func (p jsonPath) key(k string) jsonPath { return append(p[:len(p):len(p)], pathStep{key: k}) }
-func (p jsonPath) index(i int) jsonPath  { return append(p[:len(p):len(p)], pathStep{index: i, isIdx: true}) }
+func (p jsonPath) index(i int) jsonPath {
+	return append(p[:len(p):len(p)], pathStep{index: i, isIdx: true})
+}
 
 func (p jsonPath) errorf(format string, args ...any) *SchemaError {
 	return &SchemaError{Path: p.String(), Rule: fmt.Sprintf(format, args...)}

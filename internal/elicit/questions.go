@@ -151,7 +151,7 @@ func textHints(p *Property) []string {
 	if p.Format != "" {
 		hints[0] = formatHints[p.Format]
 	}
-	if length := countHint(p.MinLength, p.MaxLength, "characters", ""); length != "" {
+	if length := countHint(p.MinLength, p.MaxLength, "character", ""); length != "" {
 		hints = append(hints, length)
 	}
 	if p.Pattern != "" {
@@ -160,21 +160,25 @@ func textHints(p *Property) []string {
 	return hints
 }
 
-// countHint describes a range of counts: "1–40 characters", "at least 1",
-// "exactly 2"; whenUnbounded when there are no bounds worth telling.
+// countHint describes a range of counts of unit ("1–40 characters",
+// "at least 1 character"); a bare number when unit is "", and
+// whenUnbounded when there are no bounds worth telling.
 func countHint(lo, hi *int, unit, whenUnbounded string) string {
-	if unit != "" {
-		unit = " " + unit
+	count := func(n int) string {
+		if unit == "" {
+			return strconv.Itoa(n)
+		}
+		return plural(n, unit)
 	}
 	switch {
 	case lo != nil && hi != nil && *lo == *hi:
-		return "exactly " + strconv.Itoa(*lo) + unit
+		return "exactly " + count(*lo)
 	case lo != nil && *lo > 0 && hi != nil:
-		return strconv.Itoa(*lo) + "–" + strconv.Itoa(*hi) + unit
+		return strconv.Itoa(*lo) + "–" + count(*hi)
 	case hi != nil:
-		return "at most " + strconv.Itoa(*hi) + unit
+		return "at most " + count(*hi)
 	case lo != nil && *lo > 0:
-		return "at least " + strconv.Itoa(*lo) + unit
+		return "at least " + count(*lo)
 	}
 	return whenUnbounded
 }

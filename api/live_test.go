@@ -1,0 +1,673 @@
+package api_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/questiond/questiond/api"
+	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/sse"
+)
+
+// Leak sources this guards: the live server's stream handlers, POST /elicit
+// waiters, store timers, and the test's own stream readers.
+func TestMain(m *testing.M) {
+	// The document describes each event stream frame with the stream's
+	// schema; this decoder lets openapi3filter check one frame at a time.
+	openapi3filter.RegisterBodyDecoder("text/event-stream", decodeFrame)
+	goleak.VerifyTestMain(m)
+}
+
+// decodeFrame decodes exactly one frame as OpenCode writes it: a single
+// "data: " line of JSON and a blank line, nothing else.
+func decodeFrame(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+	raw, err := io.ReadAll(body)
+	if err != nil {
+		return nil, err
+	}
+	data, ok := bytes.CutPrefix(raw, []byte("data: "))
+	if !ok || !bytes.HasSuffix(data, []byte("\n\n")) || bytes.Count(data, []byte("\n")) != 2 {
+		return nil, fmt.Errorf("not one data-only frame: %q", raw)
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, fmt.Errorf("frame data: %w", err)
+	}
+	return v, nil
+}
+
+// liveServer is a real questiond (memory store, real event broker, the real
+// handlers) serving this package's document, plus a router over that
+// document to validate what goes in and out.
+type liveServer struct {
+	url     string
+	handler *httpapi.Server
+	doc     *openapi3.T
+	router  routers.Router
+
+	mu      sync.Mutex
+	checked map[string]bool // "operationId status" of every validated response
+}
+
+func startLive(t *testing.T) *liveServer {
+	t.Helper()
+	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
+	// A short heartbeat puts server.heartbeat frames on every stream within
+	// the test; a short keep-alive puts leading whitespace in POST /elicit bodies.
+	bus, err := sse.New(sse.Options{Logger: log, Heartbeat: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := httpapi.NewEvents(bus, log)
+	store := pending.NewMemory(pending.MemoryOptions{OnEnd: events.Ended, Logger: log})
+	handler, err := httpapi.New(store, events, httpapi.Options{
+		Logger:       log,
+		Version:      "test",
+		OpenAPI:      api.JSON(),
+		MaxBodyBytes: 64 << 10,
+		KeepAlive:    2 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(handler)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		handler.Drain()
+		_, _ = store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})
+		_ = bus.Close(ctx)
+		ts.Close()
+		_ = store.Close(ctx)
+	})
+
+	doc := loadDoc(t)
+	doc.Servers = openapi3.Servers{{URL: ts.URL}}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &liveServer{url: ts.URL, handler: handler, doc: doc, router: router, checked: map[string]bool{}}
+}
+
+// exchange is one request of the test and what the document says of it.
+type exchange struct {
+	method, path string
+	body         string   // sent as-is; "" sends no body
+	header       []string // name, value pairs; Content-Type defaults to JSON when there is a body
+	// brokenRequest marks requests that break the document on purpose (a bad
+	// id, an unknown enum value, a text/plain body): ValidateRequest must
+	// refuse them, and the server's answer must still be a documented error.
+	brokenRequest bool
+}
+
+func (x exchange) String() string { return x.method + " " + x.path }
+
+// result is a finished exchange, not yet checked.
+type result struct {
+	x          exchange
+	input      *openapi3filter.RequestValidationInput
+	requestErr error // ValidateRequest's verdict on the request
+	status     int
+	header     http.Header
+	body       []byte
+}
+
+func (x exchange) newRequest(ctx context.Context, base string) (*http.Request, error) {
+	var body io.Reader
+	if x.body != "" {
+		body = strings.NewReader(x.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, x.method, base+x.path, body)
+	if err != nil {
+		return nil, err
+	}
+	if x.body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(x.header); i += 2 {
+		req.Header.Set(x.header[i], x.header[i+1])
+	}
+	return req, nil
+}
+
+// send validates the request against the document and sends it. It does not
+// touch t, so goroutines may call it.
+func (l *liveServer) send(ctx context.Context, x exchange) (*result, error) {
+	twin, err := x.newRequest(ctx, l.url) // ValidateRequest reads the body
+	if err != nil {
+		return nil, err
+	}
+	route, params, err := l.router.FindRoute(twin)
+	if err != nil {
+		return nil, fmt.Errorf("%s: no operation in the document: %w", x, err)
+	}
+	input := &openapi3filter.RequestValidationInput{Request: twin, PathParams: params, Route: route}
+	r := &result{x: x, input: input, requestErr: openapi3filter.ValidateRequest(ctx, input)}
+
+	req, err := x.newRequest(ctx, l.url)
+	if err != nil {
+		return nil, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	if r.body, err = io.ReadAll(res.Body); err != nil {
+		return nil, err
+	}
+	r.status, r.header = res.StatusCode, res.Header
+	return r, nil
+}
+
+// check asserts the status and that request and response follow the document.
+func (l *liveServer) check(t *testing.T, r *result, wantStatus int) {
+	t.Helper()
+	x := r.x
+	switch {
+	case !x.brokenRequest && r.requestErr != nil:
+		t.Errorf("%s: the request should follow the document: %v", x, r.requestErr)
+	case x.brokenRequest && r.requestErr == nil:
+		t.Errorf("%s: the request should break the document, but it passes", x)
+	}
+	if r.status != wantStatus {
+		t.Errorf("%s: status %d, want %d; body %s", x, r.status, wantStatus, r.body)
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: r.input,
+		Status:                 r.status,
+		Header:                 r.header,
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true},
+	}
+	in.SetBodyBytes(r.body)
+	if err := openapi3filter.ValidateResponse(t.Context(), in); err != nil {
+		t.Errorf("%s → %d %s: the response breaks the document: %v", x, r.status, r.body, err)
+	}
+	l.record(r.input.Route.Operation.OperationID, r.status)
+}
+
+func (l *liveServer) record(operationID string, status int) {
+	l.mu.Lock()
+	l.checked[fmt.Sprintf("%s %d", operationID, status)] = true
+	l.mu.Unlock()
+}
+
+func (l *liveServer) do(t *testing.T, x exchange, wantStatus int) *result {
+	t.Helper()
+	r, err := l.send(t.Context(), x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.check(t, r, wantStatus)
+	return r
+}
+
+// doOffDocument sends a request the document has no operation for (an
+// unknown path, a wrong method) and checks the answer against the error
+// schema the document names for it.
+func (l *liveServer) doOffDocument(t *testing.T, x exchange, wantStatus int, schema string) {
+	t.Helper()
+	req, err := x.newRequest(t.Context(), l.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.router.FindRoute(req); err == nil {
+		t.Fatalf("%s is in the document", x)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != wantStatus {
+		t.Errorf("%s: status %d, want %d", x, res.StatusCode, wantStatus)
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s: Content-Type %q", x, ct)
+	}
+	var value any
+	if err := json.Unmarshal(body, &value); err != nil {
+		t.Fatalf("%s: body %q: %v", x, body, err)
+	}
+	if err := l.doc.Components.Schemas[schema].Value.VisitJSON(value, openapi3.EnableJSONSchema2020()); err != nil {
+		t.Errorf("%s → %s: not a %s: %v", x, body, schema, err)
+	}
+}
+
+func (r *result) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("%s: body %q: %v", r.x, r.body, err)
+	}
+}
+
+// liveStream is an open event stream whose frames are read in the background.
+type liveStream struct {
+	l      *liveServer
+	x      exchange
+	input  *openapi3filter.RequestValidationInput
+	header http.Header
+	frames chan []byte // closed when the stream ends
+}
+
+func (l *liveServer) open(t *testing.T, path string) *liveStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	x := exchange{method: http.MethodGet, path: path}
+	req, err := x.newRequest(ctx, l.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	route, params, err := l.router.FindRoute(req)
+	if err != nil {
+		t.Fatalf("%s: %v", x, err)
+	}
+	input := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route}
+	if err := openapi3filter.ValidateRequest(ctx, input); err != nil {
+		t.Errorf("%s: %v", x, err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("%s: status %d", x, res.StatusCode)
+	}
+	s := &liveStream{l: l, x: x, input: input, header: res.Header, frames: make(chan []byte, 4096)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(s.frames)
+		defer res.Body.Close()
+		reader := bufio.NewReader(res.Body)
+		for {
+			line, err := reader.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			blank, err := reader.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			select {
+			case s.frames <- append(line, blank...):
+			default: // the test stopped reading; the frame is not needed
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return s
+}
+
+// next validates frames until one of eventType arrives and returns that
+// frame's event (the payload, on /global/event) and the whole frame.
+func (s *liveStream) next(t *testing.T, eventType string) (event, frame map[string]any) {
+	t.Helper()
+	timeout := time.After(5 * time.Second) // a bound for a broken server, not an ordering
+	for {
+		select {
+		case raw, ok := <-s.frames:
+			if !ok {
+				t.Fatalf("%s ended before a %s frame", s.x, eventType)
+			}
+			in := &openapi3filter.ResponseValidationInput{
+				RequestValidationInput: s.input,
+				Status:                 http.StatusOK,
+				Header:                 s.header,
+				Options:                &openapi3filter.Options{IncludeResponseStatus: true},
+			}
+			in.SetBodyBytes(raw)
+			if err := openapi3filter.ValidateResponse(t.Context(), in); err != nil {
+				t.Errorf("%s frame %q breaks the document: %v", s.x, raw, err)
+			}
+			s.l.record(s.input.Route.Operation.OperationID, http.StatusOK)
+			if err := json.Unmarshal(bytes.TrimPrefix(raw, []byte("data: ")), &frame); err != nil {
+				t.Fatalf("%s frame %q: %v", s.x, raw, err)
+			}
+			event = frame
+			if payload, ok := frame["payload"].(map[string]any); ok {
+				event = payload
+			}
+			if event["type"] == eventType {
+				return event, frame
+			}
+		case <-timeout:
+			t.Fatalf("%s: no %s frame within 5s", s.x, eventType)
+		}
+	}
+}
+
+const (
+	deployMessage = `"Set up the deployment"`
+	deploySchema  = `{"type":"object","properties":{` +
+		`"env":{"type":"string","title":"Environment","enum":["dev","prod"]},` +
+		`"replicas":{"type":"integer","title":"Replicas","minimum":1,"maximum":10}},` +
+		`"required":["env","replicas"]}`
+	deployBody   = `{"message":` + deployMessage + `,"requestedSchema":` + deploySchema + `,"timeout":"90s"}`
+	unknownID    = "que_00000000000000000000000000"
+	goodAnswers  = `{"answers":[["prod"],["3"]]}`
+	emptyObject  = `{}`
+	acceptedJSON = `{"env":"prod","replicas":3}`
+)
+
+// TestLiveResponsesFollowTheDocument runs a real server through every route,
+// success and error cases, and validates every request it sends and every
+// response and event frame it gets against the document.
+func TestLiveResponsesFollowTheDocument(t *testing.T) {
+	l := startLive(t)
+	events := l.open(t, "/event")
+	global := l.open(t, "/global/event")
+	events.next(t, "server.connected")
+	global.next(t, "server.connected")
+	alias := l.open(t, "/events")
+	alias.next(t, "server.connected")
+
+	// Health, doc, routes that are not in the document.
+	var health struct {
+		Healthy bool
+		Version string
+	}
+	l.do(t, exchange{method: "GET", path: "/global/health"}, 200).decode(t, &health)
+	if !health.Healthy || health.Version != "test" {
+		t.Errorf("health = %+v", health)
+	}
+	if doc := l.do(t, exchange{method: "GET", path: "/doc"}, 200); !bytes.Equal(doc.body, api.JSON()) {
+		t.Error("GET /doc does not serve api.JSON()")
+	}
+	l.doOffDocument(t, exchange{method: "GET", path: "/foo"}, 404, "NotFoundError")
+	l.doOffDocument(t, exchange{method: "PUT", path: "/question"}, 405, "MethodNotAllowedError")
+
+	// An empty list, then two pending elicitations (plain and enveloped).
+	var list []map[string]any
+	l.do(t, exchange{method: "GET", path: "/question"}, 200).decode(t, &list)
+	if len(list) != 0 {
+		t.Fatalf("list = %v, want []", list)
+	}
+	inProject := strings.Replace(deployBody, `{"message"`, `{"directory":"/p","message"`, 1)
+	created := l.do(t, exchange{method: "POST", path: "/elicitations", body: inProject}, 201)
+	var first struct{ ID, Status string }
+	created.decode(t, &first)
+	if loc := created.header.Get("Location"); loc != "/elicitations/"+first.ID || first.Status != "pending" {
+		t.Errorf("created %s with Location %q", created.body, loc)
+	}
+	asked, _ := events.next(t, "question.asked")
+	if id := asked["properties"].(map[string]any)["id"]; id != first.ID {
+		t.Errorf("question.asked for %v, want %s", id, first.ID)
+	}
+	_, wrapped := global.next(t, "question.asked")
+	if wrapped["directory"] != "/p" || wrapped["project"] != "global" {
+		t.Errorf("global frame %v: want directory /p, project global", wrapped)
+	}
+	var second struct{ ID string }
+	l.do(t, exchange{method: "POST", path: "/elicitations",
+		body: `{"method":"elicitation/create","params":` + deployBody + `}`}, 201).decode(t, &second)
+	events.next(t, "question.asked")
+	l.do(t, exchange{method: "GET", path: "/question"}, 200).decode(t, &list)
+	if len(list) != 2 {
+		t.Errorf("list has %d questions, want 2", len(list))
+	}
+	l.do(t, exchange{method: "GET", path: "/question?directory=/elsewhere"}, 200).decode(t, &list)
+	if len(list) != 1 || list[0]["id"] != second.ID {
+		t.Errorf("list for another directory: %v, want only %s", list, second.ID)
+	}
+	l.do(t, exchange{method: "GET", path: "/question", header: []string{"x-opencode-directory", "%2Fp"}}, 200).decode(t, &list)
+	if len(list) != 2 {
+		t.Errorf("list for /p has %d questions, want 2", len(list))
+	}
+	replayed := l.open(t, "/event")
+	replayed.next(t, "server.connected")
+	replayed.next(t, "question.asked")
+
+	// Creations the server refuses.
+	badSchema := strings.Replace(deployBody, `"maximum":10`, `"maximum":0`, 1)
+	l.do(t, exchange{method: "POST", path: "/elicitations", body: badSchema}, 400)
+	l.do(t, exchange{method: "POST", path: "/elicitations", body: strings.Replace(deployBody, `{"message"`, `{"mode":"url","message"`, 1), brokenRequest: true}, 400)
+	l.do(t, exchange{method: "POST", path: "/elicitations", body: `{"requestedSchema":{"type":"object","properties":{}}}`, brokenRequest: true}, 400)
+	l.do(t, exchange{method: "POST", path: "/elicitations", body: deployBody, header: []string{"Content-Type", "text/plain"}, brokenRequest: true}, 415)
+
+	// Reading an elicitation: pending, a wait that runs out, unknown, bad id, bad wait.
+	var got struct{ Status string }
+	l.do(t, exchange{method: "GET", path: "/elicitations/" + first.ID}, 200).decode(t, &got)
+	if got.Status != "pending" {
+		t.Errorf("status %q, want pending", got.Status)
+	}
+	l.do(t, exchange{method: "GET", path: "/elicitations/" + first.ID + "?wait=20ms"}, 200).decode(t, &got)
+	if got.Status != "pending" {
+		t.Errorf("after a wait that ran out: status %q, want pending", got.Status)
+	}
+	l.do(t, exchange{method: "GET", path: "/elicitations/" + unknownID}, 404)
+	l.do(t, exchange{method: "GET", path: "/elicitations/abc", brokenRequest: true}, 400)
+	l.do(t, exchange{method: "GET", path: "/elicitations/" + first.ID + "?wait=soon", brokenRequest: true}, 400)
+
+	// Replies: every refusal first (the question stays pending), then one that works.
+	reply := "/question/" + first.ID + "/reply"
+	l.do(t, exchange{method: "POST", path: "/question/abc/reply", body: goodAnswers, brokenRequest: true}, 400)
+	l.do(t, exchange{method: "POST", path: reply, body: emptyObject, brokenRequest: true}, 400)
+	l.do(t, exchange{method: "POST", path: reply, body: `{"answers":["prod"]}`, brokenRequest: true}, 400)
+	l.do(t, exchange{method: "POST", path: reply, body: `{not json`, brokenRequest: true}, 400)
+	l.do(t, exchange{method: "POST", path: reply, body: `{"answers":[["prod"],["abc"]]}`}, 400)
+	l.do(t, exchange{method: "POST", path: reply, body: goodAnswers, header: []string{"Content-Type", "text/plain"}, brokenRequest: true}, 415)
+	l.do(t, exchange{method: "POST", path: reply, body: `{"answers":[["` + strings.Repeat("x", 70<<10) + `"]]}`}, 413)
+	l.do(t, exchange{method: "POST", path: reply, body: goodAnswers, header: []string{"Origin", "http://evil.example"}}, 403)
+	l.do(t, exchange{method: "POST", path: "/question/" + unknownID + "/reply", body: goodAnswers}, 404)
+	l.do(t, exchange{method: "POST", path: reply, body: goodAnswers}, 200)
+	replied, _ := events.next(t, "question.replied")
+	global.next(t, "question.replied")
+	if answers, _ := json.Marshal(replied["properties"].(map[string]any)["answers"]); string(answers) != `[["prod"],["3"]]` {
+		t.Errorf("question.replied answers %s", answers)
+	}
+	l.do(t, exchange{method: "POST", path: reply, body: goodAnswers}, 404)
+	var resolved struct {
+		Status, Ending string
+		Result         struct {
+			Action  string
+			Content json.RawMessage
+		}
+	}
+	l.do(t, exchange{method: "GET", path: "/elicitations/" + first.ID}, 200).decode(t, &resolved)
+	if resolved.Status != "resolved" || resolved.Ending != "replied" || resolved.Result.Action != "accept" || string(resolved.Result.Content) != acceptedJSON {
+		t.Errorf("after the reply: %+v", resolved)
+	}
+
+	// A long-poll that a reject ends, and the reject's refusals.
+	polled := make(chan *result, 1)
+	go func() {
+		r, err := l.send(context.Background(), exchange{method: "GET", path: "/elicitations/" + second.ID + "?wait=10s"})
+		if err != nil {
+			t.Error(err)
+		}
+		polled <- r
+	}()
+	reject := "/question/" + second.ID + "/reject"
+	l.do(t, exchange{method: "POST", path: "/question/abc/reject", brokenRequest: true}, 400)
+	l.do(t, exchange{method: "POST", path: reject, body: `{"action":"later"}`, brokenRequest: true}, 400)
+	l.do(t, exchange{method: "POST", path: "/question/" + unknownID + "/reject"}, 404)
+	l.do(t, exchange{method: "POST", path: reject, header: []string{"Origin", "http://evil.example"}}, 403)
+	l.do(t, exchange{method: "POST", path: reject, body: `{"action":"decline"}`}, 200)
+	events.next(t, "question.rejected")
+	global.next(t, "question.rejected")
+	if r := <-polled; r != nil {
+		l.check(t, r, 200)
+		var ended struct {
+			Status, Ending string
+			Result         struct{ Action string }
+		}
+		r.decode(t, &ended)
+		if ended.Status != "resolved" || ended.Ending != "rejected" || ended.Result.Action != "decline" {
+			t.Errorf("long-poll ended with %s", r.body)
+		}
+	}
+	l.do(t, exchange{method: "POST", path: reject}, 404)
+
+	// Withdrawing.
+	var third struct{ ID string }
+	l.do(t, exchange{method: "POST", path: "/elicitations", body: deployBody}, 201).decode(t, &third)
+	events.next(t, "question.asked")
+	l.do(t, exchange{method: "DELETE", path: "/elicitations/" + third.ID, header: []string{"Origin", "http://evil.example"}}, 403)
+	var withdrawn struct{ Status, Ending string }
+	l.do(t, exchange{method: "DELETE", path: "/elicitations/" + third.ID}, 200).decode(t, &withdrawn)
+	if withdrawn.Status != "resolved" || withdrawn.Ending != "withdrawn" {
+		t.Errorf("withdrawn: %+v", withdrawn)
+	}
+	events.next(t, "question.rejected")
+	l.do(t, exchange{method: "DELETE", path: "/elicitations/" + third.ID}, 404)
+	l.do(t, exchange{method: "DELETE", path: "/elicitations/abc", brokenRequest: true}, 400)
+
+	// POST /elicit, plain: the operator answers while the call waits.
+	elicited := l.elicitAndAnswer(t, events, deployBody, "reply", goodAnswers)
+	if string(elicited.body) == "" || elicited.header.Get("X-Questiond-Request-Id") == "" {
+		t.Errorf("POST /elicit: %q without a request id header", elicited.body)
+	}
+	var result struct {
+		Action  string
+		Content json.RawMessage
+	}
+	elicited.decode(t, &result)
+	if result.Action != "accept" || string(result.Content) != acceptedJSON {
+		t.Errorf("POST /elicit: %s", elicited.body)
+	}
+
+	// POST /elicit, JSON-RPC: the operator rejects; then invalid params.
+	rpc := l.elicitAndAnswer(t, events, `{"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":`+deployBody+`}`, "reject", "")
+	if got := string(bytes.TrimSpace(rpc.body)); got != `{"jsonrpc":"2.0","id":7,"result":{"action":"cancel"}}` {
+		t.Errorf("JSON-RPC elicit: %s", got)
+	}
+	var rpcErr struct {
+		ID    int
+		Error struct{ Code int }
+	}
+	l.do(t, exchange{method: "POST", path: "/elicit",
+		body: `{"jsonrpc":"2.0","id":8,"method":"elicitation/create","params":` + badSchema + `}`}, 200).decode(t, &rpcErr)
+	if rpcErr.ID != 8 || rpcErr.Error.Code != -32602 {
+		t.Errorf("JSON-RPC invalid params: %+v", rpcErr)
+	}
+	l.do(t, exchange{method: "POST", path: "/elicit", body: badSchema}, 400)
+	l.do(t, exchange{method: "POST", path: "/elicit", body: deployBody, header: []string{"Content-Type", "text/plain"}, brokenRequest: true}, 415)
+
+	events.next(t, "server.heartbeat")
+	global.next(t, "server.heartbeat")
+
+	// Draining: no new questions and no new streams.
+	l.handler.Drain()
+	l.do(t, exchange{method: "POST", path: "/elicitations", body: deployBody}, 503)
+	l.do(t, exchange{method: "POST", path: "/elicit", body: deployBody}, 503)
+	l.do(t, exchange{method: "GET", path: "/event"}, 503)
+	l.do(t, exchange{method: "GET", path: "/global/event"}, 503)
+
+	l.assertCovered(t, []string{
+		"doc.get 200",
+		"elicitation.create 201", "elicitation.create 400", "elicitation.create 415", "elicitation.create 503",
+		"elicitation.elicit 200", "elicitation.elicit 400", "elicitation.elicit 415", "elicitation.elicit 503",
+		"elicitation.get 200", "elicitation.get 400", "elicitation.get 404",
+		"elicitation.withdraw 200", "elicitation.withdraw 400", "elicitation.withdraw 403", "elicitation.withdraw 404",
+		"event.subscribe 200", "event.subscribe 503", "event.subscribeAlias 200",
+		"global.event 200", "global.event 503", "global.health 200",
+		"question.list 200",
+		"question.reject 200", "question.reject 400", "question.reject 403", "question.reject 404",
+		"question.reply 200", "question.reply 400", "question.reply 403", "question.reply 404", "question.reply 413", "question.reply 415",
+	})
+}
+
+// elicitAndAnswer calls POST /elicit and, once its question is announced,
+// answers it as an operator ("reply" with body, or "reject").
+func (l *liveServer) elicitAndAnswer(t *testing.T, events *liveStream, body, how, answer string) *result {
+	t.Helper()
+	type sent struct {
+		r   *result
+		err error
+	}
+	done := make(chan sent, 1)
+	go func() {
+		r, err := l.send(context.Background(), exchange{method: "POST", path: "/elicit", body: body})
+		done <- sent{r, err}
+	}()
+	asked, _ := events.next(t, "question.asked")
+	id := asked["properties"].(map[string]any)["id"].(string)
+	l.do(t, exchange{method: "POST", path: "/question/" + id + "/" + how, body: answer}, 200)
+	got := <-done
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	l.check(t, got.r, 200)
+	if h := got.r.header.Get("X-Questiond-Request-Id"); h != "" && h != id {
+		t.Errorf("X-Questiond-Request-Id %q, want %q", h, id)
+	}
+	return got.r
+}
+
+// assertCovered checks that the listed cases were validated and that every
+// operation in the document got at least one validated success.
+func (l *liveServer) assertCovered(t *testing.T, want []string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range want {
+		if !l.checked[c] {
+			t.Errorf("not validated: %s", c)
+		}
+	}
+	var missing []string
+	for _, item := range l.doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			ok := slices.ContainsFunc([]string{"200", "201"}, func(s string) bool { return l.checked[op.OperationID+" "+s] })
+			if !ok {
+				missing = append(missing, op.OperationID)
+			}
+		}
+	}
+	sort.Strings(missing)
+	if len(missing) > 0 {
+		t.Errorf("operations without a validated success: %v", missing)
+	}
+}
+
+func TestLiveDecodeFrameIsStrict(t *testing.T) {
+	for _, frame := range []string{
+		"data: {}\n\n",
+		"data: {\"a\":1}\n\n",
+	} {
+		if _, err := decodeFrame(strings.NewReader(frame), nil, nil, nil); err != nil {
+			t.Errorf("%q: %v", frame, err)
+		}
+	}
+	for _, frame := range []string{
+		"data: {}\n",
+		"event: x\ndata: {}\n\n",
+		"data: {}\n\ndata: {}\n\n",
+		"data: {\n\n",
+		"id: 1\n\n",
+	} {
+		if _, err := decodeFrame(strings.NewReader(frame), nil, nil, nil); err == nil {
+			t.Errorf("%q was accepted", frame)
+		}
+	}
+}

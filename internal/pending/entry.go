@@ -11,10 +11,11 @@ import (
 //
 // Fields under mu: outcome, timer. done is closed under mu, exactly once, in
 // the same critical section that sets outcome, so a nil outcome means done
-// is open and every closer can tell whether it lost.
+// is open and every closer can tell whether it lost. Writers of outcome also
+// hold Memory.mu, so holders of Memory.mu may read outcome without mu.
 //
-// Fields under Memory.mu (write lock): elem and expiresAt, the entry's place
-// in the store's indexes.
+// Fields under Memory.mu: elem and expiresAt, the entry's place in the
+// store's indexes (elem is nil once the question has ended).
 type entry struct {
 	q    *Question     // immutable after Create; Ended is always nil here
 	done chan struct{} // closed when the question ends; wakes every waiter
@@ -39,13 +40,6 @@ func (e *entry) snapshot() *Question {
 		c.Ended = &o
 	}
 	return &c
-}
-
-// ended reports whether the question has ended.
-func (e *entry) ended() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.outcome != nil
 }
 
 // expired reports whether e is an ended question past retention. Callers

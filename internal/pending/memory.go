@@ -31,8 +31,9 @@ type MemoryOptions struct {
 // Memory is the in-process store: a map of entries whose futures are channels.
 //
 // Locking has two levels. mu guards the map, the indexes and closed; each
-// entry's own mutex guards its ending. mu may be held while taking an entry's
-// mutex, never the other way round, and no callback runs under either.
+// entry's own mutex guards its ending, so Get and Wait read an ending without
+// holding mu. An ending takes mu then the entry's mutex (never the other way
+// round), and no callback runs under either.
 //
 // Memory never blocks except in Wait and Close, so the other methods accept a
 // context only to fit backends that do I/O.
@@ -147,10 +148,8 @@ func (m *Memory) List(ctx context.Context, f Filter) ([]*Question, error) {
 		found = make([]Question, 0, m.pending.Len())
 	}
 	for el := m.pending.Front(); el != nil; el = el.Next() {
-		e := el.Value.(*entry)
-		// An entry can still be indexed here for a moment after it ended:
-		// Settle drops it from the index in a second step.
-		if f.Matches(e.q) && !e.ended() {
+		// Only pending entries are indexed, and their records never change.
+		if e := el.Value.(*entry); f.Matches(e.q) {
 			found = append(found, *e.q)
 		}
 	}

@@ -73,9 +73,10 @@ func (m *Memory) timeOut(e *entry) {
 	}
 }
 
-// end is every ending's single path. Under the locks it only decides who
-// wins and wakes the waiters; the winner then reports the ending to OnEnd
-// with no lock held.
+// end is every ending's single path. It decides the winner, wakes the
+// waiters and moves the entry from the pending index to the expiry queue in
+// one critical section, so no reader ever sees a question that is both ended
+// and listed; the winner then reports the ending to OnEnd with no lock held.
 func (m *Memory) end(e *entry, o Outcome) (*Question, error) {
 	id := e.q.ID
 	if hook := m.onSettleEntered; hook != nil {
@@ -86,17 +87,16 @@ func (m *Memory) end(e *entry, o Outcome) (*Question, error) {
 	}
 	o = cloneOutcome(o)
 
-	// Step 1: decide. The read lock makes the closed check and the ending
-	// one step as far as Close is concerned: Close cannot slip in between.
-	m.mu.RLock()
+	m.mu.Lock()
+	// Checked under the same lock as the ending: Close cannot slip in between.
 	if m.closed {
-		m.mu.RUnlock()
+		m.mu.Unlock()
 		return nil, fmt.Errorf("settle question %q: %w", id, ErrClosed)
 	}
 	e.mu.Lock()
 	if e.outcome != nil {
 		e.mu.Unlock()
-		m.mu.RUnlock()
+		m.mu.Unlock()
 		return nil, fmt.Errorf("settle question %q: already ended: %w", id, ErrNotFound)
 	}
 	e.outcome = &o
@@ -106,19 +106,14 @@ func (m *Memory) end(e *entry, o Outcome) (*Question, error) {
 	close(e.done)
 	reported, returned := e.snapshot(), e.snapshot()
 	e.mu.Unlock()
-	m.mu.RUnlock()
 
-	// Step 2: reindex. Until now List skipped the entry by its outcome.
-	m.mu.Lock()
-	if !m.closed {
-		if e.elem != nil {
-			m.pending.Remove(e.elem)
-			e.elem = nil
-		}
-		if m.entries[id] == e {
-			e.expiresAt = time.Now().Add(m.retention)
-			m.ended = append(m.ended, e)
-		}
+	m.pending.Remove(e.elem)
+	e.elem = nil
+	// An ended entry is only replaced once expired, so this holds; checked
+	// anyway so that a stale entry can never be queued for a newer one's id.
+	if m.entries[id] == e {
+		e.expiresAt = time.Now().Add(m.retention)
+		m.ended = append(m.ended, e)
 	}
 	m.mu.Unlock()
 

@@ -160,6 +160,7 @@ func TestGetAndDeleteErrors(t *testing.T) {
 		{http.MethodDelete, "/elicitations/" + id, 404},
 		{http.MethodGet, "/elicitations/" + id, 200},
 		{http.MethodPut, "/elicitations/" + id, 405},
+		{http.MethodGet, "/question/" + id + "/reply", 405},
 	} {
 		if res := h.do(c.method, c.path, nil); res.Status != c.status {
 			t.Errorf("%s %s: %d %s, want %d", c.method, c.path, res.Status, res.Body, c.status)
@@ -196,5 +197,13 @@ func TestHealthAndCORS(t *testing.T) {
 	ok.json(t, &listed)
 	if len(listed) != 1 {
 		t.Fatalf("the refused reject changed the store: %v", listed)
+	}
+}
+
+func TestMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
+	h := newHarness(t, httpapi.Options{})
+	res := h.do(http.MethodPut, "/elicitations/que_x", nil)
+	if res.Status != 405 || res.Header.Get("Allow") != "GET, DELETE" {
+		t.Fatalf("PUT /elicitations/{id}: %d, Allow %q", res.Status, res.Header.Get("Allow"))
 	}
 }

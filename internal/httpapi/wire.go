@@ -53,7 +53,7 @@ type elicitation struct {
 	Deadline  *time.Time            `json:"deadline,omitempty"`
 	EndedAt   *time.Time            `json:"endedAt,omitempty"`
 	Ending    pending.Ending        `json:"ending,omitempty"`
-	Result    *pending.Result       `json:"result,omitempty"`
+	Result    *elicitResult         `json:"result,omitempty"`
 	Questions []elicit.QuestionInfo `json:"questions"`
 }
 
@@ -75,7 +75,7 @@ func toElicitation(q *pending.Question) elicitation {
 	}
 	if q.Ended != nil {
 		at := q.Ended.At.UTC()
-		result := q.Ended.Result
+		result := toElicitResult(q.Ended.Result)
 		e.Status, e.EndedAt, e.Ending, e.Result = statusResolved, &at, q.Ended.Ending, &result
 	}
 	return e

@@ -96,8 +96,9 @@
 // within minItems/maxItems).
 //
 // Tolerated besides the subset, never changing the outcome: at the root
-// "$schema", "title", "description", "$comment" and "additionalProperties":
-// false; on properties, items and titled options the annotations "$comment"
+// "$schema" (only the 2020-12 and draft-07 URIs, the dialects the Go SDK's
+// validator accepts), "title", "description", "$comment" and
+// "additionalProperties": false; on properties, items and titled options the annotations "$comment"
 // (string), "examples" (array) and "deprecated" (boolean); "x-*" extensions
 // anywhere; "uniqueItems": true on multi-selects; "type": "string" inside
 // items next to anyOf/oneOf. "pattern" on strings is honoured because the

@@ -115,6 +115,13 @@ var rootKeywords = map[string]bool{
 	"additionalProperties": true,
 }
 
+// knownDialects are the "$schema" values the MCP SDKs can validate against.
+var knownDialects = map[string]bool{
+	"https://json-schema.org/draft/2020-12/schema": true,
+	"http://json-schema.org/draft-07/schema#":      true,
+	"https://json-schema.org/draft-07/schema#":     true,
+}
+
 func parseRoot(root *jsonValue, opts Options) (*Schema, error) {
 	var at jsonPath
 	if root.typ != jsonObject {
@@ -159,6 +166,13 @@ func checkRootKeywords(root *jsonValue, at jsonPath) error {
 		if v := root.get(key); v != nil && v.typ != jsonString {
 			return at.key(key).errorf("must be a string, got %s", v.typ)
 		}
+	}
+	if v := root.get("$schema"); v != nil && !knownDialects[v.text] {
+		// jsonschema-go, which the MCP Go SDK validates content with,
+		// refuses to validate against any other dialect, so every answer
+		// would bounce.
+		return at.key("$schema").errorf("unsupported dialect %s (use %s or %s)",
+			quote(v.text), "https://json-schema.org/draft/2020-12/schema", "http://json-schema.org/draft-07/schema#")
 	}
 	if v := root.get("additionalProperties"); v != nil && (v.typ != jsonBool || v.boolean) {
 		return at.key("additionalProperties").errorf("only false is allowed (content never carries undeclared keys)")

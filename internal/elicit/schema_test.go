@@ -208,6 +208,7 @@ func TestParseSchemaRejects(t *testing.T) {
 		{"root $ref", `{"type":"object","$ref":"#/x","properties":{"p":{"type":"string"}}}`, "requestedSchema", `keyword "$ref" is not allowed in elicitation schemas`},
 		{"root $defs", `{"type":"object","$defs":{},"properties":{"p":{"type":"string"}}}`, "requestedSchema", `keyword "$defs" is not allowed in elicitation schemas`},
 		{"additionalProperties true", `{"type":"object","additionalProperties":true,"properties":{"p":{"type":"string"}}}`, "requestedSchema.additionalProperties", "only false is allowed (content never carries undeclared keys)"},
+		{"unknown dialect", `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object","properties":{"p":{"type":"string"}}}`, "requestedSchema.$schema", `unsupported dialect "http://json-schema.org/draft-04/schema#" (use https://json-schema.org/draft/2020-12/schema or http://json-schema.org/draft-07/schema#)`},
 		{"$schema not a string", `{"$schema":1,"type":"object","properties":{"p":{"type":"string"}}}`, "requestedSchema.$schema", "must be a string, got a number"},
 		{"required not array", `{"type":"object","properties":{"p":{"type":"string"}},"required":"p"}`, "requestedSchema.required", "must be an array of property names, got a string"},
 		{"required unknown", `{"type":"object","properties":{"p":{"type":"string"}},"required":["q"]}`, "requestedSchema.required[0]", `"q" is not a declared property`},

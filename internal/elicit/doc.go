@@ -35,7 +35,9 @@
 // parentheses, then " (required)" for required properties. The elicitation
 // message leads the first question, followed by a blank line. An option's
 // description shows the underlying value when it differs from the label, and
-// "(default)" on the default option(s).
+// "(default)" on the default option(s). Control characters other than
+// newline and tab in any shown text become U+FFFD, so an agent cannot drive
+// the operator's terminal; option labels must not contain any.
 //
 // # Answers
 //
@@ -87,8 +89,8 @@
 // Options.MaxProperties, never silently truncated) and optional "required"
 // (declared names, each once). Each property needs a single "type" string.
 // Enums need at least one value; values must be non-empty strings, labels
-// must not be blank, and neither may repeat (labels that differ only in case
-// are fine). enumNames must pair up with enum one to one. Counts
+// must not be blank or hold control characters, and neither may repeat
+// (labels that differ only in case are fine). enumNames must pair up with enum one to one. Counts
 // (minLength, maxItems, …) are non-negative integers; min must not exceed
 // max; an integer range must contain an integer; minItems must not exceed the
 // number of choices. A default must have the property's JSON type and pass

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/questiond/questiond/internal/elicit"
@@ -83,6 +84,11 @@ func checkQuestions(t *testing.T, form *elicit.Form) {
 		if (p.Kind == elicit.KindSingleEnum || p.Kind == elicit.KindMultiSelect) && len(q.Options) != len(p.Choices) {
 			t.Fatalf("%d options for %d choices", len(q.Options), len(p.Choices))
 		}
+		for _, text := range append([]string{q.Header, q.Question}, optionTexts(q)...) {
+			if strings.ContainsFunc(text, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) {
+				t.Fatalf("question %d shows control characters: %q", i, text)
+			}
+		}
 		seen := map[string]bool{}
 		for _, o := range q.Options {
 			if seen[o.Label] || strings.TrimSpace(o.Label) == "" {
@@ -91,6 +97,14 @@ func checkQuestions(t *testing.T, form *elicit.Form) {
 			seen[o.Label] = true
 		}
 	}
+}
+
+func optionTexts(q elicit.QuestionInfo) []string {
+	var texts []string
+	for _, o := range q.Options {
+		texts = append(texts, o.Label, o.Description)
+	}
+	return texts
 }
 
 // fuzzAnswers decodes the fuzzer's answer string: questions separated by

@@ -350,7 +350,7 @@ func untitledChoices(enum, names *jsonValue, at jsonPath) ([]Choice, error) {
 	if names != nil {
 		labelAt = func(i int) jsonPath { return at.key("enumNames").index(i) }
 	}
-	return choices, checkDistinct(choices, func(i int) jsonPath { return at.key("enum").index(i) }, labelAt)
+	return choices, checkChoices(choices, func(i int) jsonPath { return at.key("enum").index(i) }, labelAt)
 }
 
 // nonEmptyStrings reads a non-empty array of strings that are not blank.
@@ -390,7 +390,7 @@ func titledChoices(list *jsonValue, at jsonPath) ([]Choice, error) {
 		}
 		choices[i] = c
 	}
-	return choices, checkDistinct(choices,
+	return choices, checkChoices(choices,
 		func(i int) jsonPath { return at.index(i).key("const") },
 		func(i int) jsonPath { return at.index(i).key("title") })
 }
@@ -429,14 +429,18 @@ func titledChoice(item *jsonValue, at jsonPath) (Choice, error) {
 	return Choice{Value: value.text, Label: title.text}, nil
 }
 
-// checkDistinct rejects repeated values and repeated labels: either would
-// make an answer ambiguous.
-func checkDistinct(choices []Choice, valueAt, labelAt func(int) jsonPath) error {
+// checkChoices rejects repeated values and repeated labels, either of which
+// would make an answer ambiguous, and labels with control characters, which
+// a terminal could act on and an operator could not type.
+func checkChoices(choices []Choice, valueAt, labelAt func(int) jsonPath) error {
 	values := make(map[string]bool, len(choices))
 	labels := make(map[string]bool, len(choices))
 	for i, c := range choices {
 		if values[c.Value] {
 			return valueAt(i).errorf("duplicate value %s", quote(c.Value))
+		}
+		if hasControl(c.Label) {
+			return labelAt(i).errorf("option labels must not contain control characters")
 		}
 		if labels[c.Label] {
 			return labelAt(i).errorf("duplicate option label %s", quote(c.Label))

@@ -190,3 +190,27 @@ func TestNewFormIsDeterministic(t *testing.T) {
 		t.Fatal("questions share flag pointers")
 	}
 }
+
+func TestControlCharactersAreShownNotObeyed(t *testing.T) {
+	schema := `{"type":"object","properties":{"p":{"type":"string","title":"Bad\u001b[2Jtitle",
+		"oneOf":[{"const":"v\u0007","title":"Label"}]}}}`
+	form, err := elicit.NewForm("Line one\nline two\u001b]0;pwned\u0007", json.RawMessage(schema), elicit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := form.Questions[0]
+	if q.Header != "Bad\uFFFD[2Jtitle" {
+		t.Errorf("header %q", q.Header)
+	}
+	if q.Question != "Line one\nline two\uFFFD]0;pwned\uFFFD\n\nBad\uFFFD[2Jtitle (pick one)" {
+		t.Errorf("question %q", q.Question)
+	}
+	if q.Options[0].Description != "v\uFFFD" {
+		t.Errorf("option description %q", q.Options[0].Description)
+	}
+	// The value itself is returned untouched.
+	content, err := form.Convert([][]string{{"Label"}})
+	if err != nil || content["p"] != "v\u0007" {
+		t.Fatalf("got %v, %v", content, err)
+	}
+}

@@ -294,6 +294,9 @@ func TestParseSchemaRejects(t *testing.T) {
 		{"oneOf extra keyword", prop(`{"type":"string","oneOf":[{"const":"a","title":"A","type":"string"}]}`), pp + ".oneOf[0]", `keyword "type" is not allowed in a titled option (only "const" and "title")`},
 		{"oneOf duplicate label", prop(`{"type":"string","oneOf":[{"const":"a","title":"Red"},{"const":"b","title":"Red"}]}`), pp + ".oneOf[1].title", `duplicate option label "Red"`},
 		{"oneOf duplicate const", prop(`{"type":"string","oneOf":[{"const":"a","title":"A"},{"const":"a","title":"B"}]}`), pp + ".oneOf[1].const", `duplicate value "a"`},
+		{"label with escape", prop(`{"type":"string","oneOf":[{"const":"a","title":"\u001b[31mRed"}]}`), pp + ".oneOf[0].title", "option labels must not contain control characters"},
+		{"untitled value with newline", prop(`{"type":"string","enum":["a\nb"]}`), pp + ".enum[0]", "option labels must not contain control characters"},
+		{"enumName with tab", prop(`{"type":"string","enum":["a"],"enumNames":["A\tB"]}`), pp + ".enumNames[0]", "option labels must not contain control characters"},
 		{"enum default unknown", prop(`{"type":"string","enum":["a"],"default":"b"}`), pp + ".default", `"b" is not one of the allowed values`},
 		{"enum default null", prop(`{"type":"string","enum":["a"],"default":null}`), pp + ".default", "must be a string, got null"},
 		// Multi-select rules.

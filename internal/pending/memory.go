@@ -76,6 +76,7 @@ func NewMemory(opts MemoryOptions) *Memory {
 	if m.log == nil {
 		m.log = zap.NewNop()
 	}
+	m.log = m.log.Named("pending")
 	go m.janitor()
 	return m
 }

@@ -72,6 +72,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	events := httpapi.NewEvents(bus, log)
 	store := pending.NewMemory(pending.MemoryOptions{Retention: cfg.retention, OnEnd: events.Ended, Logger: log})
+	var ln net.Listener
 	api, err := httpapi.New(store, events, httpapi.Options{
 		Logger:         log,
 		Version:        version,
@@ -84,13 +85,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		CORSOrigins:    cfg.corsOrigins(),
 		OpenAPI:        apidoc.JSON(),
 	})
-	if err != nil {
-		return err
+	if err == nil {
+		ln, err = net.Listen("tcp", cfg.addr)
+		if err != nil {
+			err = fmt.Errorf("listening on %s: %w", cfg.addr, err)
+		}
 	}
-
-	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", cfg.addr, err)
+		// Nothing was served yet: just stop what has been started.
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+		defer cancel()
+		return errors.Join(err, bus.Close(ctx), store.Close(ctx))
 	}
 	srv := &http.Server{
 		Handler:           api,
@@ -173,6 +178,7 @@ func newLogger(cfg *config, out io.Writer) (*zap.Logger, error) {
 	}
 	encCfg := zap.NewProductionEncoderConfig()
 	encCfg.EncodeTime = zapcore.ISO8601TimeEncoder
+	encCfg.EncodeDuration = zapcore.StringDurationEncoder
 	var enc zapcore.Encoder
 	if format == "console" {
 		encCfg.EncodeLevel = zapcore.CapitalColorLevelEncoder

@@ -40,7 +40,7 @@ func (s *Server) create(ctx context.Context, p *createParams) (*pending.Question
 	if sessionID == "" {
 		sessionID = ident.Descending(ident.Session)
 	}
-	now := time.Now()
+	now := time.Now().Round(time.Millisecond) // milliseconds are enough for people and clients
 	q := &pending.Question{
 		ID:        id,
 		SessionID: sessionID,

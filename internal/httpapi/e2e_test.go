@@ -92,4 +92,3 @@ func TestSeedFormEndToEnd(t *testing.T) {
 		t.Errorf("X-Questiond-Request-Id = %q, want %q", got, q.ID)
 	}
 }
-

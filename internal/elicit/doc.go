@@ -97,16 +97,21 @@
 // its own rules (in the enum, in range, length, format, pattern, unique picks
 // within minItems/maxItems).
 //
-// Tolerated besides the subset, never changing the outcome: at the root
-// "$schema" (only the 2020-12 and draft-07 URIs, the dialects the Go SDK's
-// validator accepts), "title", "description", "$comment" and
-// "additionalProperties": false; on properties, items and titled options the annotations "$comment"
-// (string), "examples" (array) and "deprecated" (boolean); "x-*" extensions
-// anywhere; "uniqueItems": true on multi-selects; "type": "string" inside
-// items next to anyOf/oneOf. "pattern" on strings is honoured because the
-// Go SDK enforces it. Every other keyword ($ref, allOf, anyOf on a property,
-// not, const, multipleOf, exclusiveMinimum, nullable, …), a keyword of one
-// kind used on another (minimum on a string), type arrays such as
-// ["string","null"], nested properties and items of objects are rejected,
-// naming the keyword.
+// Tolerated besides the subset, never changing the outcome:
+//
+//   - at the root: "$schema" (only the 2020-12 and draft-07 URIs, the
+//     dialects the Go SDK's validator accepts), "title", "description",
+//     "$comment", and "additionalProperties": false;
+//   - on properties, items and titled options: the annotations "$comment"
+//     (a string), "examples" (an array) and "deprecated" (a boolean);
+//   - anywhere: "x-*" extensions;
+//   - on multi-selects: "uniqueItems": true.
+//
+// "pattern" on strings is honoured (an RE2 regular expression; an invalid one
+// is a schema error) because the Go SDK enforces it. items.oneOf is read as
+// items.anyOf. Every other keyword ($ref, allOf, anyOf on a property, not,
+// const, multipleOf, exclusiveMinimum, nullable, …), a keyword of one kind
+// used on another (minimum on a string), "type" inside titled multi-select
+// items, type arrays such as ["string","null"], nested properties and items
+// of objects are rejected, naming the keyword.
 package elicit

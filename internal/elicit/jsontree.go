@@ -130,7 +130,7 @@ func decodeOrdered(raw []byte) (*jsonValue, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	d := &treeDecoder{dec: dec}
-	v, err := d.value(root, 0)
+	v, err := d.value(0)
 	if err != nil {
 		return nil, err
 	}
@@ -140,39 +140,43 @@ func decodeOrdered(raw []byte) (*jsonValue, error) {
 	return v, nil
 }
 
+// treeDecoder walks the tokens of a json.Decoder. path is the location of
+// the value being decoded, pushed and popped as the walk goes, so that paths
+// cost nothing unless an error needs one.
 type treeDecoder struct {
-	dec *json.Decoder
+	dec  *json.Decoder
+	path jsonPath
 }
 
-func (d *treeDecoder) token(at jsonPath) (json.Token, error) {
+func (d *treeDecoder) token() (json.Token, error) {
 	tok, err := d.dec.Token()
 	if err == io.EOF {
-		return nil, at.errorf("invalid JSON: unexpected end of input")
+		return nil, d.path.errorf("invalid JSON: unexpected end of input")
 	}
 	if err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) {
-			return nil, at.errorf("invalid JSON at byte %d: %s", syn.Offset, syn.Error())
+			return nil, d.path.errorf("invalid JSON at byte %d: %s", syn.Offset, syn.Error())
 		}
-		return nil, at.errorf("invalid JSON: %s", err.Error())
+		return nil, d.path.errorf("invalid JSON: %s", err.Error())
 	}
 	return tok, nil
 }
 
-func (d *treeDecoder) value(at jsonPath, depth int) (*jsonValue, error) {
-	tok, err := d.token(at)
+func (d *treeDecoder) value(depth int) (*jsonValue, error) {
+	tok, err := d.token()
 	if err != nil {
 		return nil, err
 	}
 	switch t := tok.(type) {
 	case json.Delim:
 		if depth >= maxJSONDepth {
-			return nil, at.errorf("nested more than %d levels deep", maxJSONDepth)
+			return nil, d.path.errorf("nested more than %d levels deep", maxJSONDepth)
 		}
 		if t == '{' {
-			return d.object(at, depth+1)
+			return d.object(depth + 1)
 		}
-		return d.array(at, depth+1)
+		return d.array(depth + 1)
 	case string:
 		return &jsonValue{typ: jsonString, text: t}, nil
 	case json.Number:
@@ -184,25 +188,27 @@ func (d *treeDecoder) value(at jsonPath, depth int) (*jsonValue, error) {
 	}
 }
 
-func (d *treeDecoder) object(at jsonPath, depth int) (*jsonValue, error) {
+func (d *treeDecoder) object(depth int) (*jsonValue, error) {
 	obj := &jsonValue{typ: jsonObject}
 	var seen map[string]bool // built only for big objects, to keep the check linear
 	for d.dec.More() {
-		tok, err := d.token(at)
+		tok, err := d.token()
 		if err != nil {
 			return nil, err
 		}
 		key := tok.(string) // the decoder only yields strings in key position
 		if d.isDuplicate(obj, &seen, key) {
-			return nil, at.errorf("duplicate key %q", key)
+			return nil, d.path.errorf("duplicate key %q", key)
 		}
-		v, err := d.value(at.key(key), depth)
+		d.path = append(d.path, pathStep{key: key})
+		v, err := d.value(depth)
+		d.path = d.path[:len(d.path)-1]
 		if err != nil {
 			return nil, err
 		}
 		obj.members = append(obj.members, member{key: key, value: v})
 	}
-	if _, err := d.token(at); err != nil { // the closing '}'
+	if _, err := d.token(); err != nil { // the closing '}'
 		return nil, err
 	}
 	return obj, nil
@@ -227,16 +233,18 @@ func (d *treeDecoder) isDuplicate(obj *jsonValue, seen *map[string]bool, key str
 	return false
 }
 
-func (d *treeDecoder) array(at jsonPath, depth int) (*jsonValue, error) {
+func (d *treeDecoder) array(depth int) (*jsonValue, error) {
 	arr := &jsonValue{typ: jsonArray}
 	for d.dec.More() {
-		v, err := d.value(at.index(len(arr.items)), depth)
+		d.path = append(d.path, pathStep{index: len(arr.items), isIdx: true})
+		v, err := d.value(depth)
+		d.path = d.path[:len(d.path)-1]
 		if err != nil {
 			return nil, err
 		}
 		arr.items = append(arr.items, v)
 	}
-	if _, err := d.token(at); err != nil { // the closing ']'
+	if _, err := d.token(); err != nil { // the closing ']'
 		return nil, err
 	}
 	return arr, nil

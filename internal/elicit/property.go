@@ -319,6 +319,10 @@ func multiSelectChoices(items *jsonValue, at jsonPath) ([]Choice, error) {
 		return nil, at.errorf(`missing "type": "string" (required next to items.enum)`)
 	case lists[0] == "enum":
 		return untitledChoices(items.get("enum"), nil, at)
+	case typ != nil:
+		// The spec's titled multi-select has no items.type, and the Go SDK
+		// rejects one, so say so now rather than fail the agent later.
+		return nil, at.key("type").errorf("not allowed next to items.%s (titled multi-select items hold only the options)", lists[0])
 	default:
 		return titledChoices(items.get(lists[0]), at.key(lists[0]))
 	}

@@ -81,8 +81,6 @@ func TestParseSchemaShapes(t *testing.T) {
 			elicit.Property{Kind: elicit.KindMultiSelect, Choices: ch("u1", "Ada")}},
 		{"titled multi oneOf", `{"type":"array","items":{"oneOf":[{"const":"u1","title":"Ada"}]}}`,
 			elicit.Property{Kind: elicit.KindMultiSelect, Choices: ch("u1", "Ada")}},
-		{"titled multi with item type", `{"type":"array","items":{"type":"string","anyOf":[{"const":"u1","title":"Ada"}]}}`,
-			elicit.Property{Kind: elicit.KindMultiSelect, Choices: ch("u1", "Ada")}},
 		{"multi empty default", `{"type":"array","items":{"type":"string","enum":["a"]},"default":[]}`,
 			elicit.Property{Kind: elicit.KindMultiSelect, Choices: ch("a", "a"), Default: []string{}}},
 	}
@@ -224,6 +222,7 @@ func TestParseSchemaRejects(t *testing.T) {
 		{"missing items", prop(`{"type":"array"}`), pp, `missing "items" (a multi-select needs items.enum or items.anyOf)`},
 		{"items enum without type", prop(`{"type":"array","items":{"enum":["a"]}}`), pp + ".items", `missing "type": "string" (required next to items.enum)`},
 		{"items enum and anyOf", prop(`{"type":"array","items":{"type":"string","enum":["a"],"anyOf":[{"const":"a","title":"A"}]}}`), pp + ".items", "use only one of enum, anyOf or oneOf"},
+		{"items type next to anyOf", prop(`{"type":"array","items":{"type":"string","anyOf":[{"const":"a","title":"A"}]}}`), pp + ".items.type", "not allowed next to items.anyOf (titled multi-select items hold only the options)"},
 		{"items extra keyword", prop(`{"type":"array","items":{"type":"string","enum":["a"],"minLength":1}}`), pp + ".items", `keyword "minLength" is not allowed in multi-select items`},
 		{"$ref", prop(`{"$ref":"#/$defs/x"}`), pp, `keyword "$ref" is not allowed in elicitation schemas`},
 		{"allOf", prop(`{"type":"string","allOf":[]}`), pp, `keyword "allOf" is not allowed in elicitation schemas`},

@@ -174,7 +174,7 @@ func textHints(p *Property) []string {
 		hints = append(hints, length)
 	}
 	if p.Pattern != "" {
-		hints = append(hints, "matching the pattern "+p.Pattern)
+		hints = append(hints, "matching the pattern `"+p.Pattern+"`")
 	}
 	return hints
 }

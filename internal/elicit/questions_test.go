@@ -135,7 +135,7 @@ func TestQuestionHints(t *testing.T) {
 		{`{"type":"string","format":"uri"}`, "p (absolute URI, e.g. https://example.com) (required)"},
 		{`{"type":"string","format":"date"}`, "p (date YYYY-MM-DD) (required)"},
 		{`{"type":"string","format":"date-time"}`, "p (date-time, RFC 3339, e.g. 2026-01-31T09:30:00Z) (required)"},
-		{`{"type":"string","pattern":"^x"}`, "p (text; matching the pattern ^x) (required)"},
+		{`{"type":"string","pattern":"^x"}`, "p (text; matching the pattern `^x`) (required)"},
 		{`{"type":"number"}`, "p (number) (required)"},
 		{`{"type":"number","minimum":0.5}`, "p (number, at least 0.5) (required)"},
 		{`{"type":"number","maximum":1e30}`, "p (number, at most 1e+30) (required)"},

@@ -35,7 +35,7 @@ compat:
 	./test/opencode-sdk/run.sh
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) test -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -count=$(or $(COUNT),1) ./...
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/questiond/questiond/internal/elicit"
@@ -304,4 +305,25 @@ func TestAnswerErrorFormat(t *testing.T) {
 	if got := (&elicit.AnswerError{Index: -1, Problem: "got 1 answers for 2 questions"}).Error(); got != "answers: got 1 answers for 2 questions" {
 		t.Fatalf("got %s", got)
 	}
+}
+
+func TestFormIsSafeForConcurrentUse(t *testing.T) {
+	form := mustForm(t, tenPropertySchema)
+	want, err := form.Convert(tenPropertyAnswers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				got, err := form.Convert(tenPropertyAnswers)
+				if err != nil || !reflect.DeepEqual(got, want) {
+					t.Errorf("concurrent Convert: %v, %v", got, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -67,8 +67,8 @@ type pathStep struct {
 }
 
 // jsonPath renders the location of a value for error messages, rooted at
-// "requestedSchema": keys that look like identifiers are joined with dots,
-// other keys are quoted in brackets, indexes are bracketed.
+// "requestedSchema": short keys that look like identifiers are joined with
+// dots, other keys are quoted (and cut) in brackets, indexes are bracketed.
 type jsonPath []pathStep
 
 // key and index return a longer path without touching p's backing array, so
@@ -89,10 +89,10 @@ func (p jsonPath) String() string {
 		switch {
 		case s.isIdx:
 			b.WriteString("[" + strconv.Itoa(s.index) + "]")
-		case isPlainKey(s.key):
+		case isPlainKey(s.key) && len(s.key) <= quoteLimit:
 			b.WriteString("." + s.key)
 		default:
-			b.WriteString("[" + strconv.Quote(s.key) + "]")
+			b.WriteString("[" + quote(s.key) + "]")
 		}
 	}
 	return b.String()
@@ -198,7 +198,7 @@ func (d *treeDecoder) object(depth int) (*jsonValue, error) {
 		}
 		key := tok.(string) // the decoder only yields strings in key position
 		if d.isDuplicate(obj, &seen, key) {
-			return nil, d.path.errorf("duplicate key %q", key)
+			return nil, d.path.errorf("duplicate key %s", quote(key))
 		}
 		d.path = append(d.path, pathStep{key: key})
 		v, err := d.value(depth)

@@ -217,9 +217,9 @@ func requiredSet(v *jsonValue, props *jsonValue, at jsonPath) (map[string]bool, 
 		case item.typ != jsonString:
 			return nil, at.index(i).errorf("must be a property name (a string), got %s", item.typ)
 		case props.get(item.text) == nil:
-			return nil, at.index(i).errorf("%q is not a declared property", item.text)
+			return nil, at.index(i).errorf("%s is not a declared property", quote(item.text))
 		case set[item.text]:
-			return nil, at.index(i).errorf("%q is listed twice", item.text)
+			return nil, at.index(i).errorf("%s is listed twice", quote(item.text))
 		}
 		set[item.text] = true
 	}

@@ -308,6 +308,7 @@ func TestParseSchemaRejects(t *testing.T) {
 		{"multi default repeated", prop(`{"type":"array","items":{"type":"string","enum":["a"]},"default":["a","a"]}`), pp + ".default[1]", `"a" is listed twice`},
 		{"multi default too many", prop(`{"type":"array","maxItems":1,"items":{"type":"string","enum":["a","b"]},"default":["a","b"]}`), pp + ".default", "pick at most 1 choice, got 2"},
 		// Paths quote keys that are not plain words.
+		{"long key in path", `{"type":"object","properties":{"` + strings.Repeat("a", 100) + `":{"type":"object"}}}`, `requestedSchema.properties["` + strings.Repeat("a", 59) + `…"]`, "nested objects are not allowed in elicitation schemas"},
 		{"odd key in path", `{"type":"object","properties":{"a b.c":{"type":"object"}}}`, `requestedSchema.properties["a b.c"]`, "nested objects are not allowed in elicitation schemas"},
 	}
 	for _, tc := range tests {

@@ -34,7 +34,7 @@ func (f *Form) Convert(answers [][]string) (Content, error) {
 		return nil, &AnswerError{Index: -1, Problem: "the form has no questions to answer"}
 	}
 	if len(answers) != len(f.Questions) {
-		return nil, &AnswerError{Index: -1, Problem: fmt.Sprintf("got %d answers for %d questions", len(answers), len(f.Questions))}
+		return nil, &AnswerError{Index: -1, Problem: answerCountProblem(len(answers), len(f.Questions))}
 	}
 	content := make(Content, len(answers))
 	for i := range f.Schema.Properties {
@@ -161,4 +161,16 @@ func (p *Property) notAChoice(entry string) string {
 		labels = append(labels, quote(c.Label))
 	}
 	return quote(entry) + " is not one of the options: " + strings.Join(labels, ", ")
+}
+
+// answerCountProblem says how the number of answers is wrong, in words an
+// operator reads without tripping over "1 answers".
+func answerCountProblem(got, want int) string {
+	plural := func(n int, word string) string {
+		if n == 1 {
+			return fmt.Sprintf("%d %s", n, word)
+		}
+		return fmt.Sprintf("%d %ss", n, word)
+	}
+	return fmt.Sprintf("expected one answer per question: got %s for %s", plural(got, "answer"), plural(want, "question"))
 }

@@ -263,7 +263,7 @@ func TestConvertAnswerCount(t *testing.T) {
 		if !errors.As(err, &ae) || ae.Index != -1 {
 			t.Fatalf("Convert(%q) = %v, want a list-level *AnswerError", answers, err)
 		}
-		if !strings.HasPrefix(err.Error(), "answers: got ") || !strings.HasSuffix(err.Error(), " answers for 2 questions") {
+		if !strings.HasPrefix(err.Error(), "answers: expected one answer per question: got ") || !strings.HasSuffix(err.Error(), " for 2 questions") {
 			t.Fatalf("unexpected message %q", err)
 		}
 	}

@@ -33,6 +33,7 @@ func convertOK(t *testing.T, schema string, answers [][]string, want elicit.Cont
 		t.Fatalf("Convert(%q)\n got %#v\nwant %#v", answers, got, want)
 	}
 	checkContent(t, form, schema, got)
+	roundTripThroughSDK(t, schema, got)
 }
 
 func TestConvertSeedRFCExample(t *testing.T) {

@@ -181,15 +181,17 @@ func (b *Broker) drain() {
 // Close ends every stream cleanly and stops heartbeats; it returns once every
 // handler has returned or ctx ends.
 //
-// Each subscriber first gets what is already queued for it. If ctx ends
-// before every stream drained, the rest are cut off at once; their handlers
-// return shortly after and the last one closes r3labs.
+// Subscribers get every event published before Close, then their response
+// ends. If ctx ends before every stream drained, the rest are cut off at
+// once; their handlers return shortly after and the last one closes r3labs.
 func (b *Broker) Close(ctx context.Context) error {
 	b.mu.Lock()
-	if !b.closed {
+	first := !b.closed
+	if first {
 		b.closed = true
 		close(b.stopHeartbeat)
 	}
+	streams := b.eventStreams
 	subs := make([]*subscriber, 0, len(b.subs))
 	for s := range b.subs {
 		subs = append(subs, s)
@@ -199,8 +201,15 @@ func (b *Broker) Close(ctx context.Context) error {
 		b.drain()
 	}
 
-	for _, s := range subs {
-		s.finish()
+	if first {
+		// r3labs delivers a stream's events in order, so a marker published
+		// now reaches each subscriber after everything published before: the
+		// subscriber finishes there. One that registers after its stream's
+		// marker went by finishes on its own (frameWriter.WriteHeader).
+		for _, id := range streams {
+			b.srv.Publish(id, endOfStream())
+		}
+		b.srv.Publish(streamGlobal, endOfStream())
 	}
 	select {
 	case <-b.drained:
@@ -216,4 +225,10 @@ func (b *Broker) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("closing event broker: %w", ctx.Err())
 	}
+}
+
+func (b *Broker) isClosed() bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.closed
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	r3 "github.com/r3labs/sse/v2"
 )
 
 // encodeEvent returns e as one line of compact JSON with the keys in
@@ -52,6 +54,14 @@ func frame(data []byte) []byte {
 	out = append(out, data...)
 	return append(out, "\n\n"...)
 }
+
+// endComment marks the end of a stream when the broker closes. It travels
+// through r3labs as a comment, which is never sent to a client.
+const endComment = "questiond: end of stream"
+
+var endMarker = []byte(": " + endComment + "\n\n") // as r3labs writes it
+
+func endOfStream() *r3.Event { return &r3.Event{Comment: []byte(endComment)} }
 
 var (
 	dataField = []byte("data:")

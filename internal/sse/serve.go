@@ -3,6 +3,7 @@ package sse
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -42,7 +43,11 @@ func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial
 	sub := newSubscriber(b, sc, w, cancel, b.log.With(zap.Stringer("scope", sc), zap.String("remote", r.RemoteAddr)))
 	stream, err := b.join(sub)
 	if err != nil {
-		b.log.Warn("event stream refused", zap.Stringer("scope", sc), zap.Error(err))
+		level := zap.WarnLevel
+		if errors.Is(err, ErrClosed) {
+			level = zap.DebugLevel // shutting down: expected
+		}
+		b.log.Log(level, "event stream refused", zap.Stringer("scope", sc), zap.Error(err))
 		writeJSONError(w, http.StatusServiceUnavailable, "ServiceUnavailable", err.Error())
 		return
 	}

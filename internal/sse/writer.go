@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bytes"
 	"net/http"
 	"slices"
 
@@ -37,11 +38,19 @@ func (fw *frameWriter) WriteHeader(code int) {
 		return
 	}
 	fw.started = true
+	// Close publishes its end marker after marking the broker closed. So if
+	// the broker is open now, with the subscriber registered, the marker
+	// will reach it; otherwise it may have gone by already, so the
+	// subscriber ends right after its first frames.
+	missedEnd := fw.sub.broker.isClosed()
 	setStreamHeaders(fw.sub.out.Header())
 	if hook := fw.sub.broker.hooks.registered; hook != nil {
 		hook()
 	}
 	fw.sub.start(fw.sub.broker.prelude(fw.sub, fw.initial))
+	if missedEnd {
+		fw.sub.finish()
+	}
 }
 
 func (fw *frameWriter) Write(p []byte) (int, error) {
@@ -62,6 +71,11 @@ func (fw *frameWriter) Flush() {
 		return
 	}
 	if len(fw.raw) == 0 {
+		return
+	}
+	if bytes.Equal(fw.raw, endMarker) {
+		fw.raw = nil
+		fw.sub.finish()
 		return
 	}
 	f := frameFrom(fw.raw)

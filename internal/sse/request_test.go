@@ -1,0 +1,96 @@
+package sse_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/questiond/questiond/internal/sse"
+)
+
+// r3labs answers 500 without ?stream=, 400 to a Last-Event-ID that is not a
+// number, and would serve whatever stream a client names.
+func TestRequestsR3labsWouldRefuse(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	for _, tc := range []struct {
+		target string
+		header []string
+	}{
+		{target: "/event"},
+		{target: "/event?directory=%2Fhome%2Falice%2Fproject"},
+		{target: "/event", header: []string{"Last-Event-ID: abc"}},
+		{target: "/event?directory=/p&stream=global", header: []string{"Last-Event-ID: 12"}},
+		{target: "/global/event", header: []string{"Last-Event-ID: abc"}},
+		{target: "/global/event?stream=nope"},
+	} {
+		s := dialStream(t, h, tc.target, tc.header...)
+		if s.status != "HTTP/1.1 200 OK" {
+			t.Errorf("%s %v: %s %s", tc.target, tc.header, s.status, s.body)
+			continue
+		}
+		f := s.next(t)
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(f), &probe); err != nil {
+			t.Fatal(err)
+		}
+		_, global := probe["payload"]
+		if want := strings.HasPrefix(tc.target, "/global"); global != want {
+			t.Errorf("%s: first frame %s is on the wrong stream", tc.target, f)
+		}
+	}
+}
+
+// noFlush hides every method of the ResponseWriter but the three basic ones,
+// as a careless middleware would.
+type noFlush struct{ http.ResponseWriter }
+
+func TestWriterWithoutFlushGets500(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	rec := httptest.NewRecorder()
+	h.b.ServeEvent(noFlush{rec}, httptest.NewRequest(http.MethodGet, "/event", nil), "", nil)
+	assertJSONError(t, rec, http.StatusInternalServerError, "UnknownError")
+	if n := h.b.Subscribers(); n != 0 {
+		t.Fatalf("%d subscribers", n)
+	}
+}
+
+func TestDirectoriesBeyondMaxScopesGet503(t *testing.T) {
+	h := newHarness(t, harnessConfig{opts: sse.Options{MaxScopes: 2}})
+	for _, dir := range []string{"/a", "/b", "/a"} {
+		if s := dialStream(t, h, "/event?directory="+dir); s.status != "HTTP/1.1 200 OK" {
+			t.Fatalf("%s: %s", dir, s.status)
+		}
+	}
+	s := dialStream(t, h, "/event?directory=/c")
+	if s.status != "HTTP/1.1 503 Service Unavailable" {
+		t.Fatalf("third directory: %s", s.status)
+	}
+	assertErrorBody(t, s.body, "ServiceUnavailable")
+	// Streams without a directory are not limited.
+	for _, target := range []string{"/event", "/global/event"} {
+		if s := dialStream(t, h, target); s.status != "HTTP/1.1 200 OK" {
+			t.Fatalf("%s: %s", target, s.status)
+		}
+	}
+}
+
+func assertJSONError(t *testing.T, rec *httptest.ResponseRecorder, status int, name string) {
+	t.Helper()
+	if rec.Code != status || rec.Header().Get("Content-Type") != "application/json" {
+		t.Fatalf("got %d %q, want %d application/json", rec.Code, rec.Header().Get("Content-Type"), status)
+	}
+	assertErrorBody(t, rec.Body.String(), name)
+}
+
+func assertErrorBody(t *testing.T, body, name string) {
+	t.Helper()
+	var e struct {
+		Name string
+		Data struct{ Message string }
+	}
+	if err := json.Unmarshal([]byte(body), &e); err != nil || e.Name != name || e.Data.Message == "" {
+		t.Fatalf("body %q: want {\"name\":%q,\"data\":{\"message\":…}} (%v)", body, name, err)
+	}
+}

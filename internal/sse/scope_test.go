@@ -1,0 +1,63 @@
+package sse_test
+
+import (
+	"testing"
+)
+
+func TestEventsGoWhereTheirDirectoryIsWatched(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	d := dialStream(t, h, "/event?directory=/d")
+	e := dialStream(t, h, "/event?directory=/e")
+	all := dialStream(t, h, "/event")
+	global := dialStream(t, h, "/global/event")
+	for _, s := range []*clientStream{d, e, all, global} {
+		s.next(t)
+	}
+
+	h.publish(t, "/d", "for.d", `{}`)
+	h.publish(t, "/e", "for.e", `{}`)
+	h.publish(t, "", "for.everyone", `{}`)
+	h.publish(t, "/unwatched", "for.nobody.in.particular", `{}`)
+	h.publish(t, "", "end", `{}`) // everyone gets it: what came before is complete
+
+	want := map[*clientStream][]string{
+		d:   {"for.d", "for.everyone", "end"},
+		e:   {"for.e", "for.everyone", "end"},
+		all: {"for.d", "for.e", "for.everyone", "for.nobody.in.particular", "end"},
+	}
+	for s, types := range want {
+		for _, typ := range types {
+			if got := s.nextLive(t); got.Type != typ {
+				t.Fatalf("stream got %s, want %s", got.Type, typ)
+			}
+		}
+	}
+	for _, w := range []struct{ dir, typ string }{
+		{"/d", "for.d"}, {"/e", "for.e"}, {"", "for.everyone"}, {"/unwatched", "for.nobody.in.particular"}, {"", "end"},
+	} {
+		g := global.nextGlobal(t)
+		dir := ""
+		if g.Directory != nil {
+			dir = *g.Directory
+		}
+		if g.Payload.Type != w.typ || dir != w.dir || (g.Project != nil) != (w.dir != "") {
+			t.Fatalf("global got %+v, want %s in %q", g, w.typ, w.dir)
+		}
+	}
+}
+
+// A directory stream created by one client keeps working for the next one:
+// streams are never removed while the broker runs.
+func TestDirectoryStreamOutlivesItsClients(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	first := dialStream(t, h, "/event?directory=/d")
+	first.next(t)
+	first.close()
+
+	second := dialStream(t, h, "/event?directory=/d")
+	second.next(t)
+	h.publish(t, "/d", "again", `{}`)
+	if got := second.nextLive(t); got.Type != "again" {
+		t.Fatalf("got %s", got.Type)
+	}
+}

@@ -1,0 +1,139 @@
+package sse_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/questiond/questiond/internal/sse"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// bigEvent is an event of about 64 KiB carrying its sequence number.
+func bigEvent(seq int) sse.Message {
+	props := fmt.Sprintf(`{"seq":%d,"pad":"%s"}`, seq, strings.Repeat("x", 64<<10))
+	return sse.Message{Directory: "/p", Event: sse.Event{Type: "big", Properties: json.RawMessage(props)}}
+}
+
+// seqOf reads the sequence number of a bigEvent frame without decoding the
+// whole 64 KiB, which would make the race-enabled test crawl.
+func seqOf(t testing.TB, frame string) int {
+	t.Helper()
+	_, rest, ok := strings.Cut(frame, `"type":"big","properties":{"seq":`)
+	n, _, ok2 := strings.Cut(rest, ",")
+	seq, err := strconv.Atoi(n)
+	if !ok || !ok2 || err != nil {
+		t.Fatalf("not a big event: %.100s", frame)
+	}
+	return seq
+}
+
+func TestStalledClientIsCutOffWithoutSlowingAnyone(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	left := make(chan struct{}, 16)
+	const writeTimeout = time.Minute // far longer than the test may take
+	h := newHarness(t, harnessConfig{
+		opts:  sse.Options{WriteTimeout: writeTimeout, QueueLength: 32, Heartbeat: time.Hour, Logger: zap.New(core)},
+		setup: func(b *sse.Broker) { b.SetHooks(nil, func() { left <- struct{}{} }) },
+	})
+	stalled := dialStalled(t, h, "/event?directory=/p")
+	h.waitJoined(t, 1)
+	fast := dialStream(t, h, "/event?directory=/p")
+	fast.nextEvent(t)
+	if n := h.b.Subscribers(); n != 2 {
+		t.Fatalf("%d subscribers, want 2", n)
+	}
+
+	// The broker has no back-pressure at all, so the test keeps at most
+	// `window` events ahead of the fast reader, well inside its queue; the
+	// stalled client gets no such favour.
+	const total, window = 1000, 8
+	watchdog := time.AfterFunc(writeTimeout/2, func() {
+		t.Errorf("publishing is stuck behind the stalled client")
+		stalled.Close()
+	})
+	defer watchdog.Stop()
+	start := time.Now()
+	var slowest time.Duration
+	for i := range total {
+		t0 := time.Now()
+		if err := h.b.Publish(context.Background(), bigEvent(i)); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+		slowest = max(slowest, time.Since(t0))
+		if i >= window {
+			if got := seqOf(t, fast.next(t)); got != i-window {
+				t.Fatalf("fast client got event %d, want %d", got, i-window)
+			}
+		}
+	}
+	for i := total - window; i < total; i++ {
+		if got := seqOf(t, fast.next(t)); got != i {
+			t.Fatalf("fast client got event %d, want %d", got, i)
+		}
+	}
+	elapsed := time.Since(start)
+
+	select {
+	case <-left:
+	case <-time.After(patience):
+		t.Fatal("the stalled client was never cut off")
+	}
+	if n := h.b.Subscribers(); n != 1 {
+		t.Fatalf("%d subscribers after the cut-off, want 1", n)
+	}
+	if elapsed >= writeTimeout/2 || slowest >= writeTimeout/2 {
+		t.Fatalf("publishing took %v (slowest publish %v): it waited for the stalled client", elapsed, slowest)
+	}
+	if logs.FilterMessage("event subscriber cut off").FilterField(zap.String("reason", "queue full: the client does not read fast enough")).Len() != 1 {
+		t.Errorf("want one cut-off log line, got %v", logs.All())
+	}
+	t.Logf("%d events of 64 KiB in %v, slowest publish %v", total, elapsed, slowest)
+}
+
+func TestCloseCutsOffWhatCannotDrainInTime(t *testing.T) {
+	left := make(chan struct{}, 16)
+	h := newHarness(t, harnessConfig{
+		opts:  sse.Options{WriteTimeout: time.Minute, QueueLength: 1000, Heartbeat: time.Hour},
+		setup: func(b *sse.Broker) { b.SetHooks(nil, func() { left <- struct{}{} }) },
+	})
+	dialStalled(t, h, "/event?directory=/p")
+	h.waitJoined(t, 1)
+	// Enough to fill the socket buffers, so the writer is stuck in a write
+	// and frames wait in the queue.
+	for i := range 300 {
+		if err := h.b.Publish(context.Background(), bigEvent(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := h.b.Close(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("close: %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("close took %v with a 200ms context", d)
+	}
+	select {
+	case <-left:
+	case <-time.After(patience):
+		t.Fatal("the stalled subscriber's handler never returned")
+	}
+	if n := h.b.Subscribers(); n != 0 {
+		t.Fatalf("%d subscribers", n)
+	}
+	// Once the last handler returned, Close completes.
+	if err := h.b.Close(context.Background()); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+}

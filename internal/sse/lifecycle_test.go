@@ -215,7 +215,9 @@ func TestConcurrentPublishSubscribeAndClose(t *testing.T) {
 	}
 
 	// Let everything overlap for a while, then close under load.
+	closed := make(chan struct{})
 	time.AfterFunc(300*time.Millisecond, func() {
+		defer close(closed)
 		ctx, cancel := context.WithTimeout(context.Background(), patience)
 		defer cancel()
 		if err := h.b.Close(ctx); err != nil {
@@ -224,6 +226,7 @@ func TestConcurrentPublishSubscribeAndClose(t *testing.T) {
 		close(stop)
 	})
 	wg.Wait()
+	<-closed // the workers may all have seen the broker closed before Close returned
 	if n := h.b.Subscribers(); n != 0 {
 		t.Fatalf("%d subscribers after close", n)
 	}

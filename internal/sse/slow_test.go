@@ -137,3 +137,36 @@ func TestCloseCutsOffWhatCannotDrainInTime(t *testing.T) {
 		t.Fatalf("second close: %v", err)
 	}
 }
+
+func TestClientThatStopsReadingIsCutOffAtTheWriteTimeout(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	left := make(chan struct{}, 16)
+	h := newHarness(t, harnessConfig{
+		// A queue that never fills: only the write deadline can act.
+		opts:  sse.Options{WriteTimeout: 200 * time.Millisecond, QueueLength: 10_000, Heartbeat: time.Hour, Logger: zap.New(core)},
+		setup: func(b *sse.Broker) { b.SetHooks(nil, func() { left <- struct{}{} }) },
+	})
+	dialStalled(t, h, "/event?directory=/p")
+	h.waitJoined(t, 1)
+	for i := 0; ; i++ {
+		if err := h.b.Publish(context.Background(), bigEvent(i)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-left:
+			if n := h.b.Subscribers(); n != 0 {
+				t.Fatalf("%d subscribers", n)
+			}
+			cut := logs.FilterMessage("event subscriber cut off").All()
+			if len(cut) != 1 || cut[0].ContextMap()["reason"] != "write timed out: the client does not read" {
+				t.Fatalf("log: %v", logs.All())
+			}
+			t.Logf("cut off after %d events of 64 KiB", i+1)
+			return
+		default:
+		}
+		if i == 5000 {
+			t.Fatal("never cut off")
+		}
+	}
+}

@@ -11,6 +11,12 @@ import (
 	"go.uber.org/zap"
 )
 
+// Reasons logged when a subscriber is cut off.
+const (
+	reasonQueueFull    = "queue full: the client does not read fast enough"
+	reasonWriteTimeout = "write timed out: the client does not read"
+)
+
 type subState int
 
 const (
@@ -84,7 +90,7 @@ func (s *subscriber) enqueue(frame []byte) {
 	default:
 	}
 	s.mu.Unlock()
-	s.cutOff("queue full: the client does not read fast enough", nil)
+	s.cutOff(reasonQueueFull, nil)
 }
 
 func (s *subscriber) write(prelude [][]byte) {
@@ -126,8 +132,9 @@ func (s *subscriber) send(frame []byte) bool {
 	}
 	// Set under mu so that a concurrent halt, which moves the deadline to
 	// now, cannot be overwritten by this later one.
+	deadline := time.Now().Add(s.broker.opts.WriteTimeout)
 	if s.deadlines {
-		if err := s.rc.SetWriteDeadline(time.Now().Add(s.broker.opts.WriteTimeout)); err != nil {
+		if err := s.rc.SetWriteDeadline(deadline); err != nil {
 			s.deadlines = false
 			s.broker.noDeadlines.Do(func() {
 				s.log.Warn("the ResponseWriter takes no write deadlines (a middleware hides them?): a stalled client keeps its handler until the connection dies", zap.Error(err))
@@ -147,9 +154,14 @@ func (s *subscriber) send(frame []byte) bool {
 	if err == nil {
 		return true
 	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		s.cutOff("write timed out: the client does not read", err)
-	} else if s.halt(false) {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(deadline):
+		// Our own deadline passed, rather than a halt moving it. net/http has
+		// already cancelled the request, so the handler may have halted s
+		// as if the client left: say what really happened.
+		s.halt(false)
+		s.log.Warn("event subscriber cut off", zap.String("reason", reasonWriteTimeout), zap.Error(err))
+	case s.halt(false):
 		s.log.Debug("event subscriber gone", zap.Error(err))
 	}
 	return false

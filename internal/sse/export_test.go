@@ -16,3 +16,6 @@ func (b *Broker) R3labsState() (autoReplay bool, ttl time.Duration, kept int) {
 	}
 	return b.srv.AutoReplay, b.srv.EventTTL, kept
 }
+
+// FrameFrom is frameFrom, for a table test of what r3labs may write.
+var FrameFrom = frameFrom

@@ -16,9 +16,10 @@ import (
 // registered, so nothing published afterwards is missed), then live events
 // and heartbeats. It returns when the client goes away or the broker closes.
 //
-// initial runs on the request's goroutine while events for the new
-// subscriber already queue up in r3labs; it must be quick and must not
-// publish. Messages it returns that do not belong to the scope are skipped.
+// initial runs on the request's goroutine while live events for the new
+// subscriber already pile up in r3labs (64 of them before r3labs waits for
+// it, and with it every publisher of the stream): keep it quick. Messages it
+// returns that do not belong to the scope are skipped.
 // A closed broker, or a new directory beyond Options.MaxScopes, gets 503.
 func (b *Broker) ServeEvent(w http.ResponseWriter, r *http.Request, directory string, initial func() []Message) {
 	b.serve(w, r, scope{directory: directory}, initial)

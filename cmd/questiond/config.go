@@ -64,7 +64,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.Int64Var(&c.maxBody, "max-body", 1<<20, "largest request body in `bytes`")
 	fs.IntVar(&c.maxProperties, "max-properties", 50, "most `properties` (questions) one elicitation may have")
 	fs.IntVar(&c.headerLimit, "header-limit", 30, "longest question header in `runes` (12 for OpenCode TUIs before 1.1.26)")
-	fs.IntVar(&c.eventQueue, "event-queue", 256, "`frames` queued for one event subscriber before it is cut off as too slow")
+	fs.IntVar(&c.eventQueue, "event-queue", 1024, "`frames` queued for one event subscriber before it is cut off as too slow")
 	fs.DurationVar(&c.eventWriteTimeout, "event-write-timeout", 10*time.Second, "`time` allowed to write one event frame before the subscriber is cut off")
 	fs.IntVar(&c.maxDirectories, "max-directories", 1024, "most distinct `directories` with a live /event stream")
 	fs.StringVar(&c.cors, "cors", "", "extra allowed browser `origins`, comma-separated (OpenCode's own allowlist always applies)")

@@ -11,7 +11,7 @@ import (
 const (
 	DefaultHeartbeat    = 10 * time.Second
 	DefaultWriteTimeout = 10 * time.Second
-	DefaultQueueLength  = 256
+	DefaultQueueLength  = 1024
 	DefaultMaxScopes    = 1024
 	DefaultProject      = "global"
 )

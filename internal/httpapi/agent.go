@@ -116,14 +116,17 @@ func (s *Server) handleElicitationGet(w http.ResponseWriter, r *http.Request) {
 	}
 	if q.Ended == nil && wait > 0 {
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-		ctx, cancel := context.WithTimeout(r.Context(), wait)
+		ctx, cancel := s.untilReleased(r.Context())
+		ctx, cancelWait := context.WithTimeout(ctx, wait)
 		ended, err := s.store.Wait(ctx, id)
+		cancelWait()
 		cancel()
 		switch {
 		case err == nil:
 			q = ended
-		case errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil:
-			// The wait ran out: answer with the question as it still is.
+		case r.Context().Err() == nil && (errors.Is(err, context.DeadlineExceeded) || s.released()):
+			// The wait ran out, or questiond is stopping: answer with the
+			// question as it still is; the agent asks again.
 		default:
 			s.writeError(w, r, s.notFoundAs(err, id))
 			return
@@ -196,8 +199,19 @@ func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("X-Questiond-Request-Id", q.ID)
-	ended, err := s.waitWithKeepAlive(w, r, q.ID)
-	if err != nil {
+	ended, committed, err := s.waitWithKeepAlive(w, r, q.ID)
+	switch {
+	case err == nil:
+	case s.released() && r.Context().Err() == nil:
+		if committed {
+			// The 200 is already on its way: cut the connection so the
+			// client sees an incomplete answer rather than a wrong one.
+			panic(http.ErrAbortHandler)
+		}
+		s.writeError(w, r, &statusError{http.StatusServiceUnavailable, "ServiceUnavailable",
+			"questiond is restarting; question " + q.ID + " stays pending: collect its result with GET /elicitations/" + q.ID})
+		return
+	default:
 		// The caller is gone; nothing can be written any more.
 		return
 	}
@@ -209,12 +223,13 @@ func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
 	writeBody(w, out)
 }
 
-// waitWithKeepAlive waits for question id to end. It returns an error only
-// when the caller went away, after withdrawing the question.
-func (s *Server) waitWithKeepAlive(w http.ResponseWriter, r *http.Request, id string) (*pending.Question, error) {
+// waitWithKeepAlive waits for question id to end. It returns an error when
+// the caller went away (after withdrawing the question) or when Release let
+// go of it; committed reports whether keep-alive bytes already sent the 200.
+func (s *Server) waitWithKeepAlive(w http.ResponseWriter, r *http.Request, id string) (q *pending.Question, committed bool, err error) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{})
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := s.untilReleased(r.Context())
 	defer cancel()
 	type waited struct {
 		q   *pending.Question
@@ -227,28 +242,34 @@ func (s *Server) waitWithKeepAlive(w http.ResponseWriter, r *http.Request, id st
 	}()
 	ticker := time.NewTicker(s.opts.KeepAlive)
 	defer ticker.Stop()
+	writeFailed := false
 	for {
 		select {
 		case got := <-done:
-			if got.err == nil {
-				return got.q, nil
-			}
-			if r.Context().Err() == nil {
+			switch {
+			case got.err == nil:
+				return got.q, committed, nil
+			case s.released() && r.Context().Err() == nil && !writeFailed:
+				return nil, committed, got.err
+			case r.Context().Err() == nil && !writeFailed:
 				// The store failed while the caller is still here: end the
 				// question so the caller gets a definite answer.
 				s.log.Error("waiting for a question failed", zap.String("id", id), zap.Error(got.err))
-				return s.withdraw(id, pending.EndDisconnected)
+				q, err := s.withdraw(id, pending.EndDisconnected)
+				return q, committed, err
 			}
 			if !s.draining.Load() {
 				_, _ = s.withdraw(id, pending.EndDisconnected)
 			}
-			return nil, got.err
+			return nil, committed, got.err
 		case <-ticker.C:
 			w.Header().Set("Content-Type", "application/json")
 			if _, err := w.Write([]byte("\n")); err != nil {
+				writeFailed = true // the caller is gone, though net/http may not know yet
 				cancel()
 				continue
 			}
+			committed = true
 			_ = rc.Flush()
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,5 +166,56 @@ func TestLongPollReturnsPendingWhenWaitRunsOut(t *testing.T) {
 	}
 	if time.Since(start) < 100*time.Millisecond {
 		t.Fatalf("the long-poll returned before its wait ran out")
+	}
+}
+
+// TestReleaseLetsWaitersGoWithoutEndingQuestions is the shutdown of a daemon
+// whose store keeps pending questions: waiting agents are let go (a
+// long-poll sees "pending", POST /elicit a 503 naming the question), and the
+// question itself stays pending.
+func TestReleaseLetsWaitersGoWithoutEndingQuestions(t *testing.T) {
+	h := newHarness(t, httpapi.Options{})
+	events := h.openStream("/event")
+	events.expect(t, "server.connected")
+	id := h.create(seedForm()).ID
+	events.expect(t, "question.asked")
+
+	poll := make(chan response, 1)
+	elicit := make(chan response, 1)
+	go func() {
+		res, err := h.request(http.MethodGet, "/elicitations/"+id+"?wait=1m", nil)
+		if err != nil {
+			t.Error(err)
+		}
+		poll <- res
+	}()
+	go func() {
+		res, err := h.request(http.MethodPost, "/elicit", seedForm())
+		if err != nil {
+			t.Error(err)
+		}
+		elicit <- res
+	}()
+	events.expect(t, "question.asked") // the /elicit question is stored and waiting
+	h.api.Release()
+
+	var got created
+	res := <-poll
+	res.json(t, &got)
+	if res.Status != http.StatusOK || got.Status != "pending" {
+		t.Fatalf("long-poll after Release: %d %s, want 200 pending", res.Status, res.Body)
+	}
+	res = <-elicit
+	waiting := res.Header.Get("X-Questiond-Request-Id")
+	if res.Status != http.StatusServiceUnavailable || waiting == "" || !strings.Contains(string(res.Body), "GET /elicitations/"+waiting) {
+		t.Fatalf("POST /elicit after Release: %d %s", res.Status, res.Body)
+	}
+	var listed []struct{ ID string }
+	h.do(http.MethodGet, "/question", nil).json(t, &listed)
+	if len(listed) != 2 {
+		t.Fatalf("Release ended questions: %v", listed)
+	}
+	if res := h.do(http.MethodPost, "/elicitations", seedForm()); res.Status != http.StatusServiceUnavailable {
+		t.Fatalf("create after Release: %d %s, want 503", res.Status, res.Body)
 	}
 }

@@ -77,6 +77,9 @@ type Server struct {
 	log      *zap.Logger
 	router   chi.Router
 	draining atomic.Bool
+	// lifetime ends on Release: requests still waiting for a question let go.
+	lifetime context.Context
+	release  context.CancelFunc
 }
 
 // New returns a Server that keeps questions in store and announces them with events.
@@ -113,6 +116,7 @@ func New(store Store, events *Events, opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{store: store, events: events, opts: opts, log: opts.Logger.Named("http")}
+	s.lifetime, s.release = context.WithCancel(context.Background())
 	s.router = s.routes(cors)
 	return s, nil
 }
@@ -124,3 +128,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 // (503) from now on, so a shutdown can settle what is pending without new
 // questions slipping in. Streams already open stay open until the bus closes.
 func (s *Server) Drain() { s.draining.Store(true) }
+
+// Release lets go of every request still waiting for a question, for a
+// shutdown that keeps pending questions (a durable store): a long-poll
+// answers with the question as it is (pending), and POST /elicit answers 503
+// naming the question, or drops the connection if it has already started its
+// answer, so the agent collects the result with GET /elicitations/{id} once
+// questiond is back. Call it after Drain; it does not end any question.
+func (s *Server) Release() {
+	s.draining.Store(true)
+	s.release()
+}
+
+// untilReleased returns a context that also ends on Release.
+func (s *Server) untilReleased(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	stop := context.AfterFunc(s.lifetime, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// released reports whether Release has been called.
+func (s *Server) released() bool { return s.lifetime.Err() != nil }

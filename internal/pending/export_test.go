@@ -1,5 +1,11 @@
 package pending
 
+import (
+	"os"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
 // Test-only access to the hooks and internals, for the external test package.
 
 // SetOnSettleEntered parks or observes every ending before it takes a lock.
@@ -13,4 +19,24 @@ func (m *Memory) Held() int {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return len(m.entries)
+}
+
+// Commits returns the id of the last committed write transaction in b's
+// file; the difference between two calls counts the commits in between.
+func (b *Bolt) Commits() int {
+	var id int
+	if err := b.db.View(func(tx *bbolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+		panic(err)
+	}
+	return id
+}
+
+// OpenBoltReadOnlyFD opens the file the way OpenBolt does, except that the
+// descriptor bbolt writes through is opened read-only: every write fails
+// with EBADF, for root too, as on a file system remounted read-only.
+func OpenBoltReadOnlyFD(path string, opts BoltOptions) (*Bolt, error) {
+	opts.openFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		return os.OpenFile(name, flag&^(os.O_RDWR|os.O_WRONLY|os.O_CREATE), perm)
+	}
+	return OpenBolt(path, opts)
 }

@@ -1,0 +1,41 @@
+package pending
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Journal persists question records. When a store has one, the durable
+// record is the source of truth for what is pending and how each question
+// ended: the store commits a change to the journal before it acknowledges
+// it, and a restarted store is rebuilt from the journal by [Open].
+//
+// [Bolt] is the embedded implementation; a networked backend (Redis, shared by
+// several replicas) can implement the same four methods.
+type Journal interface {
+	// Load returns every stored record, pending and ended, in any order.
+	Load(ctx context.Context) ([]*Question, error)
+	// Put creates or overwrites the records of qs (keyed by ID) and returns
+	// only once they are committed. It must not keep or change qs.
+	Put(ctx context.Context, qs ...*Question) error
+	// Delete forgets the records with these ids; unknown ids are ignored.
+	Delete(ctx context.Context, ids ...string) error
+	// Close releases the journal; later calls fail.
+	Close() error
+}
+
+// ErrUnavailable says the journal failed (disk full, read-only file system,
+// I/O error, unreachable server). Every journal error wraps it, except a
+// context error for a ctx that ended before the operation started. A failed
+// operation changes nothing, in the journal or in the store.
+var ErrUnavailable = errors.New("question store unavailable")
+
+// journalError makes sure an error from a Journal wraps ErrUnavailable, so
+// callers can rely on it whatever the implementation did.
+func journalError(err error) error {
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}

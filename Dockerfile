@@ -6,12 +6,17 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/questiond ./cmd/questiond
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/questiond ./cmd/questiond \
+ && mkdir -p /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/questiond /usr/local/bin/questiond
+# The durable store lives here; the non-root user owns it.
+COPY --from=build --chown=65532:65532 /out/data /data
 USER nonroot:nonroot
 EXPOSE 4097
 # Inside a container the daemon must listen beyond loopback to be reachable.
-ENV QUESTIOND_ADDR=0.0.0.0:4097
+ENV QUESTIOND_ADDR=0.0.0.0:4097 \
+    QUESTIOND_DATA_DIR=/data
+VOLUME ["/data"]
 ENTRYPOINT ["/usr/local/bin/questiond"]

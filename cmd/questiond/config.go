@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -13,6 +14,8 @@ import (
 // environment variable twin; a flag on the command line wins.
 type config struct {
 	addr              string
+	store             string
+	dataDir           string
 	logLevel          string
 	logFormat         string
 	heartbeat         time.Duration
@@ -53,6 +56,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs := flag.NewFlagSet("questiond", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:4097", "`host:port` to listen on")
+	fs.StringVar(&c.store, "store", "bolt", "where questions are kept: `bolt` (durable, in --data-dir; survives restarts) or memory (lost on restart)")
+	fs.StringVar(&c.dataDir, "data-dir", "", "`directory` of the durable store (default $XDG_STATE_HOME/questiond, or ~/.local/state/questiond)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "auto", "log `format`: console, json, or auto (console on a terminal, JSON otherwise)")
 	fs.DurationVar(&c.heartbeat, "heartbeat", 10*time.Second, "`interval` of server.heartbeat events on event streams")
@@ -139,12 +144,35 @@ func (c *config) check() error {
 	if c.headerLimit < 4 {
 		return fmt.Errorf("--header-limit must be at least 4 runes, got %d", c.headerLimit)
 	}
+	switch c.store {
+	case "bolt", "memory":
+	default:
+		return fmt.Errorf("--store must be bolt or memory, got %q", c.store)
+	}
 	switch c.logFormat {
 	case "auto", "console", "json":
 	default:
 		return fmt.Errorf("--log-format must be auto, console or json, got %q", c.logFormat)
 	}
 	return nil
+}
+
+// databasePath is the file of the durable store: --data-dir, else the user's
+// state directory ($XDG_STATE_HOME, or ~/.local/state) plus "questiond".
+func (c *config) databasePath(getenv func(string) string) (string, error) {
+	dir := c.dataDir
+	if dir == "" {
+		state := getenv("XDG_STATE_HOME")
+		if state == "" {
+			home := getenv("HOME")
+			if home == "" {
+				return "", errors.New("no data directory: set --data-dir (QUESTIOND_DATA_DIR), XDG_STATE_HOME or HOME, or use --store memory")
+			}
+			state = filepath.Join(home, ".local", "state")
+		}
+		dir = filepath.Join(state, "questiond")
+	}
+	return filepath.Join(dir, "questiond.db"), nil
 }
 
 func (c *config) corsOrigins() []string {

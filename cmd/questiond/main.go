@@ -71,7 +71,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("starting the event broker: %w", err)
 	}
 	events := httpapi.NewEvents(bus, log)
-	store := pending.NewMemory(pending.MemoryOptions{Retention: cfg.retention, OnEnd: events.Ended, Logger: log})
+	store, journal, err := openStore(ctx, cfg, getenv, events, log)
+	if err != nil {
+		closeCtx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+		defer cancel()
+		return errors.Join(err, bus.Close(closeCtx))
+	}
 	var ln net.Listener
 	api, err := httpapi.New(store, events, httpapi.Options{
 		Logger:         log,
@@ -95,7 +100,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// Nothing was served yet: just stop what has been started.
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 		defer cancel()
-		return errors.Join(err, bus.Close(ctx), store.Close(ctx))
+		return errors.Join(err, bus.Close(ctx), store.Close(ctx), closeJournal(journal))
 	}
 	srv := &http.Server{
 		Handler:           api,
@@ -117,19 +122,55 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
-	return shutdown(log, cfg.shutdownTimeout, srv, api, store, bus)
+	return shutdown(log, cfg.shutdownTimeout, srv, api, store, journal, bus)
 }
 
-// shutdown stops the daemon within timeout: refuse new questions, end every
-// pending one as cancel (the memory store cannot keep them) so agents get an
-// answer and operators see question.rejected, close the event streams, then
-// let in-flight requests finish.
-func shutdown(log *zap.Logger, timeout time.Duration, srv *http.Server, api *httpapi.Server, store *pending.Memory, bus *sse.Broker) error {
+// openStore opens the pending store --store asks for. With the durable store
+// it returns the journal too, which the caller closes after the store.
+func openStore(ctx context.Context, cfg *config, getenv func(string) string, events *httpapi.Events, log *zap.Logger) (*pending.Memory, *pending.Bolt, error) {
+	opts := pending.MemoryOptions{Retention: cfg.retention, OnEnd: events.Ended, Logger: log}
+	if cfg.store == "memory" {
+		log.Warn("questions are kept in memory only: a restart loses every pending question (--store bolt keeps them)")
+		return pending.NewMemory(opts), nil, nil
+	}
+	path, err := cfg.databasePath(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	journal, err := pending.OpenBolt(path, pending.BoltOptions{Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening the question store: %w", err)
+	}
+	opts.Journal = journal
+	store, err := pending.Open(ctx, opts)
+	if err != nil {
+		return nil, nil, errors.Join(fmt.Errorf("restoring questions from %s: %w", path, err), journal.Close())
+	}
+	log.Info("question store opened", zap.String("path", path))
+	return store, journal, nil
+}
+
+func closeJournal(j *pending.Bolt) error {
+	if j == nil {
+		return nil
+	}
+	return j.Close()
+}
+
+// shutdown stops the daemon within timeout: refuse new questions; with the
+// memory store, end every pending one as cancel (it cannot keep them) so
+// agents get an answer and operators see question.rejected; with the durable
+// store, leave them pending for the next start and let waiting agents go;
+// close the event streams, then let in-flight requests finish.
+func shutdown(log *zap.Logger, timeout time.Duration, srv *http.Server, api *httpapi.Server, store *pending.Memory, journal *pending.Bolt, bus *sse.Broker) error {
 	log.Info("shutting down", zap.Duration("timeout", timeout))
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	api.Drain()
 	endAll := func() {
+		if journal != nil {
+			return // the durable store keeps pending questions across restarts
+		}
 		ended, err := store.SettleAll(ctx, pending.Outcome{
 			Ending: pending.EndShutdown,
 			Result: pending.Result{Action: pending.ActionCancel},
@@ -145,6 +186,7 @@ func shutdown(log *zap.Logger, timeout time.Duration, srv *http.Server, api *htt
 	if err := bus.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("closing event streams: %w", err))
 	}
+	api.Release()
 	if err := srv.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stopping the HTTP server: %w", err))
 		_ = srv.Close()
@@ -152,6 +194,9 @@ func shutdown(log *zap.Logger, timeout time.Duration, srv *http.Server, api *htt
 	endAll() // anything created by a request that was already past the door
 	if err := store.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("closing the store: %w", err))
+	}
+	if err := closeJournal(journal); err != nil {
+		errs = append(errs, fmt.Errorf("closing the question database: %w", err))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -42,12 +42,13 @@ func (b *syncBuffer) String() string {
 func startDaemon(t *testing.T, env map[string]string, args ...string) (base string, stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	dataDir := t.TempDir()
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	logs := &syncBuffer{}
 	getenv := func(k string) string { return env[k] }
 	go func() {
-		done <- run(ctx, append([]string{"--addr", "127.0.0.1:0"}, args...), getenv, io.Discard, logs, ready)
+		done <- run(ctx, append([]string{"--addr", "127.0.0.1:0", "--data-dir", dataDir}, args...), getenv, io.Discard, logs, ready)
 	}()
 	select {
 	case addr := <-ready:
@@ -77,8 +78,8 @@ const twoQuestions = `{"message":"Diagnose","requestedSchema":{"type":"object","
 	"model":{"type":"string","enum":["SY215C","SY365H"]},
 	"symptoms":{"type":"array","items":{"type":"string","enum":["Black smoke","Low power"]}}},"required":["model"]}}`
 
-func TestDaemonAnswersAndShutsDownGracefully(t *testing.T) {
-	base, stop := startDaemon(t, nil)
+func TestMemoryDaemonEndsQuestionsOnShutdown(t *testing.T) {
+	base, stop := startDaemon(t, nil, "--store", "memory")
 
 	// An agent waits on POST /elicit while the daemon is stopped: it must
 	// get a cancel, not a dropped connection.
@@ -193,7 +194,7 @@ func TestBadSettingsAreRefusedByName(t *testing.T) {
 		_, err := parseConfig(strings.Fields(args), func(string) string { return "" }, io.Discard)
 		if err == nil && want == "wildcard" {
 			// --cors is checked when the server is built.
-			err = run(context.Background(), strings.Fields(args+" --addr 127.0.0.1:0"), func(string) string { return "" }, io.Discard, io.Discard, nil)
+			err = run(context.Background(), strings.Fields(args+" --addr 127.0.0.1:0 --store memory"), func(string) string { return "" }, io.Discard, io.Discard, nil)
 		}
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want an error containing %q", args, err, want)

@@ -7,7 +7,9 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { createOpencodeClient } from "@opencode-ai/sdk/v2";
 
@@ -45,7 +47,9 @@ after(async () => {
 async function startDaemon(bin) {
   const child = spawn(
     bin,
-    ["--addr", "127.0.0.1:0", "--log-format", "json", "--heartbeat", "1s"],
+    // The default (durable) store, in a data directory of this run's own.
+    ["--addr", "127.0.0.1:0", "--log-format", "json", "--heartbeat", "1s",
+     "--data-dir", mkdtempSync(join(tmpdir(), "questiond-compat-"))],
     { stdio: ["ignore", "ignore", "pipe"] },
   );
   if (PIDFILE && child.pid) writeFileSync(PIDFILE, String(child.pid));
@@ -55,19 +59,20 @@ async function startDaemon(bin) {
   // Keep draining stderr for the whole run: a full pipe would block the daemon.
   const logs = [];
   const lines = createInterface({ input: child.stderr });
-  const first = new Promise((resolve, reject) => {
+  const listening = new Promise((resolve, reject) => {
     lines.on("line", (line) => {
       logs.push(line);
-      if (logs.length === 1) resolve(line);
+      if (line.includes('"msg":"questiond listening"')) resolve(line);
     });
     child.once("error", reject);
     child.once("exit", (code, signal) =>
       reject(new Error(`questiond exited before listening (code ${code}, signal ${signal}):\n${logs.join("\n")}`)),
     );
   });
-  const line = await within(first, STARTUP_MS, "questiond's first log line");
+  const line = await within(listening, STARTUP_MS, "questiond's listening log line");
+  for (const l of logs) JSON.parse(l); // every log line is one JSON object
   const entry = JSON.parse(line);
-  assert.equal(entry.msg, "questiond listening", `first log line: ${line}`);
+  assert.equal(entry.msg, "questiond listening", `listening line: ${line}`);
   assert.equal(entry.level, "info");
   assert.match(entry.addr, /^127\.0\.0\.1:\d+$/);
   return { child, base: `http://${entry.addr}`, logs };

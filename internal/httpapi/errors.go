@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"go.uber.org/zap"
 
@@ -106,6 +107,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		_, _ = w.Write([]byte(media.Error()))
 	case errors.As(err, &status):
 		writeJSON(w, status.status, namedError{status.name, namedErrorData{Message: status.message}})
+	case errors.Is(err, pending.ErrUnavailable):
+		ref := errorRef()
+		s.log.Error("question store failed", zap.String("ref", ref), zap.String("method", r.Method),
+			zap.String("path", r.URL.Path), zap.Error(err))
+		writeJSON(w, http.StatusServiceUnavailable, namedError{"ServiceUnavailable", namedErrorData{
+			Message: "The question store is unavailable; nothing was changed. Try again later.", Ref: ref}})
 	case errors.Is(err, pending.ErrClosed):
 		writeJSON(w, http.StatusServiceUnavailable, namedError{errShuttingDown.name, namedErrorData{Message: errShuttingDown.message}})
 	default:
@@ -139,7 +146,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", fmt.Sprint(len(body)))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }

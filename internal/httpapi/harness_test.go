@@ -30,13 +30,29 @@ type harness struct {
 
 func newHarness(t *testing.T, opts httpapi.Options) *harness {
 	t.Helper()
+	return newHarnessOn(t, opts, nil)
+}
+
+// newHarnessOn is newHarness with the store writing through journal (nil:
+// memory only).
+func newHarnessOn(t *testing.T, opts httpapi.Options, journal pending.Journal) *harness {
+	t.Helper()
 	log := zaptest.NewLogger(t)
 	bus, err := sse.New(sse.Options{Logger: log, Heartbeat: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	events := httpapi.NewEvents(bus, log)
-	store := pending.NewMemory(pending.MemoryOptions{OnEnd: events.Ended, Logger: log})
+	storeOpts := pending.MemoryOptions{OnEnd: events.Ended, Logger: log}
+	var store *pending.Memory
+	if journal == nil {
+		store = pending.NewMemory(storeOpts)
+	} else {
+		storeOpts.Journal = journal
+		if store, err = pending.Open(context.Background(), storeOpts); err != nil {
+			t.Fatal(err)
+		}
+	}
 	opts.Logger = log
 	api, err := httpapi.New(store, events, opts)
 	if err != nil {

@@ -53,16 +53,23 @@ func BenchmarkRoundTrip(b *testing.B) {
 				fx.close()
 			}
 		}
-		b.Logf("agents=%d: questiond %.0f roundtrips/s, baseline %.0f roundtrips/s, questiond/baseline %.3f",
-			agents, rates["questiond"], rates["baseline"], rates["questiond"]/rates["baseline"])
+		b.Logf("agents=%d: questiond %.0f, questiond-bolt %.0f, baseline %.0f roundtrips/s; questiond/baseline %.3f, questiond-bolt/baseline %.3f, bolt/memory %.3f",
+			agents, rates["questiond"], rates["questiond-bolt"], rates["baseline"], rates["questiond"]/rates["baseline"],
+			rates["questiond-bolt"]/rates["baseline"], rates["questiond-bolt"]/rates["questiond"])
 	}
 }
 
 // reportRatio adds questiond/baseline to the baseline's line, once both
 // sides have run.
 func reportRatio(b *testing.B, name string, values map[string]float64) {
-	if name == "baseline" && values["questiond"] > 0 && values["baseline"] > 0 {
+	if name != "baseline" || values["baseline"] <= 0 {
+		return
+	}
+	if values["questiond"] > 0 {
 		b.ReportMetric(values["questiond"]/values["baseline"], "questiond/baseline")
+	}
+	if values["questiond-bolt"] > 0 {
+		b.ReportMetric(values["questiond-bolt"]/values["baseline"], "questiond-bolt/baseline")
 	}
 }
 

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -29,6 +30,7 @@ var servers = []struct {
 	start func(tb testing.TB, queueLength int) *server
 }{
 	{"questiond", startQuestiond},
+	{"questiond-bolt", startQuestiondBolt},
 	{"baseline", startBaseline},
 }
 
@@ -37,13 +39,38 @@ var servers = []struct {
 // above debug level).
 func startQuestiond(tb testing.TB, queueLength int) *server {
 	tb.Helper()
+	return startQuestiondOn(tb, queueLength, "questiond", nil)
+}
+
+// startQuestiondBolt is questiond with its default, durable store: a bbolt
+// file in a temporary directory, synced to disk on every commit.
+func startQuestiondBolt(tb testing.TB, queueLength int) *server {
+	tb.Helper()
+	journal, err := pending.OpenBolt(filepath.Join(tb.TempDir(), "questiond.db"), pending.BoltOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return startQuestiondOn(tb, queueLength, "questiond-bolt", journal)
+}
+
+func startQuestiondOn(tb testing.TB, queueLength int, name string, journal *pending.Bolt) *server {
+	tb.Helper()
 	log := zap.NewNop()
 	bus, err := sse.New(sse.Options{Logger: log, QueueLength: queueLength})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	events := httpapi.NewEvents(bus, log)
-	store := pending.NewMemory(pending.MemoryOptions{OnEnd: events.Ended, Logger: log})
+	storeOpts := pending.MemoryOptions{OnEnd: events.Ended, Logger: log}
+	var store *pending.Memory
+	if journal == nil {
+		store = pending.NewMemory(storeOpts)
+	} else {
+		storeOpts.Journal = journal
+		if store, err = pending.Open(context.Background(), storeOpts); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	api, err := httpapi.New(store, events, httpapi.Options{Logger: log})
 	if err != nil {
 		tb.Fatal(err)
@@ -63,8 +90,13 @@ func startQuestiond(tb testing.TB, queueLength int) *server {
 		if err := store.Close(ctx); err != nil {
 			tb.Errorf("questiond: closing the store: %v", err)
 		}
+		if journal != nil {
+			if err := journal.Close(); err != nil {
+				tb.Errorf("questiond: closing the journal: %v", err)
+			}
+		}
 	}
-	return &server{name: "questiond", url: ts.URL, stop: stop}
+	return &server{name: name, url: ts.URL, stop: stop}
 }
 
 func startBaseline(tb testing.TB, queueLength int) *server {

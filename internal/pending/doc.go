@@ -10,6 +10,18 @@
 // Ended questions stay readable for [MemoryOptions.Retention] so an agent that
 // reconnects can still collect its result; after that they are forgotten.
 //
+// # Durability
+//
+// [NewMemory] keeps everything in memory. [Open] builds the same store on a
+// [Journal], which holds the durable record of every question: a creation or
+// an ending is committed to the journal before it is acknowledged, and a
+// failed commit changes nothing and returns an error wrapping
+// [ErrUnavailable]. Futures stay channels in memory. [Open] restores pending
+// questions (their deadlines keep counting), times out those whose deadline
+// passed meanwhile, and keeps ended ones readable for the rest of their
+// retention. [Bolt] is the embedded journal, one bbolt file; the caller opens
+// it, and closes it after the store.
+//
 // Every method takes a context and returns an error, even where the in-memory
 // store cannot fail, so that a networked backend can implement the same
 // surface. Consumers declare the interface they need.

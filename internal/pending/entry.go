@@ -14,22 +14,37 @@ import (
 // is open and every closer can tell whether it lost. Writers of outcome also
 // hold Memory.mu, so holders of Memory.mu may read outcome without mu.
 //
-// Fields under Memory.mu: elem and expiresAt, the entry's place in the
-// store's indexes (elem is nil once the question has ended).
+// Fields under Memory.mu: elem, expiresAt and sweeping, the entry's place in
+// the store's indexes (elem is nil once the question has ended).
+//
+// With a journal, settling (a one-slot semaphore) serialises the endings of
+// one entry: an ending holds it from its check that the question is pending,
+// through the journal commit, to setting outcome, so two endings never both
+// commit. It is taken before Memory.mu and never while holding it or mu, so
+// commits of different questions run side by side. A channel rather than a
+// mutex, so that a rival waiting for it can give up when its ctx ends.
 type entry struct {
-	q    *Question     // immutable after Create; Ended is always nil here
-	done chan struct{} // closed when the question ends; wakes every waiter
+	q        *Question     // immutable after Create; Ended is always nil here
+	done     chan struct{} // closed when the question ends; wakes every waiter
+	settling chan struct{} // holds a value while an ending commits
 
 	mu      sync.Mutex
 	outcome *Outcome
-	timer   *time.Timer // the deadline, or nil
+	timer   *time.Timer // the deadline (or a retry of its commit), or nil
 
 	elem      *list.Element // place in Memory.pending while pending
 	expiresAt time.Time     // zero until the ending is indexed for expiry
+	sweeping  bool          // its record is being deleted from the journal
 }
 
-func newEntry(q *Question) *entry {
-	return &entry{q: q, done: make(chan struct{})}
+// newEntry returns a pending entry for q; only a durable store's entries
+// need the settling semaphore.
+func newEntry(q *Question, durable bool) *entry {
+	e := &entry{q: q, done: make(chan struct{})}
+	if durable {
+		e.settling = make(chan struct{}, 1)
+	}
+	return e
 }
 
 // snapshot returns a copy of the question as it stands. Callers hold e.mu.
@@ -46,4 +61,14 @@ func (e *entry) snapshot() *Question {
 // hold Memory.mu (read or write).
 func (e *entry) expired(now time.Time) bool {
 	return !e.expiresAt.IsZero() && !now.Before(e.expiresAt)
+}
+
+// hasEnded reports whether done is closed, without waiting.
+func (e *entry) hasEnded() bool {
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
+	}
 }

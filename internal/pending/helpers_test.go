@@ -129,3 +129,38 @@ func ids(qs []*pending.Question) []string {
 	}
 	return out
 }
+
+// openStore restores a store from j (Open) and closes it when the test ends;
+// the journal is left open.
+func openStore(t testing.TB, j pending.Journal, opts pending.MemoryOptions) *pending.Memory {
+	t.Helper()
+	opts.Journal = j
+	m, err := pending.Open(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(context.Background()); err != nil && !errors.Is(err, pending.ErrClosed) {
+			t.Errorf("close store: %v", err)
+		}
+	})
+	return m
+}
+
+// storeKinds builds a store of each kind the concurrency tests run against:
+// the plain memory store (no journal), and durable stores on the fake
+// journal and on a Bolt file. Each is closed (then its journal) when the test
+// ends.
+var storeKinds = map[string]func(t *testing.T, opts pending.MemoryOptions) (*pending.Memory, pending.Journal){
+	"memory": func(t *testing.T, opts pending.MemoryOptions) (*pending.Memory, pending.Journal) {
+		return newStore(t, opts), nil
+	},
+	"fake journal": func(t *testing.T, opts pending.MemoryOptions) (*pending.Memory, pending.Journal) {
+		j := newFakeJournal()
+		return openStore(t, j, opts), j
+	},
+	"bolt": func(t *testing.T, opts pending.MemoryOptions) (*pending.Memory, pending.Journal) {
+		j := openBolt(t, "", pending.BoltOptions{})
+		return openStore(t, j, opts), j
+	},
+}

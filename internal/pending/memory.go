@@ -26,6 +26,12 @@ type MemoryOptions struct {
 	OnEnd func(*Question)
 	// Logger gets debug and warning lines; nil means zap.NewNop().
 	Logger *zap.Logger
+	// Journal makes the store durable: every creation and ending is
+	// committed to it before it is acknowledged, and Open rebuilds the store
+	// from it. Nil means nothing is persisted. A store with a journal is built
+	// by Open; NewMemory panics when given one. Closing the store does not
+	// close the journal: the caller closes both, the store first.
+	Journal Journal
 }
 
 // Memory is the in-process store: a map of entries whose futures are channels.
@@ -35,22 +41,28 @@ type MemoryOptions struct {
 // holding mu. An ending takes mu then the entry's mutex (never the other way
 // round), and no callback runs under either.
 //
-// Memory never blocks except in Wait and Close, so the other methods accept a
-// context only to fit backends that do I/O.
+// Without a journal, Memory never blocks except in Wait and Close, so the
+// other methods accept a context only to fit backends that do I/O. With one,
+// Create, Settle and SettleAll also wait for their commit, and pass ctx to
+// the journal. No journal call is made under mu or an entry's mu.
 type Memory struct {
 	retention time.Duration
 	onEnd     func(*Question)
 	log       *zap.Logger
+	journal   Journal // nil: nothing persisted
 
-	mu      sync.RWMutex
-	closed  bool
-	entries map[string]*entry // pending and retained ended questions
-	pending *list.List        // pending *entry in creation order, for List
-	ended   []*entry          // ended entries in expiry order, for the janitor
+	mu        sync.RWMutex
+	closed    bool
+	entries   map[string]*entry   // pending and retained ended questions
+	pending   *list.List          // pending *entry in creation order, for List
+	ended     []*entry            // ended entries in expiry order, for the janitor
+	creating  map[string]struct{} // ids whose creation is being committed
+	sweepDone chan struct{}       // while the janitor deletes records: closed when it is done
 
 	closing     chan struct{}  // closed by Close: wakes waiters, stops the janitor
 	janitorDone chan struct{}  // closed when the janitor has returned
 	timers      sync.WaitGroup // deadline callbacks that got past the closed check
+	commits     sync.WaitGroup // journal commits of Create and endings that got past the closed check
 
 	// Test hooks, always nil in production. They are called outside every
 	// lock so a test can park one goroutine inside an operation while a rival
@@ -59,14 +71,28 @@ type Memory struct {
 	onWaitEntered   func(id string)             // in Wait, after the lookup, before blocking
 }
 
-// NewMemory returns an empty store. Its janitor goroutine runs until Close.
+// NewMemory returns an empty store that persists nothing. Its janitor
+// goroutine runs until Close. It panics if opts.Journal is set: a durable
+// store must be restored from its journal, which Open does.
 func NewMemory(opts MemoryOptions) *Memory {
+	if opts.Journal != nil {
+		panic("pending: NewMemory given a Journal; use Open")
+	}
+	m := newMemory(opts)
+	go m.janitor()
+	return m
+}
+
+// newMemory returns an empty store whose janitor is not yet running.
+func newMemory(opts MemoryOptions) *Memory {
 	m := &Memory{
 		retention:   opts.Retention,
 		onEnd:       opts.OnEnd,
 		log:         opts.Logger,
+		journal:     opts.Journal,
 		entries:     make(map[string]*entry),
 		pending:     list.New(),
+		creating:    make(map[string]struct{}),
 		closing:     make(chan struct{}),
 		janitorDone: make(chan struct{}),
 	}
@@ -77,7 +103,6 @@ func NewMemory(opts MemoryOptions) *Memory {
 		m.log = zap.NewNop()
 	}
 	m.log = m.log.Named("pending")
-	go m.janitor()
 	return m
 }
 
@@ -86,6 +111,9 @@ func NewMemory(opts MemoryOptions) *Memory {
 // The store keeps its own copy of q. A zero CreatedAt becomes now. A deadline
 // already past ends the question promptly, from the timer goroutine, so OnEnd
 // may run before or after Create returns.
+//
+// With a journal, Create returns once the question is committed; if the
+// commit fails, nothing is stored and the error wraps ErrUnavailable.
 func (m *Memory) Create(ctx context.Context, q *Question) error {
 	switch {
 	case q == nil:
@@ -96,11 +124,13 @@ func (m *Memory) Create(ctx context.Context, q *Question) error {
 		return fmt.Errorf("create question %q: already ended: %w", q.ID, ErrInvalid)
 	}
 	stored := cloneForStore(q)
-	now := time.Now()
 	if stored.CreatedAt.IsZero() {
-		stored.CreatedAt = now
+		stored.CreatedAt = time.Now()
 	}
-	e := newEntry(stored)
+	e := newEntry(stored, m.journal != nil)
+	if m.journal != nil {
+		return m.createDurably(ctx, e)
+	}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -109,20 +139,90 @@ func (m *Memory) Create(ctx context.Context, q *Question) error {
 	}
 	// An ended question past retention is forgotten, so its id is free again;
 	// the janitor deletes by identity and will not remove the newcomer.
-	if old, ok := m.entries[q.ID]; ok && !old.expired(now) {
+	if old, ok := m.entries[q.ID]; ok && !old.expired(time.Now()) {
 		return fmt.Errorf("create question %q: %w", q.ID, ErrExists)
 	}
-	if !stored.Deadline.IsZero() {
+	m.index(e)
+	m.logCreated(e.q)
+	return nil
+}
+
+// createDurably commits e's question, then indexes it. While the commit
+// runs, the id is reserved: a rival Create gets ErrExists, and Get, Wait and
+// Settle do not see the question yet.
+func (m *Memory) createDurably(ctx context.Context, e *entry) error {
+	id := e.q.ID
+	if err := m.reserve(ctx, id); err != nil {
+		return err
+	}
+	defer m.commits.Done()
+	err := m.journal.Put(ctx, e.q)
+
+	m.mu.Lock()
+	delete(m.creating, id)
+	if err == nil {
+		// Even if Close has begun: it waits for this commit, and what is
+		// committed must be true in memory too.
+		m.index(e)
+	}
+	m.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("create question %q: %w", id, journalError(err))
+	}
+	m.logCreated(e.q)
+	return nil
+}
+
+// reserve claims id for a Create about to commit and registers the commit
+// with Close. An expired question whose record the janitor is deleting holds
+// its id until the deletion is over, so that the deletion cannot land after,
+// and erase, the newcomer's record.
+func (m *Memory) reserve(ctx context.Context, id string) error {
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return fmt.Errorf("create question %q: %w", id, ErrClosed)
+		}
+		_, creating := m.creating[id]
+		old, held := m.entries[id]
+		switch {
+		case creating || held && !old.expired(time.Now()):
+			m.mu.Unlock()
+			return fmt.Errorf("create question %q: %w", id, ErrExists)
+		case held && old.sweeping:
+			swept := m.sweepDone
+			m.mu.Unlock()
+			select {
+			case <-swept:
+				continue
+			case <-ctx.Done():
+				return fmt.Errorf("create question %q: %w", id, ctx.Err())
+			}
+		}
+		m.creating[id] = struct{}{}
+		m.commits.Add(1)
+		m.mu.Unlock()
+		return nil
+	}
+}
+
+// index makes e a listed pending question and arms its deadline. Callers
+// hold mu for writing.
+func (m *Memory) index(e *entry) {
+	if !e.q.Deadline.IsZero() {
 		// The callback needs mu before it can touch e, so it cannot run
 		// before e is fully indexed, even for a deadline in the past.
-		e.timer = time.AfterFunc(time.Until(stored.Deadline), func() { m.timeOut(e) })
+		e.timer = time.AfterFunc(time.Until(e.q.Deadline), func() { m.timeOut(e, 0) })
 	}
 	e.elem = m.pending.PushBack(e)
-	m.entries[q.ID] = e
+	m.entries[e.q.ID] = e
+}
+
+func (m *Memory) logCreated(q *Question) {
 	if ce := m.log.Check(zap.DebugLevel, "question created"); ce != nil {
 		ce.Write(zap.String("id", q.ID), zap.String("session", q.SessionID), zap.Time("deadline", q.Deadline))
 	}
-	return nil
 }
 
 // Get returns a pending or retained ended question.
@@ -163,9 +263,11 @@ func (m *Memory) List(ctx context.Context, f Filter) ([]*Question, error) {
 }
 
 // Close stops timers and background work without ending any question;
-// later calls return ErrClosed, and so do Waits blocked when it runs. It
-// returns once the janitor and any deadline callback already running have
-// finished, or with ctx's error if ctx ends first.
+// later calls return ErrClosed, and so do Waits blocked when it runs. Journal
+// commits already under way finish first, and what they committed is applied
+// and reported as usual. It returns once those commits, the janitor and any
+// deadline callback already running have finished, or with ctx's error if
+// ctx ends first. It does not close the journal.
 func (m *Memory) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -173,27 +275,30 @@ func (m *Memory) Close(ctx context.Context) error {
 		return fmt.Errorf("close store: %w", ErrClosed)
 	}
 	m.closed = true
-	close(m.closing)
-	var armed []*entry
-	for el := m.pending.Front(); el != nil; el = el.Next() {
-		armed = append(armed, el.Value.(*entry))
-	}
-	m.entries, m.pending, m.ended = nil, nil, nil
 	m.mu.Unlock()
-
-	for _, e := range armed {
-		e.mu.Lock()
-		if e.timer != nil {
-			e.timer.Stop()
-		}
-		e.mu.Unlock()
-	}
 
 	finished := make(chan struct{})
 	go func() {
+		defer close(finished)
+		m.commits.Wait()
+		close(m.closing)
 		<-m.janitorDone
+
+		m.mu.Lock()
+		var armed []*entry
+		for el := m.pending.Front(); el != nil; el = el.Next() {
+			armed = append(armed, el.Value.(*entry))
+		}
+		m.entries, m.pending, m.ended = nil, nil, nil
+		m.mu.Unlock()
+		for _, e := range armed {
+			e.mu.Lock()
+			if e.timer != nil {
+				e.timer.Stop()
+			}
+			e.mu.Unlock()
+		}
 		m.timers.Wait()
-		close(finished)
 	}()
 	select {
 	case <-finished:

@@ -45,8 +45,9 @@ func settleAsync(ctx context.Context, m *pending.Memory, id string, o pending.Ou
 	return out
 }
 
-// Guard: the check-and-set of the outcome under the entry lock in end
-// ("if e.outcome != nil"). Without it the loser closes done a second time
+// Guard: the check-and-set of the outcome under the entry lock in decide
+// ("if e.outcome != nil"), and with a journal the settling semaphore around
+// the check and the commit. Without them the loser closes done a second time
 // (a panic) and OnEnd runs twice.
 func TestFirstEndingWins(t *testing.T) {
 	tests := map[string]struct{ parked, rival pending.Outcome }{
@@ -61,61 +62,65 @@ func TestFirstEndingWins(t *testing.T) {
 		"withdraw vs withdraw":  {cancelled(pending.EndWithdrawn), cancelled(pending.EndWithdrawn)},
 		"disconnect vs timeout": {cancelled(pending.EndDisconnected), cancelled(pending.EndTimeout)},
 	}
-	for name, tt := range tests {
-		t.Run(name+", rival runs while the first is parked", func(t *testing.T) {
-			ctx := t.Context()
-			var ends endLog
-			m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
-			mustCreate(t, m, ask("que_1"))
-			g := newGate()
-			parkEndings(m, g, "", 1)
+	for kind, newStore := range storeKinds {
+		t.Run(kind, func(t *testing.T) {
+			for name, tt := range tests {
+				t.Run(name+", rival runs while the first is parked", func(t *testing.T) {
+					ctx := t.Context()
+					var ends endLog
+					m, _ := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+					mustCreate(t, m, ask("que_1"))
+					g := newGate()
+					parkEndings(m, g, "", 1)
 
-			first := settleAsync(ctx, m, "que_1", tt.parked)
-			g.await(1)
-			if _, err := m.Settle(ctx, "que_1", tt.rival); err != nil {
-				t.Fatalf("rival settle: %v", err)
-			}
-			g.open()
-			if r := <-first; !errors.Is(r.err, pending.ErrNotFound) {
-				t.Errorf("parked settle: err = %v, want ErrNotFound", r.err)
-			}
-			if n := ends.count("que_1"); n != 1 {
-				t.Errorf("OnEnd called %d times, want 1", n)
-			}
-			if q, _ := m.Get(ctx, "que_1"); q.Ended.Ending != tt.rival.Ending || fmt.Sprint(q.Ended.Answers) != fmt.Sprint(tt.rival.Answers) {
-				t.Errorf("stored ending %+v, want the rival's %+v", q.Ended, tt.rival)
-			}
-		})
-		t.Run(name+", both released together", func(t *testing.T) {
-			ctx := t.Context()
-			var ends endLog
-			m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
-			mustCreate(t, m, ask("que_1"))
-			g := newGate()
-			parkEndings(m, g, "", 2)
+					first := settleAsync(ctx, m, "que_1", tt.parked)
+					g.await(1)
+					if _, err := m.Settle(ctx, "que_1", tt.rival); err != nil {
+						t.Fatalf("rival settle: %v", err)
+					}
+					g.open()
+					if r := <-first; !errors.Is(r.err, pending.ErrNotFound) {
+						t.Errorf("parked settle: err = %v, want ErrNotFound", r.err)
+					}
+					if n := ends.count("que_1"); n != 1 {
+						t.Errorf("OnEnd called %d times, want 1", n)
+					}
+					if q, _ := m.Get(ctx, "que_1"); q.Ended.Ending != tt.rival.Ending || fmt.Sprint(q.Ended.Answers) != fmt.Sprint(tt.rival.Answers) {
+						t.Errorf("stored ending %+v, want the rival's %+v", q.Ended, tt.rival)
+					}
+				})
+				t.Run(name+", both released together", func(t *testing.T) {
+					ctx := t.Context()
+					var ends endLog
+					m, _ := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+					mustCreate(t, m, ask("que_1"))
+					g := newGate()
+					parkEndings(m, g, "", 2)
 
-			a := settleAsync(ctx, m, "que_1", tt.parked)
-			b := settleAsync(ctx, m, "que_1", tt.rival)
-			g.await(2)
-			g.open()
-			ra, rb := <-a, <-b
-			winner := ra
-			if ra.err != nil {
-				winner = rb
-			}
-			if (ra.err == nil) == (rb.err == nil) {
-				t.Fatalf("errors %v and %v, want exactly one winner", ra.err, rb.err)
-			}
-			for _, err := range []error{ra.err, rb.err} {
-				if err != nil && !errors.Is(err, pending.ErrNotFound) {
-					t.Errorf("loser: err = %v, want ErrNotFound", err)
-				}
-			}
-			if n := ends.count("que_1"); n != 1 {
-				t.Errorf("OnEnd called %d times, want 1", n)
-			}
-			if q, _ := m.Get(ctx, "que_1"); q.Ended.Ending != winner.q.Ended.Ending || !q.Ended.At.Equal(winner.q.Ended.At) {
-				t.Errorf("stored ending %+v, want the winner's %+v", q.Ended, winner.q.Ended)
+					a := settleAsync(ctx, m, "que_1", tt.parked)
+					b := settleAsync(ctx, m, "que_1", tt.rival)
+					g.await(2)
+					g.open()
+					ra, rb := <-a, <-b
+					winner := ra
+					if ra.err != nil {
+						winner = rb
+					}
+					if (ra.err == nil) == (rb.err == nil) {
+						t.Fatalf("errors %v and %v, want exactly one winner", ra.err, rb.err)
+					}
+					for _, err := range []error{ra.err, rb.err} {
+						if err != nil && !errors.Is(err, pending.ErrNotFound) {
+							t.Errorf("loser: err = %v, want ErrNotFound", err)
+						}
+					}
+					if n := ends.count("que_1"); n != 1 {
+						t.Errorf("OnEnd called %d times, want 1", n)
+					}
+					if q, _ := m.Get(ctx, "que_1"); q.Ended.Ending != winner.q.Ended.Ending || !q.Ended.At.Equal(winner.q.Ended.At) {
+						t.Errorf("stored ending %+v, want the winner's %+v", q.Ended, winner.q.Ended)
+					}
+				})
 			}
 		})
 	}

@@ -12,18 +12,23 @@ import (
 // Settle ends a pending question with o. The first ending wins; every later
 // one gets ErrNotFound. It returns the ended copy, after OnEnd has returned.
 // A zero o.At becomes now.
+//
+// With a journal, the ending is committed before the question counts as
+// ended. If the commit fails, the question stays pending, nothing is woken or
+// reported, and the error wraps ErrUnavailable.
 func (m *Memory) Settle(ctx context.Context, id string, o Outcome) (*Question, error) {
 	e, err := m.lookup("settle", id)
 	if err != nil {
 		return nil, err
 	}
-	return m.end(e, o)
+	return m.end(ctx, e, o)
 }
 
 // SettleAll ends every pending question with o (shutdown of a store that
 // cannot keep them) and returns the ended copies, oldest first. OnEnd runs
 // once per question, in this goroutine. Questions that a rival ends while
-// SettleAll runs are left to the rival and not returned.
+// SettleAll runs are left to the rival and not returned. With a journal it
+// stops at the first failed commit, returning what it ended before.
 func (m *Memory) SettleAll(ctx context.Context, o Outcome) ([]*Question, error) {
 	m.mu.RLock()
 	if m.closed {
@@ -41,7 +46,7 @@ func (m *Memory) SettleAll(ctx context.Context, o Outcome) ([]*Question, error) 
 	}
 	settled := make([]*Question, 0, len(targets))
 	for _, e := range targets {
-		q, err := m.end(e, o)
+		q, err := m.end(ctx, e, o)
 		switch {
 		case err == nil:
 			settled = append(settled, q)
@@ -54,8 +59,27 @@ func (m *Memory) SettleAll(ctx context.Context, o Outcome) ([]*Question, error) 
 	return settled, nil
 }
 
-// timeOut is the deadline callback, run in the timer's own goroutine.
-func (m *Memory) timeOut(e *entry) {
+// Retries of a timeout whose commit failed wait timeoutRetryMin, doubling
+// up to timeoutRetryMax.
+const (
+	timeoutRetryMin = 100 * time.Millisecond
+	timeoutRetryMax = 30 * time.Second
+)
+
+func timeoutRetryDelay(attempt int) time.Duration {
+	delay := timeoutRetryMin
+	for range attempt {
+		if delay >= timeoutRetryMax/2 {
+			return timeoutRetryMax
+		}
+		delay *= 2
+	}
+	return delay
+}
+
+// timeOut is the deadline callback, run in the timer's own goroutine;
+// attempt counts the earlier tries whose commit failed.
+func (m *Memory) timeOut(e *entry, attempt int) {
 	m.mu.RLock()
 	if m.closed {
 		m.mu.RUnlock()
@@ -67,17 +91,40 @@ func (m *Memory) timeOut(e *entry) {
 	m.mu.RUnlock()
 	defer m.timers.Done()
 
-	_, err := m.end(e, Outcome{Ending: EndTimeout, Result: Result{Action: ActionCancel}})
-	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrClosed) {
+	_, err := m.end(context.Background(), e, Outcome{Ending: EndTimeout, Result: Result{Action: ActionCancel}})
+	switch {
+	case err == nil, errors.Is(err, ErrNotFound), errors.Is(err, ErrClosed):
+	case errors.Is(err, ErrUnavailable):
+		// The question is overdue but still pending; it must not stay so
+		// forever because the journal hiccupped once.
+		delay := timeoutRetryDelay(attempt)
+		m.log.Warn("question timeout not recorded; retrying", zap.String("id", e.q.ID),
+			zap.Int("attempt", attempt+1), zap.Duration("retry_in", delay), zap.Error(err))
+		m.retryTimeOut(e, delay, attempt+1)
+	default:
 		m.log.Warn("question timeout failed", zap.String("id", e.q.ID), zap.Error(err))
 	}
 }
 
-// end is every ending's single path. It decides the winner, wakes the
-// waiters and moves the entry from the pending index to the expiry queue in
-// one critical section, so no reader ever sees a question that is both ended
-// and listed; the winner then reports the ending to OnEnd with no lock held.
-func (m *Memory) end(e *entry, o Outcome) (*Question, error) {
+// retryTimeOut arms e's timer to try its timeout again after delay, unless
+// the store is closing or the question has ended meanwhile. Close stops the
+// timers of pending questions after setting closed, so it stops this one too.
+func (m *Memory) retryTimeOut(e *entry, delay time.Duration, attempt int) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.outcome == nil {
+		e.timer = time.AfterFunc(delay, func() { m.timeOut(e, attempt) })
+	}
+}
+
+// end is every ending's single path: without a journal it decides the
+// ending under the store's lock; with one it commits the ending first.
+func (m *Memory) end(ctx context.Context, e *entry, o Outcome) (*Question, error) {
 	id := e.q.ID
 	if hook := m.onSettleEntered; hook != nil {
 		hook(id, o.Ending)
@@ -86,6 +133,9 @@ func (m *Memory) end(e *entry, o Outcome) (*Question, error) {
 		o.At = time.Now()
 	}
 	o = cloneOutcome(o)
+	if m.journal != nil {
+		return m.endDurably(ctx, e, o)
+	}
 
 	m.mu.Lock()
 	// Checked under the same lock as the ending: Close cannot slip in between.
@@ -93,35 +143,96 @@ func (m *Memory) end(e *entry, o Outcome) (*Question, error) {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("settle question %q: %w", id, ErrClosed)
 	}
+	reported, returned := m.decide(e, o)
+	m.mu.Unlock()
+	if reported == nil {
+		return nil, fmt.Errorf("settle question %q: already ended: %w", id, ErrNotFound)
+	}
+	m.report(reported)
+	return returned, nil
+}
+
+// endDurably commits the ending of e, then applies it. Holding e.settling
+// from the check that e is pending until the ending is applied makes rival
+// endings of e wait, so exactly one of them commits; endings of other
+// questions commit alongside.
+func (m *Memory) endDurably(ctx context.Context, e *entry, o Outcome) (*Question, error) {
+	id := e.q.ID
+	select {
+	case e.settling <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("settle question %q: %w", id, ctx.Err())
+	}
+	m.mu.RLock()
+	if m.closed {
+		m.mu.RUnlock()
+		<-e.settling
+		return nil, fmt.Errorf("settle question %q: %w", id, ErrClosed)
+	}
+	m.commits.Add(1) // under the read lock, like timers: Close waits for it
+	m.mu.RUnlock()
+	defer m.commits.Done()
+
+	e.mu.Lock()
+	ended := e.outcome != nil
+	record := e.snapshot()
+	e.mu.Unlock()
+	if ended {
+		<-e.settling
+		return nil, fmt.Errorf("settle question %q: already ended: %w", id, ErrNotFound)
+	}
+	record.Ended = &o
+	if err := m.journal.Put(ctx, record); err != nil {
+		<-e.settling
+		return nil, fmt.Errorf("settle question %q: %w", id, journalError(err))
+	}
+
+	// Even if Close has begun: it waits for this commit, and what is
+	// committed must be true in memory too.
+	m.mu.Lock()
+	reported, returned := m.decide(e, o)
+	m.mu.Unlock()
+	<-e.settling
+	m.report(reported)
+	return returned, nil
+}
+
+// decide ends e with o unless it has already ended (then it returns nils).
+// It decides the winner, wakes the waiters and moves the entry from the
+// pending index to the expiry queue in one critical section, so no reader
+// ever sees a question that is both ended and listed. Callers hold mu for
+// writing.
+func (m *Memory) decide(e *entry, o Outcome) (reported, returned *Question) {
 	e.mu.Lock()
 	if e.outcome != nil {
 		e.mu.Unlock()
-		m.mu.Unlock()
-		return nil, fmt.Errorf("settle question %q: already ended: %w", id, ErrNotFound)
+		return nil, nil
 	}
 	e.outcome = &o
 	if e.timer != nil {
 		e.timer.Stop()
 	}
 	close(e.done)
-	reported, returned := e.snapshot(), e.snapshot()
+	reported, returned = e.snapshot(), e.snapshot()
 	e.mu.Unlock()
 
 	m.pending.Remove(e.elem)
 	e.elem = nil
 	// An ended entry is only replaced once expired, so this holds; checked
 	// anyway so that a stale entry can never be queued for a newer one's id.
-	if m.entries[id] == e {
+	if m.entries[e.q.ID] == e {
 		e.expiresAt = time.Now().Add(m.retention)
 		m.ended = append(m.ended, e)
 	}
-	m.mu.Unlock()
+	return reported, returned
+}
 
+// report tells OnEnd about an ending, with no lock held.
+func (m *Memory) report(q *Question) {
 	if ce := m.log.Check(zap.DebugLevel, "question ended"); ce != nil {
-		ce.Write(zap.String("id", id), zap.String("ending", string(o.Ending)), zap.String("action", o.Result.Action))
+		ce.Write(zap.String("id", q.ID), zap.String("ending", string(q.Ended.Ending)), zap.String("action", q.Ended.Result.Action))
 	}
 	if m.onEnd != nil {
-		m.onEnd(reported)
+		m.onEnd(q)
 	}
-	return returned, nil
 }

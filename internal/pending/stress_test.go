@@ -11,15 +11,22 @@ import (
 	"github.com/questiond/questiond/internal/pending"
 )
 
-// TestStress ends many questions from every side at once: four settlers per
-// question, a concurrent SettleAll, real deadlines (some already past), with
-// waiters, Get and List running alongside. Whatever wins, each question must
-// end exactly once and every waiter must see that ending.
+// TestStress ends many questions from every side at once, on every kind of
+// store: four settlers per question, a concurrent SettleAll, real deadlines
+// (some already past), with waiters, Get and List running alongside.
+// Whatever wins, each question must end exactly once, every waiter must see
+// that ending, and a journal must hold it.
 func TestStress(t *testing.T) {
+	for kind, newStore := range storeKinds {
+		t.Run(kind, func(t *testing.T) { stress(t, newStore) })
+	}
+}
+
+func stress(t *testing.T, newStore func(*testing.T, pending.MemoryOptions) (*pending.Memory, pending.Journal)) {
 	ctx := t.Context()
 	const questions, waitersEach = 300, 3
 	var ends endLog
-	m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+	m, journal := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
 	var wins [questions]atomic.Int32 // successful Settle or SettleAll endings
 	seen := make(chan *pending.Question, questions*waitersEach)
 	idOf := func(i int) string { return fmt.Sprintf("que_%d", i) }
@@ -118,6 +125,17 @@ func TestStress(t *testing.T) {
 		}
 		if n := wins[i].Load() + timedOut; n != 1 {
 			t.Errorf("%s ended %d times, want 1", id, n)
+		}
+	}
+	if journal == nil {
+		return
+	}
+	records := loadAll(t, journal)
+	for i := range questions {
+		id := idOf(i)
+		r, reported := records[id], ends.last(id)
+		if r == nil || r.Ended == nil || reported == nil || r.Ended.Ending != reported.Ended.Ending || !r.Ended.At.Equal(reported.Ended.At) {
+			t.Errorf("journal holds %s as %+v, OnEnd saw %+v", id, r, reported)
 		}
 	}
 }

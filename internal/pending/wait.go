@@ -21,13 +21,16 @@ func (m *Memory) Wait(ctx context.Context, id string) (*Question, error) {
 	case <-e.done:
 		return m.endedCopy(e), nil
 	case <-m.closing:
+		// Both may be ready (an ending committed while Close waited for
+		// it); the ending is the more useful answer.
+		if e.hasEnded() {
+			return m.endedCopy(e), nil
+		}
 		return nil, fmt.Errorf("wait for question %q: %w", id, ErrClosed)
 	case <-ctx.Done():
 		// Both may be ready; the ending is the more useful answer.
-		select {
-		case <-e.done:
+		if e.hasEnded() {
 			return m.endedCopy(e), nil
-		default:
 		}
 		if cause := context.Cause(ctx); cause != ctx.Err() {
 			return nil, fmt.Errorf("wait for question %q: %w: %w", id, ctx.Err(), cause)

@@ -58,7 +58,8 @@ func (s *Server) create(ctx context.Context, p *createParams) (*pending.Question
 	if err := s.store.Create(ctx, q); err != nil {
 		return nil, err
 	}
-	s.events.asked(ctx, q)
+	// The question is stored: announce it even if the asking client has hung up meanwhile.
+	s.events.asked(context.WithoutCancel(ctx), q)
 	s.log.Debug("question asked", zap.String("id", id), zap.String("session", sessionID),
 		zap.Int("questions", len(form.Questions)))
 	return q, nil
@@ -127,6 +128,8 @@ func (s *Server) handleElicitationGet(w http.ResponseWriter, r *http.Request) {
 		case r.Context().Err() == nil && (errors.Is(err, context.DeadlineExceeded) || s.released()):
 			// The wait ran out, or questiond is stopping: answer with the
 			// question as it still is; the agent asks again.
+		case r.Context().Err() != nil:
+			return // the agent gave up waiting; there is no one to answer
 		default:
 			s.writeError(w, r, s.notFoundAs(err, id))
 			return

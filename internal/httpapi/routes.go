@@ -44,6 +44,11 @@ func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) 
 			allowed = append(allowed, m)
 		}
 	}
+	if len(allowed) == 0 {
+		// chi sends methods it does not know here without matching the path.
+		s.handleNotFound(w, r)
+		return
+	}
 	w.Header().Set("Allow", strings.Join(allowed, ", "))
 	s.writeError(w, r, &statusError{http.StatusMethodNotAllowed, "MethodNotAllowed", "Method " + r.Method + " is not allowed on " + r.URL.Path})
 }

@@ -10,9 +10,20 @@ import (
 	"github.com/questiond/questiond/internal/pending"
 )
 
+// BenchmarkCreateSettle and BenchmarkCreateSettleBolt run one question's
+// round trip (create, then reply) from parallel goroutines: on the memory
+// store, and on a durable store committing to a Bolt file with real fsync.
 func BenchmarkCreateSettle(b *testing.B) {
+	benchCreateSettle(b, newStore(b, pending.MemoryOptions{}))
+}
+
+func BenchmarkCreateSettleBolt(b *testing.B) {
+	journal := openBolt(b, "", pending.BoltOptions{})
+	benchCreateSettle(b, openStore(b, journal, pending.MemoryOptions{}))
+}
+
+func benchCreateSettle(b *testing.B, m *pending.Memory) {
 	ctx := context.Background()
-	m := newStore(b, pending.MemoryOptions{})
 	o := replied("Red")
 	var next atomic.Int64
 	b.ReportAllocs()

@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync/atomic"
+	"slices"
+	"sync"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -14,11 +15,6 @@ import (
 // DefaultLockTimeout is how long OpenBolt waits for another process's lock
 // on the file when BoltOptions.LockTimeout is zero.
 const DefaultLockTimeout = time.Second
-
-// batchDelay is how long a commit that found another one running waits for
-// company before it starts. It is short because the wait for the running
-// commit's fsync gathers most of the company anyway.
-const batchDelay = time.Millisecond
 
 // BoltOptions configure OpenBolt. Zero values mean the defaults.
 type BoltOptions struct {
@@ -40,15 +36,32 @@ type BoltOptions struct {
 // (JSON records keyed by question id) and a "meta" bucket whose format marker
 // tells a questiond file from any other.
 //
-// Commits that arrive while another is running are gathered into one
-// transaction (bbolt's DB.Batch), so concurrent questions share an fsync; a
-// commit that finds the file idle starts at once.
+// Writes that arrive while a commit runs are committed together in the next
+// transaction (a group commit), so concurrent questions share an fsync, and
+// a write that finds the file idle commits at once.
 type Bolt struct {
 	db   *bbolt.DB
 	path string
 	log  *zap.Logger
 
-	writers atomic.Int32 // Put and Delete calls in progress
+	mu         sync.Mutex
+	queue      []*write // writes waiting for the next commit
+	committing bool     // a writer is committing, and will pass the lead on
+
+	// onQueued is a test hook, always nil in production: called by every
+	// write once it is queued, with no lock held.
+	onQueued func()
+}
+
+// write is one Put or Delete waiting in the queue.
+type write struct {
+	apply func(*bbolt.Tx) error
+	done  chan writeResult // one value: the result, or the lead first
+}
+
+type writeResult struct {
+	err  error
+	lead bool // commit the queue, then pass the lead on
 }
 
 var _ Journal = (*Bolt)(nil)
@@ -71,9 +84,9 @@ func (b *Bolt) Load(ctx context.Context) ([]*Question, error) {
 				q, err := decodeRecord(v)
 				switch {
 				case err != nil:
-					return fmt.Errorf("%w: record %q: %w", ErrCorrupt, k, err)
+					return fmt.Errorf("%w: record %q: %w", ErrCorrupt, cutID(string(k)), err)
 				case q.ID != string(k):
-					return fmt.Errorf("%w: record %q holds question %q", ErrCorrupt, k, q.ID)
+					return fmt.Errorf("%w: record %q holds question %q", ErrCorrupt, cutID(string(k)), cutID(q.ID))
 				}
 				qs = append(qs, q)
 				return nil
@@ -107,7 +120,7 @@ func (b *Bolt) Put(ctx context.Context, qs ...*Question) error {
 		bucket := tx.Bucket(bucketQuestions)
 		for i, q := range qs {
 			if err := bucket.Put([]byte(q.ID), records[i]); err != nil {
-				return fmt.Errorf("question %q: %w", q.ID, err)
+				return fmt.Errorf("question %q: %w", cutID(q.ID), err)
 			}
 		}
 		return nil
@@ -131,7 +144,7 @@ func (b *Bolt) Delete(ctx context.Context, ids ...string) error {
 		bucket := tx.Bucket(bucketQuestions)
 		for _, id := range ids {
 			if err := bucket.Delete([]byte(id)); err != nil {
-				return fmt.Errorf("question %q: %w", id, err)
+				return fmt.Errorf("question %q: %w", cutID(id), err)
 			}
 		}
 		return nil
@@ -150,16 +163,72 @@ func (b *Bolt) Close() error {
 	return nil
 }
 
-// write commits fn. Alone, it commits at once; when another write is in
-// progress it joins a batch, which bbolt commits in one transaction once the
-// batch is full or batchDelay has passed. fn may run more than once (bbolt
-// retries a batch member alone when it fails), so it must be idempotent.
-func (b *Bolt) write(fn func(*bbolt.Tx) error) error {
-	defer b.writers.Add(-1)
-	if b.writers.Add(1) == 1 {
-		return b.db.Update(fn)
+// write commits apply, together with whatever other writes are queued.
+//
+// The writer that finds no commit running leads: it takes the whole queue,
+// commits it in one transaction, tells every member its result, and hands
+// the lead to the first writer that queued meanwhile, so no writer waits for
+// more than the commit in progress and its own. A writer returns only once
+// its write is committed or has failed, whatever its ctx does meanwhile.
+func (b *Bolt) write(apply func(*bbolt.Tx) error) error {
+	w := &write{apply: apply, done: make(chan writeResult, 1)}
+	b.mu.Lock()
+	b.queue = append(b.queue, w)
+	lead := !b.committing
+	b.committing = true
+	b.mu.Unlock()
+	if hook := b.onQueued; hook != nil {
+		hook()
 	}
-	return b.db.Batch(fn)
+	if !lead {
+		r := <-w.done
+		if !r.lead {
+			return r.err
+		}
+	}
+
+	b.mu.Lock()
+	group := b.queue
+	b.queue = nil
+	b.mu.Unlock()
+	b.commit(group)
+	b.mu.Lock()
+	if len(b.queue) > 0 {
+		b.queue[0].done <- writeResult{lead: true}
+	} else {
+		b.committing = false
+	}
+	b.mu.Unlock()
+	return (<-w.done).err
+}
+
+// commit applies group's writes in one transaction and sends each its
+// result. A write whose apply fails is taken out and told so, and the rest
+// are committed without it; a failed commit fails them all.
+func (b *Bolt) commit(group []*write) {
+	for len(group) > 0 {
+		failed := -1
+		err := guardCorruption(func() error {
+			return b.db.Update(func(tx *bbolt.Tx) error {
+				for i, w := range group {
+					if err := w.apply(tx); err != nil {
+						failed = i
+						return err
+					}
+				}
+				return nil
+			})
+		})
+		if failed >= 0 {
+			group[failed].done <- writeResult{err: err}
+			group = slices.Delete(group, failed, failed+1)
+			continue
+		}
+		for _, w := range group {
+			w.done <- writeResult{err: err}
+		}
+		return
+	}
 }
 
 // failed logs a failed operation and wraps its error with ErrUnavailable and
@@ -167,4 +236,14 @@ func (b *Bolt) write(fn func(*bbolt.Tx) error) error {
 func (b *Bolt) failed(op string, err error) error {
 	b.log.Warn("question store failed", zap.String("path", b.path), zap.String("op", op), zap.Error(err))
 	return fmt.Errorf("%s: %s: %w: %w", b.path, op, ErrUnavailable, err)
+}
+
+// cutID shortens an id for an error message; a key bbolt refuses for its
+// length is too long to quote whole.
+func cutID(id string) string {
+	const limit = 64
+	if len(id) <= limit {
+		return id
+	}
+	return id[:limit] + "…"
 }

@@ -82,7 +82,6 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	if err != nil {
 		return nil, openFailure(path, wait, err)
 	}
-	db.MaxBatchDelay = batchDelay
 	b := &Bolt{db: db, path: path, log: log.Named("bolt")}
 	if err := guardCorruption(b.prepare); err != nil {
 		_ = db.Close()

@@ -40,3 +40,16 @@ func OpenBoltReadOnlyFD(path string, opts BoltOptions) (*Bolt, error) {
 	}
 	return OpenBolt(path, opts)
 }
+
+// SetOnQueued observes every write once it is queued for a commit.
+func (b *Bolt) SetOnQueued(hook func()) { b.onQueued = hook }
+
+// HoldWriter takes bbolt's writer lock, so that commits wait, until release
+// is called.
+func (b *Bolt) HoldWriter() (release func()) {
+	tx, err := b.db.Begin(true)
+	if err != nil {
+		panic(err)
+	}
+	return func() { _ = tx.Rollback() }
+}

@@ -180,7 +180,7 @@ func TestJournalConcurrentWrites(t *testing.T) {
 	}
 }
 
-// Concurrent commits share transactions, so they share fsyncs.
+// Concurrent writes share transactions, so they share fsyncs.
 func TestBoltBatchesConcurrentCommits(t *testing.T) {
 	ctx := t.Context()
 	b := openBolt(t, "", pending.BoltOptions{})
@@ -205,6 +205,40 @@ func TestBoltBatchesConcurrentCommits(t *testing.T) {
 	}
 	if got := loadAll(t, b); len(got) != writers {
 		t.Errorf("load = %d records, want %d", len(got), writers)
+	}
+}
+
+// A write that fails (here an id bbolt refuses as a key) fails alone, even
+// when it shares a commit with others.
+func TestBoltFailedWriteFailsAlone(t *testing.T) {
+	ctx := t.Context()
+	b := openBolt(t, "", pending.BoltOptions{})
+	const writers = 8
+	queued := make(chan struct{}, writers+1)
+	b.SetOnQueued(func() { queued <- struct{}{} })
+	release := b.HoldWriter() // the first write leads, and waits for it
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			if err := b.Put(ctx, fullQuestion(fmt.Sprintf("que_%d", i))); err != nil {
+				t.Errorf("put: %v", err)
+			}
+		})
+	}
+	for range writers {
+		<-queued
+	}
+	// Queued behind the leader with good writes, whichever group it joins.
+	var badErr error
+	wg.Go(func() { badErr = b.Put(ctx, fullQuestion(strings.Repeat("x", 40_000))) })
+	<-queued
+	release()
+	wg.Wait()
+	if !errors.Is(badErr, pending.ErrUnavailable) {
+		t.Errorf("put with an over-long id: err = %v, want ErrUnavailable", badErr)
+	}
+	if got := loadAll(t, b); len(got) != writers {
+		t.Errorf("load = %d records, want the %d good ones", len(got), writers)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 func encodeRecord(q *Question) ([]byte, error) {
 	data, err := json.Marshal(q)
 	if err != nil {
-		return nil, fmt.Errorf("encode question %q: %w", q.ID, err)
+		return nil, fmt.Errorf("encode question %q: %w", cutID(q.ID), err)
 	}
 	return data, nil
 }

@@ -193,6 +193,9 @@ func (m *Memory) endDurably(ctx context.Context, e *entry, o Outcome) (*Question
 	reported, returned := m.decide(e, o)
 	m.mu.Unlock()
 	<-e.settling
+	if reported == nil { // cannot happen while every ending holds settling
+		return nil, fmt.Errorf("settle question %q: already ended: %w", id, ErrNotFound)
+	}
 	m.report(reported)
 	return returned, nil
 }

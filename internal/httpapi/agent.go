@@ -45,6 +45,7 @@ func (s *Server) create(ctx context.Context, p *createParams) (*pending.Question
 		ID:        id,
 		SessionID: sessionID,
 		Directory: v.directory,
+		Owner:     callerFrom(ctx).agent,
 		Message:   v.message,
 		Schema:    v.schema,
 		Questions: form.Questions,
@@ -111,6 +112,9 @@ func (s *Server) handleElicitationGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q, err := s.store.Get(r.Context(), id)
+	if err == nil && !ownedBy(r, q.Owner) {
+		err = &notFound{id: id} // another agent's question is as good as unknown
+	}
 	if err != nil {
 		s.writeError(w, r, s.notFoundAs(err, id))
 		return
@@ -164,6 +168,10 @@ func (s *Server) handleElicitationDelete(w http.ResponseWriter, r *http.Request)
 	id, err := elicitationID(r)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if q, err := s.store.Get(r.Context(), id); err == nil && !ownedBy(r, q.Owner) {
+		s.writeError(w, r, &notFound{id: id}) // another agent's question is as good as unknown
 		return
 	}
 	q, err := s.store.Settle(r.Context(), id, pending.Outcome{

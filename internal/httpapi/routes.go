@@ -7,29 +7,39 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-// routes wires every route. Streaming routes get no middleware that buffers
-// or times out responses.
-func (s *Server) routes(cors *corsPolicy) chi.Router {
+// routes wires every route. The host guard and CORS come first, so a
+// preflight is answered before any credentials are asked for; streaming
+// routes get no middleware that buffers or times out responses.
+func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.recoverer, cors.middleware)
+	r.Use(s.recoverer, hosts.middleware, cors.middleware)
 	r.NotFound(s.handleNotFound)
 	r.MethodNotAllowed(s.handleMethodNotAllowed)
 
 	// Operators: OpenCode's question API.
-	r.Get("/question", s.handleQuestionList)
-	r.Post("/question/{requestID}/reply", s.handleQuestionReply)
-	r.Post("/question/{requestID}/reject", s.handleQuestionReject)
-	r.Get("/global/health", s.handleHealth)
-	r.Get("/doc", s.handleDoc)
-	r.Get("/event", s.handleEvent)
-	r.Get("/events", s.handleEvent)
-	r.Get("/global/event", s.handleGlobalEvent)
+	r.Group(func(r chi.Router) {
+		r.Use(s.operatorsOnly)
+		r.Get("/question", s.handleQuestionList)
+		r.Post("/question/{requestID}/reply", s.handleQuestionReply)
+		r.Post("/question/{requestID}/reject", s.handleQuestionReject)
+		r.Get("/event", s.handleEvent)
+		r.Get("/events", s.handleEvent)
+		r.Get("/global/event", s.handleGlobalEvent)
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(s.anyRole)
+		r.Get("/global/health", s.handleHealth)
+		r.Get("/doc", s.handleDoc)
+	})
 
 	// Agents: MCP elicitation.
-	r.Post("/elicitations", s.handleElicitationCreate)
-	r.Get("/elicitations/{id}", s.handleElicitationGet)
-	r.Delete("/elicitations/{id}", s.handleElicitationDelete)
-	r.Post("/elicit", s.handleElicit)
+	r.Group(func(r chi.Router) {
+		r.Use(s.agentsOnly)
+		r.Post("/elicitations", s.handleElicitationCreate)
+		r.Get("/elicitations/{id}", s.handleElicitationGet)
+		r.Delete("/elicitations/{id}", s.handleElicitationDelete)
+		r.Post("/elicit", s.handleElicit)
+	})
 	return r
 }
 

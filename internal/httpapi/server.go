@@ -15,6 +15,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -67,6 +68,12 @@ type Options struct {
 	CORSOrigins []string
 	// OpenAPI is served by GET /doc.
 	OpenAPI []byte
+	// Auth says who may answer and who may ask.
+	Auth Auth
+	// ListenAddr is the address the server is reached at (host:port); with
+	// AllowedHosts it decides which Host headers are served (421 otherwise).
+	ListenAddr   string
+	AllowedHosts []string
 }
 
 // Server is the HTTP face of questiond. It is an http.Handler.
@@ -76,6 +83,7 @@ type Server struct {
 	opts     Options
 	log      *zap.Logger
 	router   chi.Router
+	auth     *authenticator
 	draining atomic.Bool
 	// lifetime ends on Release: requests still waiting for a question let go.
 	lifetime context.Context
@@ -115,9 +123,13 @@ func New(store Store, events *Events, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{store: store, events: events, opts: opts, log: opts.Logger.Named("http")}
+	auth, err := newAuthenticator(opts.Auth)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: %w", err)
+	}
+	s := &Server{store: store, events: events, opts: opts, log: opts.Logger.Named("http"), auth: auth}
 	s.lifetime, s.release = context.WithCancel(context.Background())
-	s.router = s.routes(cors)
+	s.router = s.routes(newHostGuard(opts.ListenAddr, opts.AllowedHosts), cors)
 	return s, nil
 }
 

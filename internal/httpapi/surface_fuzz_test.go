@@ -24,7 +24,7 @@ import (
 
 // documentedStatus is every status questiond answers a client with; any
 // other, and above all a 500, is a bug when the input is the client's.
-var documentedStatus = map[int]bool{200: true, 201: true, 204: true, 400: true, 403: true, 404: true, 405: true, 413: true, 415: true, 503: true}
+var documentedStatus = map[int]bool{200: true, 201: true, 204: true, 400: true, 403: true, 404: true, 405: true, 413: true, 415: true, 421: true, 503: true}
 
 // surfaceMaxBody is small so that fuzzed bodies reach the 413 path.
 const surfaceMaxBody = 4096
@@ -84,6 +84,7 @@ func newSurfaceServer() (api *httpapi.Server, store *pending.Memory, stop func()
 		MaxWait:      time.Millisecond, // long-polls must not slow the fuzzer down
 		MaxBodyBytes: surfaceMaxBody,
 		OpenAPI:      []byte(`{"openapi":"3.1.0","info":{"title":"questiond","version":"0"}}`),
+		AllowedHosts: []string{"questiond", "example.com"}, // the hosts these requests name
 	})
 	if err != nil {
 		_ = stop()

@@ -1,0 +1,227 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Auth is who may use questiond. Operators answer questions with HTTP Basic
+// credentials, as OpenCode clients send them (also as ?auth_token=, the
+// base64 of "user:password", for EventSource clients that cannot set
+// headers). Agents ask with a bearer token each. A role without configured
+// credentials is open to any caller on the allowed network, except callers
+// that present the other role's credentials: an agent never answers, an
+// operator never asks.
+type Auth struct {
+	OperatorUsername string            // default "opencode", as OpenCode
+	OperatorPassword string            // "" leaves operator routes without credentials
+	AgentTokens      map[string]string // agent name → token; empty leaves agent routes open
+}
+
+// MinAgentTokenLength is the shortest agent token accepted: shorter ones are
+// guessable.
+const MinAgentTokenLength = 16
+
+// Roles of a caller.
+type role int
+
+const (
+	roleAnonymous role = iota
+	roleOperator
+	roleAgent
+)
+
+// caller is who sent a request, as far as its credentials say.
+type caller struct {
+	role  role
+	agent string // the agent's name, for roleAgent
+}
+
+type callerKey struct{}
+
+// callerFrom returns the caller the auth middleware identified.
+func callerFrom(ctx context.Context) caller {
+	c, _ := ctx.Value(callerKey{}).(caller)
+	return c
+}
+
+type agentCredential struct {
+	name string
+	hash [32]byte
+}
+
+// authenticator checks credentials. Secrets are kept as SHA-256 digests and
+// compared in constant time, so neither their content nor their length
+// shows in response times.
+type authenticator struct {
+	operator     bool
+	operatorUser [32]byte
+	operatorPass [32]byte
+	agents       []agentCredential
+}
+
+func newAuthenticator(a Auth) (*authenticator, error) {
+	au := &authenticator{}
+	if a.OperatorPassword != "" {
+		user := a.OperatorUsername
+		if user == "" {
+			user = "opencode"
+		}
+		au.operator = true
+		au.operatorUser = sha256.Sum256([]byte(user))
+		au.operatorPass = sha256.Sum256([]byte(a.OperatorPassword))
+	}
+	seen := map[[32]byte]string{}
+	for name, token := range a.AgentTokens {
+		switch {
+		case name == "" || strings.ContainsAny(name, " \t\r\n=,"):
+			return nil, fmt.Errorf("agent name %q: use letters, digits, '-', '_' or '.'", name)
+		case len(token) < MinAgentTokenLength:
+			return nil, fmt.Errorf("agent %q: its token is shorter than %d characters", name, MinAgentTokenLength)
+		}
+		h := sha256.Sum256([]byte(token))
+		if other, dup := seen[h]; dup {
+			return nil, fmt.Errorf("agents %q and %q share a token: give each agent its own", other, name)
+		}
+		seen[h] = name
+		au.agents = append(au.agents, agentCredential{name: name, hash: h})
+	}
+	return au, nil
+}
+
+// errBadCredentials: the request carries credentials that match nobody.
+var errBadCredentials = errors.New("bad credentials")
+
+// identify reads a request's credentials. No credentials is an anonymous
+// caller; credentials of a role that has none configured are ignored, as
+// OpenCode ignores them when it has no password.
+func (a *authenticator) identify(r *http.Request) (caller, error) {
+	header := r.Header.Get("Authorization")
+	scheme, value, _ := strings.Cut(header, " ")
+	value = strings.TrimSpace(value)
+	switch {
+	case strings.EqualFold(scheme, "Basic") && header != "":
+		return a.basic(value)
+	case strings.EqualFold(scheme, "Bearer") && header != "":
+		return a.bearer(value)
+	case header != "":
+		if a.operator || len(a.agents) > 0 {
+			return caller{}, errBadCredentials
+		}
+	}
+	if token := r.URL.Query().Get("auth_token"); token != "" {
+		return a.basic(token)
+	}
+	return caller{}, nil
+}
+
+func (a *authenticator) basic(encoded string) (caller, error) {
+	if !a.operator {
+		return caller{}, nil
+	}
+	raw, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		return caller{}, errBadCredentials
+	}
+	user, pass, ok := strings.Cut(string(raw), ":")
+	uh, ph := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(pass))
+	match := subtle.ConstantTimeCompare(uh[:], a.operatorUser[:]) & subtle.ConstantTimeCompare(ph[:], a.operatorPass[:])
+	if !ok || match != 1 {
+		return caller{}, errBadCredentials
+	}
+	return caller{role: roleOperator}, nil
+}
+
+func (a *authenticator) bearer(token string) (caller, error) {
+	if len(a.agents) == 0 {
+		return caller{}, nil
+	}
+	h := sha256.Sum256([]byte(token))
+	found := ""
+	for _, cred := range a.agents { // every token is compared: no early exit to time
+		if subtle.ConstantTimeCompare(h[:], cred.hash[:]) == 1 {
+			found = cred.name
+		}
+	}
+	if found == "" {
+		return caller{}, errBadCredentials
+	}
+	return caller{role: roleAgent, agent: found}, nil
+}
+
+// operatorChallenge is OpenCode's 401: an empty body and a Basic challenge.
+func operatorChallenge(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Basic realm="Secure Area"`)
+	w.WriteHeader(http.StatusUnauthorized)
+}
+
+func (s *Server) agentChallenge(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="questiond"`)
+	writeJSON(w, http.StatusUnauthorized, namedError{"Unauthorized", namedErrorData{
+		Message: "Agent routes need Authorization: Bearer <token>; the token is not valid or missing."}})
+}
+
+func forbidden(w http.ResponseWriter, message string) {
+	writeJSON(w, http.StatusForbidden, namedError{"Forbidden", namedErrorData{Message: message}})
+}
+
+// operatorsOnly guards the routes operators use: listing, answering and
+// watching questions.
+func (s *Server) operatorsOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := s.auth.identify(r)
+		switch {
+		case err != nil:
+			operatorChallenge(w)
+		case c.role == roleAgent:
+			forbidden(w, "Agent credentials cannot list, answer or watch questions; only an operator can.")
+		case s.auth.operator && c.role != roleOperator:
+			operatorChallenge(w)
+		default:
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+		}
+	})
+}
+
+// agentsOnly guards the routes agents use: asking, waiting and withdrawing.
+func (s *Server) agentsOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := s.auth.identify(r)
+		switch {
+		case err != nil:
+			s.agentChallenge(w)
+		case c.role == roleOperator:
+			forbidden(w, "Operator credentials cannot ask questions; only an agent can.")
+		case len(s.auth.agents) > 0 && c.role != roleAgent:
+			s.agentChallenge(w)
+		default:
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+		}
+	})
+}
+
+// anyRole guards routes both roles use (health, the API document): any valid
+// credentials do, none do only when no role has credentials configured.
+func (s *Server) anyRole(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := s.auth.identify(r)
+		if err != nil || (c.role == roleAnonymous && (s.auth.operator || len(s.auth.agents) > 0)) {
+			operatorChallenge(w)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ownedBy reports whether the calling agent may see q: its own questions
+// only, when agents have tokens; anyone's when they do not.
+func ownedBy(r *http.Request, owner string) bool {
+	c := callerFrom(r.Context())
+	return c.role != roleAgent || c.agent == owner
+}

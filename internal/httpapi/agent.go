@@ -31,6 +31,12 @@ func (s *Server) create(ctx context.Context, p *createParams) (*pending.Question
 	if err != nil {
 		return nil, err
 	}
+	s.creating.Add(1)
+	defer s.creating.Add(-1)
+	owner := callerFrom(ctx).agent
+	if err := s.checkPending(ctx, owner); err != nil {
+		return nil, err
+	}
 	id := ident.Ascending(ident.Question)
 	if n := len(form.Schema.Properties); n > elicit.SoftPropertyLimit {
 		s.log.Warn("elicitation has more properties than MCP's recommended limit",
@@ -45,7 +51,7 @@ func (s *Server) create(ctx context.Context, p *createParams) (*pending.Question
 		ID:        id,
 		SessionID: sessionID,
 		Directory: v.directory,
-		Owner:     callerFrom(ctx).agent,
+		Owner:     owner,
 		Message:   v.message,
 		Schema:    v.schema,
 		Questions: form.Questions,

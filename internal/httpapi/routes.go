@@ -12,7 +12,7 @@ import (
 // routes get no middleware that buffers or times out responses.
 func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.recoverer, hosts.middleware, cors.middleware)
+	r.Use(s.recoverer, hosts.middleware, cors.middleware, s.rateLimit())
 	r.NotFound(s.handleNotFound)
 	r.MethodNotAllowed(s.handleMethodNotAllowed)
 

@@ -70,6 +70,8 @@ type Options struct {
 	OpenAPI []byte
 	// Auth says who may answer and who may ask.
 	Auth Auth
+	// Limits bound pending questions, event streams and request rates.
+	Limits Limits
 	// ListenAddr is the address the server is reached at (host:port); with
 	// AllowedHosts it decides which Host headers are served (421 otherwise).
 	ListenAddr   string
@@ -85,6 +87,8 @@ type Server struct {
 	router   chi.Router
 	auth     *authenticator
 	draining atomic.Bool
+	creating atomic.Int64 // elicitations being created right now
+	streams  atomic.Int64 // open event streams
 	// lifetime ends on Release: requests still waiting for a question let go.
 	lifetime context.Context
 	release  context.CancelFunc

@@ -25,6 +25,12 @@ func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errShuttingDown)
 		return
 	}
+	release, err := s.streamSlot()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer release()
 	s.events.bus.ServeEvent(w, r, dir, s.pendingAsked(dir))
 }
 
@@ -34,6 +40,12 @@ func (s *Server) handleGlobalEvent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errShuttingDown)
 		return
 	}
+	release, err := s.streamSlot()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer release()
 	s.events.bus.ServeGlobal(w, r, s.pendingAsked(""))
 }
 

@@ -236,6 +236,25 @@ func (m *Memory) Get(ctx context.Context, id string) (*Question, error) {
 	return e.snapshot(), nil
 }
 
+// Count returns how many pending questions match f, without copying them.
+func (m *Memory) Count(ctx context.Context, f Filter) (int, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return 0, fmt.Errorf("count questions: %w", ErrClosed)
+	}
+	if f == (Filter{}) {
+		return m.pending.Len(), nil
+	}
+	n := 0
+	for el := m.pending.Front(); el != nil; el = el.Next() {
+		if f.Matches(el.Value.(*entry).q) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // List returns the pending questions that match f, oldest first, never nil.
 // It walks only pending questions, in creation order, so it costs O(pending).
 func (m *Memory) List(ctx context.Context, f Filter) ([]*Question, error) {

@@ -1,7 +1,9 @@
 package pending_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -327,5 +329,27 @@ func TestOnEndMayCallTheStore(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("store deadlocked when OnEnd called back into it")
+	}
+}
+
+func TestCountMatchesList(t *testing.T) {
+	m := pending.NewMemory(pending.MemoryOptions{})
+	defer m.Close(context.Background())
+	ctx := context.Background()
+	for i, owner := range []string{"a", "b", "a", ""} {
+		q := &pending.Question{ID: fmt.Sprintf("que_count%d", i), SessionID: "ses_x", Owner: owner}
+		if err := m.Create(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := m.Settle(ctx, "que_count0", pending.Outcome{Ending: pending.EndWithdrawn, Result: pending.Result{Action: pending.ActionCancel}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []pending.Filter{{}, {Owner: "a"}, {Owner: "b"}, {Owner: "c"}} {
+		n, err := m.Count(ctx, f)
+		list, _ := m.List(ctx, f)
+		if err != nil || n != len(list) {
+			t.Errorf("Count(%+v) = %d, %v; List has %d", f, n, err, len(list))
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -33,6 +35,21 @@ type config struct {
 	cors              string
 	shutdownTimeout   time.Duration
 	showVersion       bool
+
+	allowedHosts       string
+	insecure           bool
+	tlsCert, tlsKey    string
+	agentTokenFile     string
+	maxPending         int
+	maxPendingPerAgent int
+	maxStreams         int
+	rateLimit          int
+
+	// Secrets come from the environment only, never from flags that any
+	// local user can read in the process list.
+	operatorUsername string
+	operatorPassword string
+	agentTokens      map[string]string
 }
 
 const usageHeader = `questiond lets AI agents ask a human structured questions.
@@ -74,6 +91,15 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.IntVar(&c.maxDirectories, "max-directories", 1024, "most distinct `directories` with a live /event stream")
 	fs.StringVar(&c.cors, "cors", "", "extra allowed browser `origins`, comma-separated (OpenCode's own allowlist always applies)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "longest `time` a graceful shutdown may take")
+	fs.StringVar(&c.allowedHosts, "allowed-hosts", "", "extra `names` this server is reached by, comma-separated; other Host headers get 421 (DNS-rebinding guard)")
+	fs.BoolVar(&c.insecure, "insecure", false, "allow listening beyond loopback without operator and agent credentials (dangerous)")
+	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate `file` (PEM); with --tls-key, serve HTTPS")
+	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key `file` (PEM)")
+	fs.StringVar(&c.agentTokenFile, "agent-token-file", "", "`file` of agent tokens, one name=token per line (# comments); adds to QUESTIOND_AGENT_TOKENS")
+	fs.IntVar(&c.maxPending, "max-pending", 10000, "most pending `questions` in total (429 beyond)")
+	fs.IntVar(&c.maxPendingPerAgent, "max-pending-per-agent", 1000, "most pending `questions` of one agent token (429 beyond)")
+	fs.IntVar(&c.maxStreams, "max-streams", 1000, "most open event `streams` (503 beyond)")
+	fs.IntVar(&c.rateLimit, "rate-limit", 6000, "most `requests` per minute from one client (an agent, the operator, or an IP); 0 means no limit")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 
 	fs.Usage = func() {
@@ -86,6 +112,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 			}
 			fmt.Fprintf(out, "%s\n    \t%s (default %q, env %s)\n", line, usage, f.DefValue, envName(f.Name))
 		})
+		fmt.Fprint(out, secretsHelp)
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -110,7 +137,73 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if err := c.readSecrets(getenv); err != nil {
+		return nil, err
+	}
 	return c, c.check()
+}
+
+const secretsHelp = `
+Credentials (environment only, so they never show in the process list):
+  QUESTIOND_OPERATOR_PASSWORD   operators' password (HTTP Basic, as OpenCode clients send it);
+                                OPENCODE_SERVER_PASSWORD is honoured too
+  QUESTIOND_OPERATOR_USERNAME   operators' user name (default "opencode");
+                                OPENCODE_SERVER_USERNAME is honoured too
+  QUESTIOND_AGENT_TOKENS        agents' bearer tokens: name=token,name=token (tokens of 16+ characters)
+Without credentials questiond serves loopback addresses only.
+`
+
+// readSecrets reads the operator's credentials and the agents' tokens from
+// the environment and the token file.
+func (c *config) readSecrets(getenv func(string) string) error {
+	c.operatorPassword = firstOf(getenv, "QUESTIOND_OPERATOR_PASSWORD", "OPENCODE_SERVER_PASSWORD")
+	c.operatorUsername = firstOf(getenv, "QUESTIOND_OPERATOR_USERNAME", "OPENCODE_SERVER_USERNAME")
+	c.agentTokens = map[string]string{}
+	if env := getenv("QUESTIOND_AGENT_TOKENS"); env != "" {
+		if err := addTokens(c.agentTokens, strings.Split(env, ","), "QUESTIOND_AGENT_TOKENS"); err != nil {
+			return err
+		}
+	}
+	if c.agentTokenFile != "" {
+		data, err := os.ReadFile(c.agentTokenFile)
+		if err != nil {
+			return fmt.Errorf("--agent-token-file: %w", err)
+		}
+		if err := addTokens(c.agentTokens, strings.Split(string(data), "\n"), c.agentTokenFile); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func firstOf(getenv func(string) string, names ...string) string {
+	for _, n := range names {
+		if v := getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// addTokens parses name=token entries; the error names the source and the
+// entry's position, never the token.
+func addTokens(into map[string]string, entries []string, source string) error {
+	for i, entry := range entries {
+		entry = strings.TrimSpace(entry)
+		if entry == "" || strings.HasPrefix(entry, "#") {
+			continue
+		}
+		name, token, ok := strings.Cut(entry, "=")
+		name, token = strings.TrimSpace(name), strings.TrimSpace(token)
+		if !ok || name == "" || token == "" {
+			return fmt.Errorf("%s: entry %d is not name=token", source, i+1)
+		}
+		if _, dup := into[name]; dup {
+			return fmt.Errorf("%s: agent %q is listed twice", source, name)
+		}
+		into[name] = token
+	}
+	return nil
 }
 
 func envName(flagName string) string {
@@ -140,6 +233,12 @@ func (c *config) check() error {
 	}
 	if c.defaultTimeout > c.maxTimeout {
 		return fmt.Errorf("--default-timeout %s is longer than --max-timeout %s", c.defaultTimeout, c.maxTimeout)
+	}
+	if (c.tlsCert == "") != (c.tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	if c.maxPending < 0 || c.maxPendingPerAgent < 0 || c.maxStreams < 0 || c.rateLimit < 0 {
+		return errors.New("--max-pending, --max-pending-per-agent, --max-streams and --rate-limit must not be negative")
 	}
 	if c.headerLimit < 4 {
 		return fmt.Errorf("--header-limit must be at least 4 runes, got %d", c.headerLimit)
@@ -175,12 +274,40 @@ func (c *config) databasePath(getenv func(string) string) (string, error) {
 	return filepath.Join(dir, "questiond.db"), nil
 }
 
-func (c *config) corsOrigins() []string {
+// exposed reports whether --addr reaches beyond this machine.
+func (c *config) exposed() bool {
+	host, _, err := net.SplitHostPort(c.addr)
+	if err != nil {
+		host = c.addr
+	}
+	if host == "localhost" {
+		return false
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip == nil || !ip.IsLoopback()
+}
+
+// checkExposure refuses to serve beyond loopback unless both roles have
+// credentials, or --insecure says so.
+func (c *config) checkExposure() (warning string, err error) {
+	if !c.exposed() || (c.operatorPassword != "" && len(c.agentTokens) > 0) {
+		return "", nil
+	}
+	if !c.insecure {
+		return "", fmt.Errorf("refusing to listen on %s without credentials: anyone who reaches it could answer or ask questions. "+
+			"Set QUESTIOND_OPERATOR_PASSWORD and QUESTIOND_AGENT_TOKENS (or --agent-token-file), listen on 127.0.0.1, or pass --insecure", c.addr)
+	}
+	return "INSECURE: listening beyond loopback without operator and agent credentials; anyone who reaches " + c.addr + " can answer and ask questions", nil
+}
+
+func (c *config) splitList(list string) []string {
 	var out []string
-	for _, o := range strings.Split(c.cors, ",") {
+	for _, o := range strings.Split(list, ",") {
 		if o = strings.TrimSpace(o); o != "" {
 			out = append(out, o)
 		}
 	}
 	return out
 }
+
+func (c *config) corsOrigins() []string { return c.splitList(c.cors) }

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -54,11 +55,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stdout, "questiond", version)
 		return nil
 	}
+	exposureWarning, err := cfg.checkExposure()
+	if err != nil {
+		return err
+	}
+	var tlsCert tls.Certificate
+	if cfg.tlsCert != "" {
+		if tlsCert, err = tls.LoadX509KeyPair(cfg.tlsCert, cfg.tlsKey); err != nil {
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+	}
 	log, err := newLogger(cfg, stderr)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	if exposureWarning != "" {
+		log.Warn(exposureWarning)
+	}
 
 	bus, err := sse.New(sse.Options{
 		Heartbeat:    cfg.heartbeat,
@@ -89,6 +103,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		MaxBodyBytes:   cfg.maxBody,
 		CORSOrigins:    cfg.corsOrigins(),
 		OpenAPI:        apidoc.JSON(),
+		Auth: httpapi.Auth{
+			OperatorUsername: cfg.operatorUsername,
+			OperatorPassword: cfg.operatorPassword,
+			AgentTokens:      cfg.agentTokens,
+		},
+		ListenAddr:   cfg.addr,
+		AllowedHosts: cfg.splitList(cfg.allowedHosts),
+		Limits: httpapi.Limits{
+			MaxPending:         cfg.maxPending,
+			MaxPendingPerAgent: cfg.maxPendingPerAgent,
+			MaxStreams:         cfg.maxStreams,
+			RequestsPerMinute:  cfg.rateLimit,
+		},
 	})
 	if err == nil {
 		ln, err = net.Listen("tcp", cfg.addr)
@@ -110,9 +137,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// each of them bounds its own writes.
 		ErrorLog: zap.NewStdLog(log.Named("http")),
 	}
+	scheme := "http"
+	if cfg.tlsCert != "" {
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{tlsCert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+		scheme = "https"
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("questiond listening", zap.String("addr", ln.Addr().String()), zap.String("version", version))
+	log.Info("questiond listening", zap.String("addr", ln.Addr().String()), zap.String("scheme", scheme),
+		zap.String("version", version), zap.Bool("operatorAuth", cfg.operatorPassword != ""),
+		zap.Int("agentTokens", len(cfg.agentTokens)))
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}

@@ -161,9 +161,15 @@ func TestHelpDocumentsEveryFlagWithItsEnvironmentTwin(t *testing.T) {
 	help := out.String()
 	for _, name := range []string{"addr", "log-level", "log-format", "heartbeat", "default-timeout", "max-timeout",
 		"max-wait", "keepalive", "retention", "max-body", "max-properties", "header-limit", "event-queue",
-		"event-write-timeout", "max-directories", "cors", "shutdown-timeout"} {
+		"event-write-timeout", "max-directories", "cors", "shutdown-timeout", "store", "data-dir", "allowed-hosts",
+		"insecure", "tls-cert", "tls-key", "agent-token-file", "max-pending", "max-pending-per-agent", "max-streams", "rate-limit"} {
 		if !strings.Contains(help, "--"+name) || !strings.Contains(help, envName(name)) {
 			t.Errorf("--help does not document --%s and %s", name, envName(name))
+		}
+	}
+	for _, secret := range []string{"QUESTIOND_OPERATOR_PASSWORD", "OPENCODE_SERVER_PASSWORD", "QUESTIOND_AGENT_TOKENS"} {
+		if !strings.Contains(help, secret) {
+			t.Errorf("--help does not document %s", secret)
 		}
 	}
 }

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestExposedAddressNeedsCredentials(t *testing.T) {
+	full := map[string]string{"QUESTIOND_OPERATOR_PASSWORD": "pw", "QUESTIOND_AGENT_TOKENS": "bot=0123456789abcdef0123"}
+	for _, c := range []struct {
+		addr   string
+		env    map[string]string
+		args   []string
+		refuse bool
+	}{
+		{"127.0.0.1:4097", nil, nil, false},
+		{"localhost:4097", nil, nil, false},
+		{"[::1]:4097", nil, nil, false},
+		{"0.0.0.0:4097", nil, nil, true},
+		{":4097", nil, nil, true},
+		{"192.0.2.10:4097", map[string]string{"QUESTIOND_OPERATOR_PASSWORD": "pw"}, nil, true},
+		{"0.0.0.0:4097", full, nil, false},
+		{"0.0.0.0:4097", nil, []string{"--insecure"}, false},
+	} {
+		cfg, err := parseConfig(append([]string{"--addr", c.addr}, c.args...), envOf(c.env), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		warning, err := cfg.checkExposure()
+		if c.refuse != (err != nil) {
+			t.Errorf("%s %v: refused = %v (%v), want %v", c.addr, c.args, err != nil, err, c.refuse)
+		}
+		if err != nil && !strings.Contains(err.Error(), "QUESTIOND_OPERATOR_PASSWORD") {
+			t.Errorf("the refusal does not say what to do: %v", err)
+		}
+		if len(c.args) > 0 && !strings.Contains(warning, "INSECURE") {
+			t.Errorf("--insecure without a loud warning: %q", warning)
+		}
+	}
+}
+
+func TestCredentialsFromEnvironmentAndTokenFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens")
+	os.WriteFile(file, []byte("# agents\nbuilder = builder-token-0123456789\n\nreviewer=reviewer-token-012345\n"), 0o600)
+	cfg, err := parseConfig([]string{"--agent-token-file", file}, envOf(map[string]string{
+		"OPENCODE_SERVER_PASSWORD":    "from-opencode",
+		"QUESTIOND_OPERATOR_PASSWORD": "from-questiond",
+		"OPENCODE_SERVER_USERNAME":    "alice",
+		"QUESTIOND_AGENT_TOKENS":      "ci=ci-token-0123456789abc",
+	}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.operatorPassword != "from-questiond" || cfg.operatorUsername != "alice" {
+		t.Fatalf("operator %q/%q", cfg.operatorUsername, cfg.operatorPassword)
+	}
+	want := map[string]string{"ci": "ci-token-0123456789abc", "builder": "builder-token-0123456789", "reviewer": "reviewer-token-012345"}
+	if len(cfg.agentTokens) != len(want) {
+		t.Fatalf("tokens %v", cfg.agentTokens)
+	}
+	for k, v := range want {
+		if cfg.agentTokens[k] != v {
+			t.Fatalf("token of %s: %q", k, cfg.agentTokens[k])
+		}
+	}
+	for env, wantErr := range map[string]string{
+		"ci":                         "entry 1 is not name=token",
+		"a=x-token-0123456789,a=y-0": `agent "a" is listed twice`,
+	} {
+		_, err := parseConfig(nil, envOf(map[string]string{"QUESTIOND_AGENT_TOKENS": env}), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), wantErr) || strings.Contains(err.Error(), "0123456789") {
+			t.Errorf("QUESTIOND_AGENT_TOKENS=%q: %v (must name the problem, not the token)", env, err)
+		}
+	}
+	err = run(context.Background(), []string{"--store", "memory", "--addr", "127.0.0.1:0"},
+		envOf(map[string]string{"QUESTIOND_AGENT_TOKENS": "short=abc"}), io.Discard, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "shorter than 16") {
+		t.Errorf("a short token: %v", err)
+	}
+}
+
+func TestDaemonWithCredentials(t *testing.T) {
+	env := map[string]string{"QUESTIOND_OPERATOR_PASSWORD": "s3cret", "QUESTIOND_AGENT_TOKENS": "bot=bot-token-0123456789"}
+	base, _ := startDaemon(t, env)
+	res, err := http.Get(base + "/question")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized || res.Header.Get("WWW-Authenticate") != `Basic realm="Secure Area"` {
+		t.Fatalf("GET /question without credentials: %d %v", res.StatusCode, res.Header)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/elicitations", strings.NewReader(twoQuestions))
+	req.Header.Set("Authorization", "Bearer bot-token-0123456789")
+	req.Header.Set("Content-Type", "application/json")
+	if res, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusCreated {
+		t.Fatalf("agent create: %d", res.StatusCode)
+	}
+	req, _ = http.NewRequest(http.MethodGet, base+"/question", nil)
+	req.SetBasicAuth("opencode", "s3cret")
+	if res, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `"que_`) {
+		t.Fatalf("operator list: %d %s", res.StatusCode, body)
+	}
+}
+
+func TestServesTLS(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := writeSelfSigned(t, dir)
+	base, _ := startDaemon(t, nil, "--store", "memory", "--tls-cert", certFile, "--tls-key", keyFile)
+	base = strings.Replace(base, "http://", "https://", 1)
+	pool := x509.NewCertPool()
+	caPEM, _ := os.ReadFile(certFile)
+	pool.AppendCertsFromPEM(caPEM)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	defer client.CloseIdleConnections()
+	res, err := client.Get(base + "/global/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || res.TLS == nil {
+		t.Fatalf("health over TLS: %d, TLS %v", res.StatusCode, res.TLS != nil)
+	}
+	if _, err := parseConfig([]string{"--tls-cert", certFile}, envOf(nil), io.Discard); err == nil {
+		t.Fatal("--tls-cert without --tls-key was accepted")
+	}
+}
+
+func writeSelfSigned(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "questiond test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+	return certFile, keyFile
+}

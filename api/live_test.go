@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -65,12 +68,17 @@ type liveServer struct {
 	handler *httpapi.Server
 	doc     *openapi3.T
 	router  routers.Router
+	// The Authorization headers requests carry unless they say otherwise;
+	// "" when the server has no credentials of that role.
+	operatorAuth, agentAuth string
 
 	mu      sync.Mutex
 	checked map[string]bool // "operationId status" of every validated response
 }
 
-func startLive(t *testing.T) *liveServer {
+// startLive starts a server with the given credentials and limits; zero
+// values leave it open and unlimited.
+func startLive(t *testing.T, auth httpapi.Auth, limits httpapi.Limits) *liveServer {
 	t.Helper()
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	// A short heartbeat puts server.heartbeat frames on every stream within
@@ -87,6 +95,8 @@ func startLive(t *testing.T) *liveServer {
 		OpenAPI:      api.JSON(),
 		MaxBodyBytes: 64 << 10,
 		KeepAlive:    2 * time.Millisecond,
+		Auth:         auth,
+		Limits:       limits,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +118,62 @@ func startLive(t *testing.T) *liveServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &liveServer{url: ts.URL, handler: handler, doc: doc, router: router, checked: map[string]bool{}}
+	l := &liveServer{url: ts.URL, handler: handler, doc: doc, router: router, checked: map[string]bool{}}
+	if auth.OperatorPassword != "" {
+		user := auth.OperatorUsername
+		if user == "" {
+			user = "opencode"
+		}
+		l.operatorAuth = basicAuth(user, auth.OperatorPassword)
+	}
+	if len(auth.AgentTokens) > 0 {
+		names := slices.Sorted(maps.Keys(auth.AgentTokens))
+		l.agentAuth = "Bearer " + auth.AgentTokens[names[0]] // the first agent by name asks
+	}
+	return l
+}
+
+func basicAuth(user, password string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))
+}
+
+// authenticate is the document's security requirements as a server with
+// credentials sees them: a request meets a scheme when it carries credentials
+// in that scheme's form. Whether they are the right ones is the server's to
+// say (401); a request without any, or with the other role's, breaks the
+// document. A server without credentials needs none: every scheme is met.
+func (l *liveServer) authenticate(_ context.Context, in *openapi3filter.AuthenticationInput) error {
+	if l.operatorAuth == "" && l.agentAuth == "" {
+		return nil
+	}
+	r, scheme := in.RequestValidationInput.Request, in.SecurityScheme
+	authorization := r.Header.Get("Authorization")
+	switch {
+	case scheme.Type == "http" && scheme.Scheme == "basic":
+		encoded, ok := cutPrefixFold(authorization, "Basic ")
+		raw, err := base64.StdEncoding.DecodeString(encoded)
+		if !ok || err != nil || !bytes.Contains(raw, []byte(":")) {
+			return errors.New("no Basic credentials")
+		}
+	case scheme.Type == "http" && scheme.Scheme == "bearer":
+		if token, ok := cutPrefixFold(authorization, "Bearer "); !ok || token == "" {
+			return errors.New("no bearer token")
+		}
+	case scheme.Type == "apiKey" && scheme.In == "query":
+		if r.URL.Query().Get(scheme.Name) == "" || authorization != "" {
+			return fmt.Errorf("no %s alone", scheme.Name)
+		}
+	default:
+		return fmt.Errorf("scheme %s %s is not known to this test", scheme.Type, scheme.Scheme)
+	}
+	return nil
+}
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) < len(prefix) || !strings.EqualFold(s[:len(prefix)], prefix) {
+		return "", false
+	}
+	return s[len(prefix):], true
 }
 
 // exchange is one request of the test and what the document says of it.
@@ -117,9 +182,14 @@ type exchange struct {
 	body         string   // sent as-is; "" sends no body
 	header       []string // name, value pairs; Content-Type defaults to JSON when there is a body
 	// brokenRequest marks requests that break the document on purpose (a bad
-	// id, an unknown enum value, a text/plain body): ValidateRequest must
-	// refuse them, and the server's answer must still be a documented error.
+	// id, an unknown enum value, a text/plain body, missing credentials):
+	// ValidateRequest must refuse them, and the server's answer must still be
+	// a documented error.
 	brokenRequest bool
+	// anonymous sends no credentials; otherwise a request without its own
+	// Authorization header or auth_token gets the route's role's.
+	anonymous bool
+	host      string // sent as the Host header when set
 }
 
 func (x exchange) String() string { return x.method + " " + x.path }
@@ -152,21 +222,56 @@ func (x exchange) newRequest(ctx context.Context, base string) (*http.Request, e
 	return req, nil
 }
 
-// send validates the request against the document and sends it. It does not
-// touch t, so goroutines may call it.
-func (l *liveServer) send(ctx context.Context, x exchange) (*result, error) {
-	twin, err := x.newRequest(ctx, l.url) // ValidateRequest reads the body
+// newRequest builds x's request to this server, with the credentials of the
+// route's role (an agent's on /elicit…, an operator's elsewhere) unless x
+// brings its own or asks for none.
+func (l *liveServer) newRequest(ctx context.Context, x exchange) (*http.Request, error) {
+	req, err := x.newRequest(ctx, l.url)
 	if err != nil {
 		return nil, err
 	}
-	route, params, err := l.router.FindRoute(twin)
+	if x.host != "" {
+		req.Host = x.host
+	}
+	if x.anonymous || req.Header.Get("Authorization") != "" || req.URL.Query().Has("auth_token") {
+		return req, nil
+	}
+	credentials := l.operatorAuth
+	if strings.HasPrefix(req.URL.Path, "/elicit") {
+		credentials = l.agentAuth
+	}
+	if credentials != "" {
+		req.Header.Set("Authorization", credentials)
+	}
+	return req, nil
+}
+
+// validationInput finds req's operation and checks req against it.
+func (l *liveServer) validationInput(ctx context.Context, x exchange, req *http.Request) (*openapi3filter.RequestValidationInput, error) {
+	route, params, err := l.router.FindRoute(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: no operation in the document: %w", x, err)
 	}
-	input := &openapi3filter.RequestValidationInput{Request: twin, PathParams: params, Route: route}
+	return &openapi3filter.RequestValidationInput{
+		Request: req, PathParams: params, Route: route,
+		Options: &openapi3filter.Options{AuthenticationFunc: l.authenticate},
+	}, nil
+}
+
+// send validates the request against the document and sends it. It does not
+// touch t, so goroutines may call it.
+func (l *liveServer) send(ctx context.Context, x exchange) (*result, error) {
+	twin, err := l.newRequest(ctx, x) // ValidateRequest reads the body
+	if err != nil {
+		return nil, err
+	}
+	input, err := l.validationInput(ctx, x, twin)
+	if err != nil {
+		return nil, err
+	}
 	r := &result{x: x, input: input, requestErr: openapi3filter.ValidateRequest(ctx, input)}
 
-	req, err := x.newRequest(ctx, l.url)
+	req, err := l.newRequest(ctx, x)
 	if err != nil {
 		return nil, err
 	}
@@ -205,6 +310,12 @@ func (l *liveServer) check(t *testing.T, r *result, wantStatus int) {
 	if err := openapi3filter.ValidateResponse(t.Context(), in); err != nil {
 		t.Errorf("%s → %d %s: the response breaks the document: %v", x, r.status, r.body, err)
 	}
+	// A response documented without a body (OpenCode's 401) must have none:
+	// ValidateResponse does not look at bodies it has no schema for.
+	if documented := r.input.Route.Operation.Responses.Status(r.status); documented != nil &&
+		documented.Value != nil && len(documented.Value.Content) == 0 && len(r.body) > 0 {
+		t.Errorf("%s → %d: body %q where the document has none", x, r.status, r.body)
+	}
 	l.record(r.input.Route.Operation.OperationID, r.status)
 }
 
@@ -229,7 +340,7 @@ func (l *liveServer) do(t *testing.T, x exchange, wantStatus int) *result {
 // schema the document names for it.
 func (l *liveServer) doOffDocument(t *testing.T, x exchange, wantStatus int, schema string) {
 	t.Helper()
-	req, err := x.newRequest(t.Context(), l.url)
+	req, err := l.newRequest(t.Context(), x)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,15 +391,14 @@ func (l *liveServer) open(t *testing.T, path string) *liveStream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	x := exchange{method: http.MethodGet, path: path}
-	req, err := x.newRequest(ctx, l.url)
+	req, err := l.newRequest(ctx, x)
 	if err != nil {
 		t.Fatal(err)
 	}
-	route, params, err := l.router.FindRoute(req)
+	input, err := l.validationInput(ctx, x, req)
 	if err != nil {
-		t.Fatalf("%s: %v", x, err)
+		t.Fatal(err)
 	}
-	input := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route}
 	if err := openapi3filter.ValidateRequest(ctx, input); err != nil {
 		t.Errorf("%s: %v", x, err)
 	}
@@ -383,7 +493,7 @@ const (
 // success and error cases, and validates every request it sends and every
 // response and event frame it gets against the document.
 func TestLiveResponsesFollowTheDocument(t *testing.T) {
-	l := startLive(t)
+	l := startLive(t, httpapi.Auth{}, httpapi.Limits{})
 	events := l.open(t, "/event")
 	global := l.open(t, "/global/event")
 	events.next(t, "server.connected")
@@ -628,13 +738,9 @@ func (l *liveServer) elicitAndAnswer(t *testing.T, events *liveStream, body, how
 // operation in the document got at least one validated success.
 func (l *liveServer) assertCovered(t *testing.T, want []string) {
 	t.Helper()
+	l.assertValidated(t, want)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, c := range want {
-		if !l.checked[c] {
-			t.Errorf("not validated: %s", c)
-		}
-	}
 	var missing []string
 	for _, item := range l.doc.Paths.Map() {
 		for _, op := range item.Operations() {
@@ -668,6 +774,18 @@ func TestLiveDecodeFrameIsStrict(t *testing.T) {
 	} {
 		if _, err := decodeFrame(strings.NewReader(frame), nil, nil, nil); err == nil {
 			t.Errorf("%q was accepted", frame)
+		}
+	}
+}
+
+// assertValidated checks that the listed cases ("operationId status") were validated.
+func (l *liveServer) assertValidated(t *testing.T, want []string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range want {
+		if !l.checked[c] {
+			t.Errorf("not validated: %s", c)
 		}
 	}
 }

@@ -186,7 +186,9 @@ func TestEveryOperationHasAnOperationID(t *testing.T) {
 }
 
 // TestEveryErrorResponseRefersToAnErrorSchema: each 4xx/5xx response, in
-// every media type it has, is a $ref to a component schema named *Error.
+// every media type it has, is a $ref to a component schema named *Error. The
+// one response without a body is a challenge: OpenCode's 401, whose body is
+// empty, says what to send in WWW-Authenticate instead.
 func TestEveryErrorResponseRefersToAnErrorSchema(t *testing.T) {
 	doc := loadDoc(t)
 	isErrorSchema := func(ref string) bool {
@@ -197,8 +199,14 @@ func TestEveryErrorResponseRefersToAnErrorSchema(t *testing.T) {
 		if status[0] != '4' && status[0] != '5' {
 			return
 		}
-		if resp.Value == nil || len(resp.Value.Content) == 0 {
-			t.Errorf("%s %s: no body described", where, status)
+		if resp.Value == nil {
+			t.Errorf("%s %s: not resolved", where, status)
+			return
+		}
+		if len(resp.Value.Content) == 0 {
+			if challenge := resp.Value.Headers["WWW-Authenticate"]; challenge == nil || !challenge.Value.Required {
+				t.Errorf("%s %s: no body described, and no challenge either", where, status)
+			}
 			return
 		}
 		for mediaType, content := range resp.Value.Content {
@@ -411,7 +419,16 @@ func TestSchemasAcceptTheWire(t *testing.T) {
 		{"ElicitBody", `{"message":" ","requestedSchema":{"type":"object","properties":{"a":{"type":"boolean"}}}}`, false},
 		{"ElicitBody", `{"message":"m","requestedSchema":{"type":"object","properties":{"a":{"type":"boolean"}}},"timeout":90}`, true},
 		{"ElicitBody", `{"message":"m","requestedSchema":{"type":"object","properties":{"a":{"type":"boolean"}}},"timeout":0}`, false},
-		{"OriginForbiddenError", `{"name":"Forbidden","data":{"message":"origin http://evil.example may not change questions; allow it with --cors"}}`, true},
+		{"AccessForbiddenError", `{"name":"Forbidden","data":{"message":"origin http://evil.example may not change questions; allow it with --cors"}}`, true},
+		{"AccessForbiddenError", `{"name":"Forbidden","data":{"message":"Agent credentials cannot list, answer or watch questions; only an operator can."}}`, true},
+		{"AccessForbiddenError", `{"name":"Unauthorized","data":{"message":"m"}}`, false},
+		{"UnauthorizedError", `{"name":"Unauthorized","data":{"message":"Agent routes need Authorization: Bearer <token>; the token is not valid or missing."}}`, true},
+		{"UnauthorizedError", `{"name":"Unauthorized","data":{}}`, false},
+		{"UnauthorizedError", `{"name":"Forbidden","data":{"message":"m"}}`, false},
+		{"MisdirectedRequestError", `{"name":"MisdirectedRequest","data":{"message":"Host attacker.example is not served here; add it with --allowed-hosts if it is a name of this server"}}`, true},
+		{"MisdirectedRequestError", `{"name":"MisdirectedRequest","data":{"message":"m","kind":"Headers"}}`, false},
+		{"TooManyRequestsError", `{"name":"TooManyRequests","data":{"message":"more than 60 requests in a minute from this client; slow down"}}`, true},
+		{"TooManyRequestsError", `{"name":"TooManyRequests"}`, false},
 		{"ElicitResponse", `{"action":"accept","content":{"a":"b"}}`, true},
 		{"ElicitResponse", `{"jsonrpc":"2.0","id":"x","result":{"action":"cancel"}}`, true},
 		{"ElicitResponse", `{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"requestedSchema: missing"}}`, true},
@@ -431,6 +448,99 @@ func TestSchemasAcceptTheWire(t *testing.T) {
 		err := ref.Value.VisitJSON(value, openapi3.EnableJSONSchema2020())
 		if (err == nil) != tt.valid {
 			t.Errorf("%s %s: valid=%v, want %v (%v)", tt.schema, tt.body, err == nil, tt.valid, err)
+		}
+	}
+}
+
+// TestSecurityOfEveryOperation pins who may call what, and that every route
+// documents how it refuses: operators' routes take Basic or auth_token,
+// agents' a bearer token, health and the document either; every route may
+// answer 401, 421 and 429, and the routes of one role 403 to the other.
+func TestSecurityOfEveryOperation(t *testing.T) {
+	doc := loadDoc(t)
+	schemes := map[string]string{}
+	for name, ref := range doc.Components.SecuritySchemes {
+		s := ref.Value
+		schemes[name] = strings.Join([]string{s.Type, s.Scheme, s.In, s.Name}, " ")
+	}
+	wantSchemes := map[string]string{
+		"operatorBasic": "http basic  ",
+		"operatorToken": "apiKey  query auth_token",
+		"agentBearer":   "http bearer  ",
+	}
+	if !reflect.DeepEqual(schemes, wantSchemes) {
+		t.Errorf("security schemes %q, want %q", schemes, wantSchemes)
+	}
+	if len(doc.Security) != 0 {
+		t.Errorf("document-wide security %v: each operation says its own", doc.Security)
+	}
+
+	operator := [][]string{{"operatorBasic"}, {"operatorToken"}}
+	agent := [][]string{{"agentBearer"}}
+	either := [][]string{{"operatorBasic"}, {"operatorToken"}, {"agentBearer"}}
+	want := map[string]struct {
+		security     [][]string
+		unauthorized string
+	}{
+		"question.list":        {operator, "OperatorUnauthorized"},
+		"question.reply":       {operator, "OperatorUnauthorized"},
+		"question.reject":      {operator, "OperatorUnauthorized"},
+		"event.subscribe":      {operator, "OperatorUnauthorized"},
+		"event.subscribeAlias": {operator, "OperatorUnauthorized"},
+		"global.event":         {operator, "OperatorUnauthorized"},
+		"global.health":        {either, "OperatorUnauthorized"},
+		"doc.get":              {either, "OperatorUnauthorized"},
+		"elicitation.create":   {agent, "AgentUnauthorized"},
+		"elicitation.get":      {agent, "AgentUnauthorized"},
+		"elicitation.withdraw": {agent, "AgentUnauthorized"},
+		"elicitation.elicit":   {agent, "AgentUnauthorized"},
+	}
+	raw := rawDoc(t)
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			w, ok := want[op.OperationID]
+			if !ok {
+				t.Errorf("%s %s (%s): no security expected for it; add it here", method, path, op.OperationID)
+				continue
+			}
+			var got [][]string
+			if op.Security != nil {
+				for _, requirement := range *op.Security {
+					var names []string
+					for name, scopes := range requirement {
+						names = append(names, name)
+						if len(scopes) != 0 {
+							t.Errorf("%s: scopes %v on %s", op.OperationID, scopes, name)
+						}
+					}
+					sort.Strings(names)
+					got = append(got, names)
+				}
+			}
+			if !reflect.DeepEqual(got, w.security) {
+				t.Errorf("%s: security %v, want %v", op.OperationID, got, w.security)
+			}
+
+			responses := at(t, raw, "paths", path, strings.ToLower(method), "responses").(map[string]any)
+			ref := func(status string) string {
+				r, _ := responses[status].(map[string]any)
+				s, _ := r["$ref"].(string)
+				return strings.TrimPrefix(s, "#/components/responses/")
+			}
+			wantRefs := map[string]string{"401": w.unauthorized, "421": "MisdirectedRequest", "429": "TooManyRequests"}
+			if op.OperationID != "global.health" && op.OperationID != "doc.get" {
+				wantRefs["403"] = "Forbidden"
+			}
+			for status, name := range wantRefs {
+				if got := ref(status); got != name {
+					t.Errorf("%s %s: response %q, want %q", op.OperationID, status, got, name)
+				}
+			}
+			if strings.HasSuffix(op.OperationID, "vent") || strings.HasPrefix(op.OperationID, "event.") {
+				if got := ref("503"); got != "ServiceUnavailable" {
+					t.Errorf("%s 503: response %q, want ServiceUnavailable (the stream limit)", op.OperationID, got)
+				}
+			}
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -776,6 +777,211 @@ func TestLiveDecodeFrameIsStrict(t *testing.T) {
 			t.Errorf("%q was accepted", frame)
 		}
 	}
+}
+
+// everyRoute is one request to each operation of the document, in the
+// document's order; id names an elicitation for the routes that take one.
+func everyRoute(id string) []exchange {
+	return []exchange{
+		{method: "GET", path: "/question"},
+		{method: "POST", path: "/question/" + id + "/reply", body: goodAnswers},
+		{method: "POST", path: "/question/" + id + "/reject"},
+		{method: "GET", path: "/event"},
+		{method: "GET", path: "/events"},
+		{method: "GET", path: "/global/event"},
+		{method: "GET", path: "/global/health"},
+		{method: "GET", path: "/doc"},
+		{method: "POST", path: "/elicitations", body: deployBody},
+		{method: "GET", path: "/elicitations/" + id},
+		{method: "DELETE", path: "/elicitations/" + id},
+		{method: "POST", path: "/elicit", body: deployBody},
+	}
+}
+
+// operationIDs are the operationIds of every operation in the document.
+func (l *liveServer) operationIDs() []string {
+	var ids []string
+	for _, item := range l.doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			ids = append(ids, op.OperationID)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// withAuthToken adds ?auth_token= with the base64 of user:password.
+func withAuthToken(path, user, password string) string {
+	sep := "?"
+	if strings.Contains(path, "?") {
+		sep = "&"
+	}
+	return path + sep + "auth_token=" + url.QueryEscape(base64.StdEncoding.EncodeToString([]byte(user+":"+password)))
+}
+
+// TestLiveAccessControlFollowsTheDocument runs a server with operator and
+// agent credentials through every route: without credentials (401), with
+// wrong ones (401), with the other role's (403), with a Host it does not serve
+// (421), and with the right ones in every documented form, validating each
+// request and answer against the document.
+func TestLiveAccessControlFollowsTheDocument(t *testing.T) {
+	const user, password = "ops", "correct horse:battery staple" // Basic allows ':' in passwords
+	tokens := map[string]string{"agent-a": "agent-a-token-0123456789", "agent-b": "agent-b-token-9876543210"}
+	l := startLive(t, httpapi.Auth{OperatorUsername: user, OperatorPassword: password, AgentTokens: tokens}, httpapi.Limits{})
+	asOperator := []string{"Authorization", basicAuth(user, password)}
+	asAgentA := []string{"Authorization", "Bearer " + tokens["agent-a"]}
+	asAgentB := []string{"Authorization", "Bearer " + tokens["agent-b"]}
+
+	// Streams with each operator credential form: auth_token, as EventSource
+	// clients send it, and Basic (the default).
+	events := l.open(t, withAuthToken("/event", user, password))
+	events.next(t, "server.connected")
+	global := l.open(t, "/global/event")
+	global.next(t, "server.connected")
+	alias := l.open(t, "/events")
+	alias.next(t, "server.connected")
+
+	var asked struct{ ID string }
+	l.do(t, exchange{method: "POST", path: "/elicitations", body: deployBody}, 201).decode(t, &asked)
+	events.next(t, "question.asked")
+
+	for _, route := range everyRoute(asked.ID) {
+		agentRoute := strings.HasPrefix(route.path, "/elicit")
+		eitherRole := route.path == "/global/health" || route.path == "/doc"
+
+		anonymous := route
+		anonymous.anonymous, anonymous.brokenRequest = true, true
+		l.do(t, anonymous, 401)
+
+		wrong := route
+		wrong.header = []string{"Authorization", basicAuth(user, password+"x")}
+		if agentRoute {
+			wrong.header = []string{"Authorization", "Bearer not-the-token-of-any-agent"}
+		}
+		l.do(t, wrong, 401)
+		if !agentRoute {
+			wrongToken := route
+			wrongToken.path = withAuthToken(route.path, user, "not the password")
+			l.do(t, wrongToken, 401)
+			// The password is right, the user is OpenCode's default, not the configured one.
+			defaultUser := route
+			defaultUser.header = []string{"Authorization", basicAuth("opencode", password)}
+			l.do(t, defaultUser, 401)
+		}
+
+		if !eitherRole {
+			otherRole := route
+			otherRole.header, otherRole.brokenRequest = asAgentA, true
+			if agentRoute {
+				otherRole.header = asOperator
+			}
+			l.do(t, otherRole, 403)
+		}
+
+		misdirected := route // the right credentials, sent to a name this server is not
+		misdirected.host = "attacker.example"
+		l.do(t, misdirected, 421)
+		misdirected.host = "attacker.example:" + strings.Split(l.url, ":")[2]
+		l.do(t, misdirected, 421)
+	}
+
+	// Nothing refused changed anything: the question is still pending.
+	var pendingList []struct{ ID string }
+	l.do(t, exchange{method: "GET", path: "/question"}, 200).decode(t, &pendingList)
+	if len(pendingList) != 1 || pendingList[0].ID != asked.ID {
+		t.Fatalf("after the refusals the list is %+v, want only %s", pendingList, asked.ID)
+	}
+
+	// Every credential form on the routes that take it.
+	l.do(t, exchange{method: "GET", path: withAuthToken("/question", user, password)}, 200)
+	for _, who := range [][]string{asOperator, asAgentA, asAgentB} {
+		l.do(t, exchange{method: "GET", path: "/global/health", header: who}, 200)
+		l.do(t, exchange{method: "GET", path: "/doc", header: who}, 200)
+	}
+	l.do(t, exchange{method: "GET", path: withAuthToken("/global/health", user, password)}, 200)
+
+	// Agents see their own elicitations only: another agent's is unknown.
+	l.do(t, exchange{method: "GET", path: "/elicitations/" + asked.ID, header: asAgentB}, 404)
+	l.do(t, exchange{method: "DELETE", path: "/elicitations/" + asked.ID, header: asAgentB}, 404)
+	l.do(t, exchange{method: "GET", path: "/elicitations/" + asked.ID, header: asAgentA}, 200)
+
+	// The right credentials work on every route.
+	l.do(t, exchange{method: "POST", path: "/question/" + asked.ID + "/reply", body: goodAnswers}, 200)
+	events.next(t, "question.replied")
+	var ended struct{ Status, Ending string }
+	l.do(t, exchange{method: "GET", path: "/elicitations/" + asked.ID}, 200).decode(t, &ended)
+	if ended.Status != "resolved" || ended.Ending != "replied" {
+		t.Errorf("after the reply: %+v", ended)
+	}
+	var second struct{ ID string }
+	l.do(t, exchange{method: "POST", path: "/elicitations", body: deployBody}, 201).decode(t, &second)
+	events.next(t, "question.asked")
+	l.do(t, exchange{method: "POST", path: withAuthToken("/question/"+second.ID+"/reject", user, password)}, 200)
+	events.next(t, "question.rejected")
+	var third struct{ ID string }
+	l.do(t, exchange{method: "POST", path: "/elicitations", body: deployBody}, 201).decode(t, &third)
+	events.next(t, "question.asked")
+	l.do(t, exchange{method: "DELETE", path: "/elicitations/" + third.ID}, 200)
+	events.next(t, "question.rejected")
+	l.elicitAndAnswer(t, events, deployBody, "reply", goodAnswers)
+
+	var want []string
+	for _, id := range l.operationIDs() {
+		want = append(want, id+" 401", id+" 421")
+		if id != "global.health" && id != "doc.get" {
+			want = append(want, id+" 403")
+		}
+	}
+	want = append(want, "elicitation.get 404", "elicitation.withdraw 404")
+	l.assertCovered(t, want)
+}
+
+// TestLiveLimitsFollowTheDocument trips each limit and validates the refusals:
+// the request rate (429 with Retry-After) on every route, the number of event
+// streams (503), and the number of pending questions (429).
+func TestLiveLimitsFollowTheDocument(t *testing.T) {
+	t.Run("request rate", func(t *testing.T) {
+		// The limiter's minute starts with the server, so the test ends inside it.
+		l := startLive(t, httpapi.Auth{}, httpapi.Limits{RequestsPerMinute: 1})
+		l.do(t, exchange{method: "GET", path: "/global/health"}, 200)
+		for _, x := range everyRoute(unknownID) {
+			r := l.do(t, x, 429)
+			if retry := r.header.Get("Retry-After"); retry != "60" {
+				t.Errorf("%s: Retry-After %q, want 60 (the limiter's window)", x, retry)
+			}
+		}
+		var want []string
+		for _, id := range l.operationIDs() {
+			want = append(want, id+" 429")
+		}
+		l.assertValidated(t, want)
+	})
+
+	t.Run("event streams and pending questions", func(t *testing.T) {
+		l := startLive(t, httpapi.Auth{}, httpapi.Limits{MaxStreams: 1, MaxPending: 1})
+		events := l.open(t, "/event")
+		events.next(t, "server.connected")
+		for _, path := range []string{"/event", "/events", "/global/event"} {
+			l.do(t, exchange{method: "GET", path: path}, 503)
+		}
+		var asked struct{ ID string }
+		l.do(t, exchange{method: "POST", path: "/elicitations", body: deployBody}, 201).decode(t, &asked)
+		events.next(t, "question.asked")
+		for _, path := range []string{"/elicitations", "/elicit"} {
+			if r := l.do(t, exchange{method: "POST", path: path, body: deployBody}, 429); r.header.Get("Retry-After") != "" {
+				t.Errorf("POST %s: Retry-After %q for a limit that only an answer lifts", path, r.header.Get("Retry-After"))
+			}
+		}
+		var list []struct{ ID string }
+		l.do(t, exchange{method: "GET", path: "/question"}, 200).decode(t, &list)
+		if len(list) != 1 || list[0].ID != asked.ID {
+			t.Errorf("after the refusals the list is %+v, want only %s", list, asked.ID)
+		}
+		l.assertValidated(t, []string{
+			"event.subscribe 503", "event.subscribeAlias 503", "global.event 503",
+			"elicitation.create 429", "elicitation.elicit 429",
+		})
+	})
 }
 
 // assertValidated checks that the listed cases ("operationId status") were validated.

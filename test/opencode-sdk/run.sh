@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # OpenCode SDK compatibility test: builds questiond and drives it with the real
-# @opencode-ai/sdk (v2 entry point), pinned in package-lock.json.
+# @opencode-ai/sdk (v2 entry point), pinned in package-lock.json. The test
+# starts the daemon twice, without credentials and with a password and an
+# agent token, and runs every check against both.
 #
 # Part of `make test`, so a missing tool is a failure, never a skip: a suite
 # that silently skips its compatibility check would pass on a machine where

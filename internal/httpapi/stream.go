@@ -21,21 +21,17 @@ func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if s.draining.Load() {
-		s.writeError(w, r, errShuttingDown)
-		return
-	}
-	release, err := s.streamSlot()
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	defer release()
-	s.events.bus.ServeEvent(w, r, dir, s.pendingAsked(dir))
+	s.serveStream(w, r, func() { s.events.bus.ServeEvent(w, r, dir, s.pendingAsked(dir)) })
 }
 
 // handleGlobalEvent serves GET /global/event: every directory, wrapped.
 func (s *Server) handleGlobalEvent(w http.ResponseWriter, r *http.Request) {
+	s.serveStream(w, r, func() { s.events.bus.ServeGlobal(w, r, s.pendingAsked("")) })
+}
+
+// serveStream runs serve in one of the stream slots, unless questiond is
+// shutting down or every slot is taken.
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, serve func()) {
 	if s.draining.Load() {
 		s.writeError(w, r, errShuttingDown)
 		return
@@ -46,7 +42,7 @@ func (s *Server) handleGlobalEvent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	s.events.bus.ServeGlobal(w, r, s.pendingAsked(""))
+	serve()
 }
 
 // pendingAsked returns the first frames of a new stream: question.asked for

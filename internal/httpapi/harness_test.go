@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/questiond/questiond/internal/httpapi"
@@ -30,37 +31,56 @@ type harness struct {
 
 func newHarness(t *testing.T, opts httpapi.Options) *harness {
 	t.Helper()
-	return newHarnessOn(t, opts, nil)
+	return newHarnessWith(t, tuning{api: opts}, zaptest.NewLogger(t))
 }
 
 // newHarnessOn is newHarness with the store writing through journal (nil:
 // memory only).
 func newHarnessOn(t *testing.T, opts httpapi.Options, journal pending.Journal) *harness {
 	t.Helper()
-	log := zaptest.NewLogger(t)
-	bus, err := sse.New(sse.Options{Logger: log, Heartbeat: time.Hour})
+	return newHarnessWith(t, tuning{api: opts, journal: journal}, zaptest.NewLogger(t))
+}
+
+// tuning is what a test changes in the harness: the broker's, the store's and
+// the server's settings, and a journal for a durable store.
+type tuning struct {
+	events  sse.Options           // Logger is the harness's; Heartbeat defaults to an hour
+	store   pending.MemoryOptions // OnEnd, Logger and Journal are the harness's
+	api     httpapi.Options       // Logger is the harness's
+	journal pending.Journal       // nil: memory only
+}
+
+// newHarnessWith builds every harness: real parts, logging to log, shut down
+// in t.Cleanup the way cmd/questiond shuts down a memory store.
+func newHarnessWith(t *testing.T, tu tuning, log *zap.Logger) *harness {
+	t.Helper()
+	tu.events.Logger = log
+	if tu.events.Heartbeat == 0 {
+		tu.events.Heartbeat = time.Hour
+	}
+	bus, err := sse.New(tu.events)
 	if err != nil {
 		t.Fatal(err)
 	}
 	events := httpapi.NewEvents(bus, log)
-	storeOpts := pending.MemoryOptions{OnEnd: events.Ended, Logger: log}
+	tu.store.OnEnd, tu.store.Logger = events.Ended, log
 	var store *pending.Memory
-	if journal == nil {
-		store = pending.NewMemory(storeOpts)
+	if tu.journal == nil {
+		store = pending.NewMemory(tu.store)
 	} else {
-		storeOpts.Journal = journal
-		if store, err = pending.Open(context.Background(), storeOpts); err != nil {
+		tu.store.Journal = tu.journal
+		if store, err = pending.Open(context.Background(), tu.store); err != nil {
 			t.Fatal(err)
 		}
 	}
-	opts.Logger = log
-	api, err := httpapi.New(store, events, opts)
+	tu.api.Logger = log
+	api, err := httpapi.New(store, events, tu.api)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(api)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		api.Drain()
 		_, _ = store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})

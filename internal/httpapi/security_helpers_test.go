@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -20,8 +19,6 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/questiond/questiond/internal/httpapi"
-	"github.com/questiond/questiond/internal/pending"
-	"github.com/questiond/questiond/internal/sse"
 )
 
 // Secrets of the access-control tests. They are long and unlike anything
@@ -65,35 +62,16 @@ func newObservedHarness(t *testing.T, opts httpapi.Options) *harness {
 			t.Errorf("a secret was logged: %s", leak)
 		}
 	})
-	log := zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), observed))
-	bus, err := sse.New(sse.Options{Logger: log, Heartbeat: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	events := httpapi.NewEvents(bus, log)
-	store := pending.NewMemory(pending.MemoryOptions{OnEnd: events.Ended, Logger: log})
-	opts.Logger = log
-	if opts.OpenAPI == nil {
-		opts.OpenAPI = []byte(`{"openapi":"3.1.0","info":{"title":"questiond","version":"test"}}`)
-	}
-	api, err := httpapi.New(store, events, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(api)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		api.Drain()
-		_, _ = store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})
-		_ = bus.Close(ctx)
-		ts.Close()
-		_ = store.Close(ctx)
 		if logs.Len() == 0 {
 			t.Error("nothing was logged: the log observer is not wired, so the secrets check proves nothing")
 		}
 	})
-	return &harness{t: t, URL: ts.URL, store: store, bus: bus, api: api}
+	if opts.OpenAPI == nil {
+		opts.OpenAPI = []byte(`{"openapi":"3.1.0","info":{"title":"questiond","version":"test"}}`)
+	}
+	log := zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), observed))
+	return newHarnessWith(t, tuning{api: opts}, log)
 }
 
 // secretsOf lists every string that must never reach the log: configured

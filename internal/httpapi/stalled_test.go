@@ -2,14 +2,12 @@ package httpapi_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
@@ -21,21 +19,12 @@ import (
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/questiond/questiond/internal/httpapi"
-	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
 )
 
 // hangGuard bounds every wait of the load tests, so a broken server fails a
 // test instead of hanging it. Nothing is ordered or measured by it.
 const hangGuard = 60 * time.Second
-
-// tuning is what a load test changes in the harness newHarness builds.
-type tuning struct {
-	events sse.Options           // Logger is the harness's
-	store  pending.MemoryOptions // OnEnd and Logger are the harness's
-	api    httpapi.Options       // Logger is the harness's
-}
 
 // newTunedHarness is newHarness with the given broker, store and server
 // settings. It logs warnings only (a test running thousands of requests must
@@ -45,33 +34,7 @@ func newTunedHarness(t *testing.T, tu tuning) (*harness, *observer.ObservedLogs)
 	t.Helper()
 	observed, logs := observer.New(zapcore.WarnLevel)
 	log := zap.New(zapcore.NewTee(zaptest.NewLogger(t, zaptest.Level(zapcore.WarnLevel)).Core(), observed))
-	tu.events.Logger = log
-	if tu.events.Heartbeat == 0 {
-		tu.events.Heartbeat = time.Hour
-	}
-	bus, err := sse.New(tu.events)
-	if err != nil {
-		t.Fatal(err)
-	}
-	events := httpapi.NewEvents(bus, log)
-	tu.store.OnEnd, tu.store.Logger = events.Ended, log
-	store := pending.NewMemory(tu.store)
-	tu.api.Logger = log
-	api, err := httpapi.New(store, events, tu.api)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(api)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		api.Drain()
-		_, _ = store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})
-		_ = bus.Close(ctx)
-		ts.Close()
-		_ = store.Close(ctx)
-	})
-	return &harness{t: t, URL: ts.URL, store: store, bus: bus, api: api}, logs
+	return newHarnessWith(t, tu, log), logs
 }
 
 // waitFor polls cond until it holds; it fails the test after hangGuard.

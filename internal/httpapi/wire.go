@@ -74,7 +74,7 @@ func toElicitation(q *pending.Question) elicitation {
 		e.Deadline = &d
 	}
 	if q.Ended != nil {
-		at := q.Ended.At.UTC()
+		at := q.Ended.At.UTC().Truncate(time.Millisecond)
 		result := toElicitResult(q.Ended.Result)
 		e.Status, e.EndedAt, e.Ending, e.Result = statusResolved, &at, q.Ended.Ending, &result
 	}

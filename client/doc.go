@@ -1,0 +1,45 @@
+// Package client lets a Go agent ask a human structured questions through
+// questiond and get typed answers back.
+//
+// Elicit sends an MCP elicitation (a message and a requestedSchema) and waits
+// for the operator's answer with long-polls. It keeps waiting across dropped
+// connections and daemon restarts — retrying with backoff and resuming by the
+// question's id — and never asks the same question twice. Cancelling its
+// context withdraws the question. Errors answered by questiond come back as
+// *Error values that match the Err sentinels with errors.Is.
+//
+// SchemaBuilder builds a requestedSchema that can only be inside the MCP
+// elicitation subset, and Result's accessors read the answers back.
+//
+// # Example
+//
+//	package main
+//
+//	import (
+//		"context"
+//		"log"
+//
+//		"github.com/questiond/questiond/client"
+//	)
+//
+//	func main() {
+//		c, err := client.New(client.Options{}) // the local daemon; Token for an agent token
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		schema, err := client.NewSchema().
+//			Choose("env", []string{"staging", "prod"}, client.Title("Environment")).
+//			Integer("replicas", client.Min(1), client.Max(10), client.DefaultNumber(2)).
+//			Build()
+//		if err != nil {
+//			log.Fatal(err)
+//		}
+//		res, err := c.Elicit(context.Background(), client.Params{Message: "Deploy where?", RequestedSchema: schema})
+//		if err != nil || !res.Accepted() {
+//			log.Fatal("no answer: ", err)
+//		}
+//		env, _ := res.String("env")
+//		replicas, _ := res.Int("replicas")
+//		log.Printf("deploying %d replicas to %s", replicas, env)
+//	}
+package client

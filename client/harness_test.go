@@ -1,0 +1,418 @@
+package client_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/questiond/questiond/client"
+	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/sse"
+)
+
+// daemon is a real questiond served over TCP, wired as cmd/questiond wires
+// it: an event broker, a memory or durable (bbolt) store, and the HTTP API.
+type daemon struct {
+	t       *testing.T
+	URL     string
+	Addr    string
+	api     *httpapi.Server
+	store   *pending.Memory
+	journal *pending.Bolt // nil: memory store
+	bus     *sse.Broker
+	srv     *http.Server
+	served  chan error
+	created *atomic.Int64 // 201s answered to POST /elicitations
+	stopped bool
+}
+
+// daemonConfig says how to start a daemon. Zero values: memory store, a
+// random loopback port.
+type daemonConfig struct {
+	api      httpapi.Options
+	boltPath string        // the durable store's file; "" for the memory store
+	addr     string        // where to listen; "" for 127.0.0.1:0
+	created  *atomic.Int64 // shared across restarts; nil for a new counter
+	// wrap puts a handler in front of the API (fault injection); nil for none.
+	wrap func(http.Handler) http.Handler
+}
+
+func startDaemon(t *testing.T, cfg daemonConfig) *daemon {
+	t.Helper()
+	log := zaptest.NewLogger(t)
+	bus, err := sse.New(sse.Options{Logger: log, Heartbeat: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := httpapi.NewEvents(bus, log)
+	opts := pending.MemoryOptions{OnEnd: events.Ended, Logger: log}
+	var store *pending.Memory
+	var journal *pending.Bolt
+	if cfg.boltPath == "" {
+		store = pending.NewMemory(opts)
+	} else {
+		if journal, err = pending.OpenBolt(cfg.boltPath, pending.BoltOptions{Logger: log, NoSync: true}); err != nil {
+			t.Fatal(err)
+		}
+		opts.Journal = journal
+		if store, err = pending.Open(context.Background(), opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg.api.Logger = log
+	api, err := httpapi.New(store, events, cfg.api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := cfg.addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := cfg.created
+	if created == nil {
+		created = new(atomic.Int64)
+	}
+	var handler http.Handler = countCreated(api, created)
+	if cfg.wrap != nil {
+		handler = cfg.wrap(handler)
+	}
+	d := &daemon{
+		t: t, URL: "http://" + ln.Addr().String(), Addr: ln.Addr().String(),
+		api: api, store: store, journal: journal, bus: bus,
+		srv:     &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second},
+		served:  make(chan error, 1),
+		created: created,
+	}
+	go func() { d.served <- d.srv.Serve(ln) }()
+	t.Cleanup(d.stop)
+	return d
+}
+
+// stop shuts the daemon down as cmd/questiond does: refuse new questions,
+// end pending ones as cancel only with the memory store (the durable store
+// keeps them for the next start), close event streams, let waiting requests
+// go, stop serving, close the store and its file.
+func (d *daemon) stop() {
+	if d.stopped {
+		return
+	}
+	d.stopped = true
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d.api.Drain()
+	if d.journal == nil {
+		_, _ = d.store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})
+	}
+	_ = d.bus.Close(ctx)
+	d.api.Release()
+	if err := d.srv.Shutdown(ctx); err != nil {
+		d.t.Errorf("stopping the HTTP server: %v", err)
+		_ = d.srv.Close()
+	}
+	if err := <-d.served; !errors.Is(err, http.ErrServerClosed) {
+		d.t.Errorf("serving: %v", err)
+	}
+	if err := d.store.Close(ctx); err != nil {
+		d.t.Errorf("closing the store: %v", err)
+	}
+	if d.journal != nil {
+		if err := d.journal.Close(); err != nil {
+			d.t.Errorf("closing the journal: %v", err)
+		}
+	}
+}
+
+// countCreated counts the questions the API created (201 to POST /elicitations).
+func countCreated(next http.Handler, created *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/elicitations" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r)
+		if rec.status == http.StatusCreated {
+			created.Add(1)
+		}
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// newClient returns a client of the daemon at url with fast retries, whose
+// idle connections are closed when the test ends.
+func newClient(t *testing.T, url string, opts client.Options) *client.Client {
+	t.Helper()
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(transport.CloseIdleConnections)
+	opts.Server = url
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Transport: transport}
+	}
+	if opts.PollWait == 0 {
+		opts.PollWait = 5 * time.Second
+	}
+	if opts.MaxBackoff == 0 {
+		opts.MaxBackoff = 100 * time.Millisecond
+	}
+	c, err := client.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// operatorHTTP is the operator's HTTP client; its idle connections are
+// closed by closeOperatorConns.
+var operatorHTTP = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+
+// call sends an operator request and returns the status and body.
+func call(t testing.TB, method, url string, body any) (int, []byte) {
+	t.Helper()
+	var reader io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reader = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, url, reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := operatorHTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, data
+}
+
+// questionRequest is OpenCode's QuestionRequest, as operators see it.
+type questionRequest struct {
+	ID        string `json:"id"`
+	SessionID string `json:"sessionID"`
+	Questions []struct {
+		Question string `json:"question"`
+		Header   string `json:"header"`
+		Options  []struct {
+			Label string `json:"label"`
+		} `json:"options"`
+		Multiple bool `json:"multiple"`
+	} `json:"questions"`
+}
+
+// pendingQuestions is GET /question.
+func pendingQuestions(t testing.TB, base string) []questionRequest {
+	t.Helper()
+	status, body := call(t, http.MethodGet, base+"/question", nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET /question: %d %s", status, body)
+	}
+	var list []questionRequest
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+// reply answers question id as an operator.
+func reply(t testing.TB, base, id string, answers ...[]string) {
+	t.Helper()
+	status, body := call(t, http.MethodPost, base+"/question/"+id+"/reply", map[string]any{"answers": answers})
+	if status != http.StatusOK {
+		t.Fatalf("reply to %s: %d %s", id, status, body)
+	}
+}
+
+// reject dismisses question id as an operator; action "" means cancel.
+func reject(t testing.TB, base, id, action string) {
+	t.Helper()
+	var body any
+	if action != "" {
+		body = map[string]string{"action": action}
+	}
+	status, data := call(t, http.MethodPost, base+"/question/"+id+"/reject", body)
+	if status != http.StatusOK {
+		t.Fatalf("reject %s: %d %s", id, status, data)
+	}
+}
+
+// event is one /event frame.
+type event struct {
+	Type       string          `json:"type"`
+	Properties json.RawMessage `json:"properties"`
+}
+
+// events is an operator's live /event stream.
+type events struct {
+	frames chan event
+}
+
+// watch opens the operator event stream of the daemon at base. It ends when
+// the test does or the daemon stops.
+func watch(t *testing.T, base string) *events {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/event", nil)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	res, err := operatorHTTP.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		cancel()
+		t.Fatalf("GET /event: %d", res.StatusCode)
+	}
+	e := &events{frames: make(chan event, 256)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(e.frames)
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<22)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var f event
+			if json.Unmarshal([]byte(data), &f) == nil {
+				e.frames <- f
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return e
+}
+
+// next returns the next frame of type typ, skipping others.
+func (e *events) next(t *testing.T, typ string) event {
+	t.Helper()
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case f, ok := <-e.frames:
+			if !ok {
+				t.Fatalf("the event stream ended before %s", typ)
+			}
+			if f.Type == typ {
+				return f
+			}
+		case <-timeout:
+			t.Fatalf("no %s event within 15s", typ)
+		}
+	}
+}
+
+// asked waits for the next question.asked and returns the question.
+func (e *events) asked(t *testing.T) questionRequest {
+	t.Helper()
+	f := e.next(t, "question.asked")
+	var q questionRequest
+	if err := json.Unmarshal(f.Properties, &q); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// elicitOutcome is what Elicit returned in another goroutine.
+type elicitOutcome struct {
+	res *client.Result
+	err error
+}
+
+// elicitAsync runs Elicit in a goroutine; the result arrives on the channel.
+// The test waits for it before it ends.
+func elicitAsync(t *testing.T, ctx context.Context, c *client.Client, p client.Params) <-chan elicitOutcome {
+	t.Helper()
+	out := make(chan elicitOutcome, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		res, err := c.Elicit(ctx, p)
+		out <- elicitOutcome{res, err}
+	}()
+	t.Cleanup(wg.Wait)
+	return out
+}
+
+// await returns the outcome of elicitAsync, failing after 30s.
+func await(t *testing.T, out <-chan elicitOutcome) elicitOutcome {
+	t.Helper()
+	select {
+	case o := <-out:
+		return o
+	case <-time.After(30 * time.Second):
+		t.Fatal("Elicit did not return within 30s")
+		return elicitOutcome{}
+	}
+}
+
+func boltPath(t *testing.T) string { return filepath.Join(t.TempDir(), "questiond.db") }
+
+// journalCount is the number of questions recorded in the bbolt file at path.
+func journalCount(t *testing.T, path string) int {
+	t.Helper()
+	j, err := pending.OpenBolt(path, pending.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	records, err := j.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(records)
+}

@@ -416,3 +416,167 @@ func journalCount(t *testing.T, path string) int {
 	}
 	return len(records)
 }
+
+// pauses holds every retry pause of a client until the test lets it go, so
+// a test decides what the daemon looks like when the client tries again.
+type pauses struct {
+	seen chan time.Duration
+	gate chan struct{}
+	open chan struct{}
+	once sync.Once
+}
+
+// holdPauses makes c report each pause and wait for release or openAll.
+func holdPauses(t *testing.T, c *client.Client) *pauses {
+	p := &pauses{seen: make(chan time.Duration, 1000), gate: make(chan struct{}, 1), open: make(chan struct{})}
+	client.SetPause(c, func(ctx context.Context, d time.Duration) error {
+		p.seen <- d
+		select {
+		case <-p.gate:
+			return nil
+		case <-p.open:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+	t.Cleanup(p.openAll)
+	return p
+}
+
+// next waits for the client's next pause and returns its delay.
+func (p *pauses) next(t *testing.T) time.Duration {
+	t.Helper()
+	select {
+	case d := <-p.seen:
+		return d
+	case <-time.After(15 * time.Second):
+		t.Fatal("the client did not retry within 15s")
+		return 0
+	}
+}
+
+// release lets one pause end.
+func (p *pauses) release() { p.gate <- struct{}{} }
+
+// openAll lets every pause, now and later, end at once.
+func (p *pauses) openAll() { p.once.Do(func() { close(p.open) }) }
+
+// count is how many pauses were seen and not yet taken by next.
+func (p *pauses) count() int { return len(p.seen) }
+
+// freeAddr returns a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// cuttingProxy is a TCP proxy that cuts every connection a moment after a
+// long-poll (GET /elicitations/…) goes through it: the first cut is a reset
+// (RST), the others a plain close.
+type cuttingProxy struct {
+	URL      string
+	ln       net.Listener
+	backend  string
+	cutAfter time.Duration
+	cuts     chan string
+	reset    atomic.Bool
+	mu       sync.Mutex
+	conns    map[net.Conn]bool
+	wg       sync.WaitGroup
+}
+
+func startCuttingProxy(t *testing.T, backend string, cutAfter time.Duration) *cuttingProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cuttingProxy{URL: "http://" + ln.Addr().String(), ln: ln, backend: backend, cutAfter: cutAfter,
+		cuts: make(chan string, 1000), conns: map[net.Conn]bool{}}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *cuttingProxy) accept() {
+	defer p.wg.Done()
+	for {
+		in, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", p.backend)
+		if err != nil {
+			_ = in.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[in], p.conns[out] = true, true
+		p.mu.Unlock()
+		p.wg.Add(2)
+		go func() {
+			defer p.wg.Done()
+			_, _ = io.Copy(in, out)
+			_ = in.Close()
+		}()
+		go func() {
+			defer p.wg.Done()
+			p.forward(in, out)
+			_ = out.Close()
+		}()
+	}
+}
+
+// forward copies the client's bytes to the backend and arms a cut whenever
+// a long-poll passes.
+func (p *cuttingProxy) forward(in, out net.Conn) {
+	buf := make([]byte, 32<<10)
+	var cut sync.Once
+	for {
+		n, err := in.Read(buf)
+		if n > 0 {
+			if bytes.Contains(buf[:n], []byte("GET /elicitations/")) {
+				cut.Do(func() { time.AfterFunc(p.cutAfter, func() { p.cut(in, out) }) })
+			}
+			if _, werr := out.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (p *cuttingProxy) cut(in, out net.Conn) {
+	how := "close"
+	if p.reset.CompareAndSwap(false, true) {
+		how = "reset"
+		if tcp, ok := in.(*net.TCPConn); ok {
+			_ = tcp.SetLinger(0) // close with RST
+		}
+	}
+	_ = in.Close()
+	_ = out.Close()
+	p.cuts <- how
+}
+
+func (p *cuttingProxy) close() {
+	_ = p.ln.Close()
+	p.mu.Lock()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}

@@ -1,6 +1,7 @@
 // Command questiond is the daemon: it lets AI agents ask a human structured
 // questions over HTTP (MCP elicitation) and lets operators answer them with
-// OpenCode clients. Run `questiond --help` for every setting.
+// OpenCode clients. Run `questiond --help` for every setting; `questiond ask`
+// asks a question from a script (`questiond ask --help`).
 package main
 
 import (
@@ -33,6 +34,11 @@ var version = "0.1.0-dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(os.Args) > 1 && os.Args[1] == "ask" {
+		status := ask(ctx, os.Args[2:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(status)
+	}
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, nil)
 	switch {
 	case err == nil:

@@ -59,7 +59,8 @@ operators answer them with any OpenCode client (GET /question,
 POST /question/{id}/reply, GET /event).
 
 Usage:
-  questiond [flags]
+  questiond [flags]        run the daemon
+  questiond ask [flags]    ask a question from a script (see questiond ask --help)
 
 Every flag can also be set with the environment variable shown beside it;
 a flag given on the command line wins over the environment.

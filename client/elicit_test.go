@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -101,18 +102,61 @@ func TestElicitDeclineAndCancel(t *testing.T) {
 	}
 }
 
+// Cancelling ctx while Elicit long-polls withdraws the question.
 func TestElicitCancelWithdrawsTheQuestion(t *testing.T) {
-	d := startDaemon(t, daemonConfig{})
+	polls := make(chan struct{}, 100)
+	d := startDaemon(t, daemonConfig{wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && r.URL.Query().Has("wait") {
+				polls <- struct{}{}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}})
 	ops := watch(t, d.URL)
 	c := newClient(t, d.URL, client.Options{})
 	ctx, cancel := context.WithCancel(t.Context())
 	out := elicitAsync(t, ctx, c, deployForm(t))
 	q := ops.asked(t)
-	if len(pendingQuestions(t, d.URL)) != 1 {
-		t.Fatal("the question is not listed")
-	}
+	<-polls // Elicit is waiting
 	cancel()
-	o := await(t, out)
+	expectWithdrawn(t, d, c, ops, q.ID, await(t, out))
+}
+
+// Cancelling ctx while the POST is on its way still withdraws the question
+// it creates: the POST may finish, and the id it returns is withdrawn.
+func TestElicitCancelDuringCreateWithdrawsTheQuestion(t *testing.T) {
+	created, answer := make(chan struct{}), make(chan struct{})
+	d := startDaemon(t, daemonConfig{wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodPost {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			close(created)
+			<-answer // hold the 201 until the agent has given up
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+		})
+	}})
+	ops := watch(t, d.URL)
+	c := newClient(t, d.URL, client.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	out := elicitAsync(t, ctx, c, deployForm(t))
+	q := ops.asked(t)
+	<-created
+	cancel()
+	close(answer)
+	expectWithdrawn(t, d, c, ops, q.ID, await(t, out))
+}
+
+func expectWithdrawn(t *testing.T, d *daemon, c *client.Client, ops *events, id string, o elicitOutcome) {
+	t.Helper()
 	if !errors.Is(o.err, context.Canceled) || o.res != nil {
 		t.Fatalf("Elicit returned %+v, %v; want context.Canceled", o.res, o.err)
 	}
@@ -120,7 +164,7 @@ func TestElicitCancelWithdrawsTheQuestion(t *testing.T) {
 	if list := pendingQuestions(t, d.URL); len(list) != 0 {
 		t.Fatalf("GET /question still lists %d questions", len(list))
 	}
-	got, err := c.Get(t.Context(), q.ID, 0)
+	got, err := c.Get(t.Context(), id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -462,8 +462,18 @@ func (p *pauses) release() { p.gate <- struct{}{} }
 // openAll lets every pause, now and later, end at once.
 func (p *pauses) openAll() { p.once.Do(func() { close(p.open) }) }
 
-// count is how many pauses were seen and not yet taken by next.
-func (p *pauses) count() int { return len(p.seen) }
+// refusePauses makes every retry of c fail at once with errRetried, and
+// counts them: for tests of what must not be retried.
+func refusePauses(c *client.Client) *atomic.Int64 {
+	var n atomic.Int64
+	client.SetPause(c, func(context.Context, time.Duration) error {
+		n.Add(1)
+		return errRetried
+	})
+	return &n
+}
+
+var errRetried = errors.New("the client tried again")
 
 // freeAddr returns a loopback address nothing listens on.
 func freeAddr(t *testing.T) string {

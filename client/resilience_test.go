@@ -186,7 +186,7 @@ func TestElicitHonoursRetryAfter(t *testing.T) {
 func TestElicitReturnsTooManyPendingQuestions(t *testing.T) {
 	d := startDaemon(t, daemonConfig{api: httpapi.Options{Limits: httpapi.Limits{MaxPending: 1}}})
 	c := newClient(t, d.URL, client.Options{})
-	held := holdPauses(t, c)
+	retries := refusePauses(c)
 	if _, err := c.Create(t.Context(), deployForm(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestElicitReturnsTooManyPendingQuestions(t *testing.T) {
 	if !errors.Is(err, client.ErrTooMany) || !errors.As(err, &qe) || qe.Message == "" {
 		t.Fatalf("Elicit returned %v, want ErrTooMany with the server's message", err)
 	}
-	if held.count() != 0 {
+	if retries.Load() != 0 {
 		t.Fatal("a 429 without Retry-After was retried")
 	}
 }
@@ -219,14 +219,14 @@ func TestElicitDoesNotRetryAnAmbiguousCreate(t *testing.T) {
 		})
 	}})
 	c := newClient(t, d.URL, client.Options{})
-	held := holdPauses(t, c)
+	retries := refusePauses(c)
 	_, err := c.Elicit(t.Context(), deployForm(t))
 	var qe *client.Error
 	if err == nil || errors.As(err, &qe) || !strings.Contains(err.Error(), "may or may not have created") {
 		t.Fatalf("Elicit returned %v, want an error saying the question may exist", err)
 	}
-	if held.count() != 0 || d.created.Load() != 1 || len(pendingQuestions(t, d.URL)) != 1 {
-		t.Fatalf("%d retries, %d created; want no retry and the one question", held.count(), d.created.Load())
+	if retries.Load() != 0 || d.created.Load() != 1 || len(pendingQuestions(t, d.URL)) != 1 {
+		t.Fatalf("%d retries, %d created; want no retry and the one question", retries.Load(), d.created.Load())
 	}
 }
 
@@ -274,14 +274,14 @@ func TestWaitRetriesServerErrors(t *testing.T) {
 func TestWaitDoesNotRetryClientErrors(t *testing.T) {
 	d := startDaemon(t, daemonConfig{})
 	c := newClient(t, d.URL, client.Options{})
-	held := holdPauses(t, c)
+	retries := refusePauses(c)
 	if _, err := c.Wait(t.Context(), "not-a-question"); !errors.Is(err, client.ErrBadRequest) {
 		t.Fatalf("Wait returned %v, want ErrBadRequest", err)
 	}
 	if _, err := c.Wait(t.Context(), "que_gone"); !errors.Is(err, client.ErrNotFound) {
 		t.Fatalf("Wait returned %v, want ErrNotFound", err)
 	}
-	if held.count() != 0 {
+	if retries.Load() != 0 {
 		t.Fatal("a 4xx was retried")
 	}
 }

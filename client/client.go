@@ -37,9 +37,9 @@ type Client struct {
 	pollWait   time.Duration
 	maxBackoff time.Duration
 
-	// sleep waits between retries; tests replace it. Always nil in production
-	// (then a timer is used).
-	sleep func(ctx context.Context, d time.Duration) error
+	// pauseHook replaces the timer between retries in tests, which use it
+	// to see every retry and decide when it goes. Always nil in production.
+	pauseHook func(ctx context.Context, d time.Duration) error
 }
 
 // New returns a Client for the questiond at opts.Server.

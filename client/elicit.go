@@ -39,7 +39,8 @@ const (
 // proxy answered 502 — the question may or may not exist, and Elicit returns
 // the error rather than risk a duplicate. A 429 without Retry-After (too many
 // pending questions, freed only by answers) and every other error are
-// returned as they are.
+// returned as they are. With no daemon listening at all, Elicit keeps trying
+// until ctx ends; use Create and Wait to fail at once instead.
 //
 // Waiting: Elicit long-polls GET /elicitations/{id}?wait=PollWait until the
 // question ends. Network errors, 5xx answers (a restarting daemon keeps the
@@ -189,8 +190,8 @@ func (c *Client) backoff(attempt int) time.Duration {
 
 // pause waits d or until ctx ends.
 func (c *Client) pause(ctx context.Context, d time.Duration) error {
-	if c.sleep != nil {
-		return c.sleep(ctx, d)
+	if c.pauseHook != nil {
+		return c.pauseHook(ctx, d)
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -7,4 +7,4 @@ import (
 
 // SetPause replaces c's wait between retries, so tests see every retry and
 // its delay and decide when it ends.
-func SetPause(c *Client, pause func(ctx context.Context, d time.Duration) error) { c.sleep = pause }
+func SetPause(c *Client, pause func(ctx context.Context, d time.Duration) error) { c.pauseHook = pause }

@@ -92,13 +92,7 @@ func (p *property) problem(format string, args ...any) {
 // String adds a free-text property.
 func (b *SchemaBuilder) String(name string, opts ...StringOption) *SchemaBuilder {
 	p := b.add(name, kindString)
-	for i, o := range opts {
-		if o == nil {
-			p.problem("option %d is nil", i+1)
-			continue
-		}
-		o.applyString(p)
-	}
+	applyOptions(p, opts, StringOption.applyString)
 	return b
 }
 
@@ -114,26 +108,14 @@ func (b *SchemaBuilder) Number(name string, opts ...NumberOption) *SchemaBuilder
 
 func (b *SchemaBuilder) numeric(name string, k kind, opts []NumberOption) *SchemaBuilder {
 	p := b.add(name, k)
-	for i, o := range opts {
-		if o == nil {
-			p.problem("option %d is nil", i+1)
-			continue
-		}
-		o.applyNumber(p)
-	}
+	applyOptions(p, opts, NumberOption.applyNumber)
 	return b
 }
 
 // Bool adds a yes/no property.
 func (b *SchemaBuilder) Bool(name string, opts ...BoolOption) *SchemaBuilder {
 	p := b.add(name, kindBool)
-	for i, o := range opts {
-		if o == nil {
-			p.problem("option %d is nil", i+1)
-			continue
-		}
-		o.applyBool(p)
-	}
+	applyOptions(p, opts, BoolOption.applyBool)
 	return b
 }
 
@@ -152,13 +134,7 @@ func (b *SchemaBuilder) ChooseTitled(name string, choices []Choice, opts ...Choi
 func (b *SchemaBuilder) choice(name string, k kind, choices []Choice, opts []ChoiceOption) *SchemaBuilder {
 	p := b.add(name, k)
 	p.choices = choices
-	for i, o := range opts {
-		if o == nil {
-			p.problem("option %d is nil", i+1)
-			continue
-		}
-		o.applyChoice(p)
-	}
+	applyOptions(p, opts, ChoiceOption.applyChoice)
 	return b
 }
 
@@ -177,14 +153,20 @@ func (b *SchemaBuilder) ChooseManyTitled(name string, choices []Choice, opts ...
 func (b *SchemaBuilder) many(name string, k kind, choices []Choice, opts []ManyOption) *SchemaBuilder {
 	p := b.add(name, k)
 	p.choices = choices
+	applyOptions(p, opts, ManyOption.applyMany)
+	return b
+}
+
+// applyOptions applies opts to p in order; a nil option is a problem Build
+// reports, not a panic.
+func applyOptions[O any](p *property, opts []O, apply func(O, *property)) {
 	for i, o := range opts {
-		if o == nil {
+		if any(o) == nil {
 			p.problem("option %d is nil", i+1)
 			continue
 		}
-		o.applyMany(p)
+		apply(o, p)
 	}
-	return b
 }
 
 func (b *SchemaBuilder) add(name string, k kind) *property {

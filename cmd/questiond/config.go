@@ -44,6 +44,9 @@ type config struct {
 	maxPendingPerAgent int
 	maxStreams         int
 	rateLimit          int
+	defaultCapability  string
+	maxSessions        int
+	mcpIdleTimeout     time.Duration
 
 	// Secrets come from the environment only, never from flags that any
 	// local user can read in the process list.
@@ -101,6 +104,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.IntVar(&c.maxPendingPerAgent, "max-pending-per-agent", 1000, "most pending `questions` of one agent token (429 beyond)")
 	fs.IntVar(&c.maxStreams, "max-streams", 1000, "most open event `streams` (503 beyond)")
 	fs.IntVar(&c.rateLimit, "rate-limit", 6000, "most `requests` per minute from one client (an agent, the operator, or an IP); 0 means no limit")
+	fs.StringVar(&c.defaultCapability, "default-question-capability", "user", "question `capability` of sessions nobody set with PUT /sessions/{id}: user (may ask the operator) or none (may ask nobody)")
+	fs.IntVar(&c.maxSessions, "max-sessions", 100000, "most session records kept by PUT /sessions/{id} (429 beyond)")
+	fs.DurationVar(&c.mcpIdleTimeout, "mcp-idle-timeout", time.Hour, "close an MCP session (/mcp) after this `duration` without requests; a tool call in progress keeps it open")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 
 	fs.Usage = func() {
@@ -240,6 +246,14 @@ func (c *config) check() error {
 	}
 	if c.maxPending < 0 || c.maxPendingPerAgent < 0 || c.maxStreams < 0 || c.rateLimit < 0 {
 		return errors.New("--max-pending, --max-pending-per-agent, --max-streams and --rate-limit must not be negative")
+	}
+	switch c.defaultCapability {
+	case "user", "none":
+	default:
+		return fmt.Errorf("--default-question-capability must be user or none, got %q", c.defaultCapability)
+	}
+	if c.maxSessions <= 0 || c.mcpIdleTimeout <= 0 {
+		return errors.New("--max-sessions and --mcp-idle-timeout must be positive")
 	}
 	if c.headerLimit < 4 {
 		return fmt.Errorf("--header-limit must be at least 4 runes, got %d", c.headerLimit)

@@ -25,6 +25,7 @@ import (
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/session"
 	"github.com/questiond/questiond/internal/sse"
 )
 
@@ -97,8 +98,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer cancel()
 		return errors.Join(err, bus.Close(closeCtx))
 	}
+	sessions, err := openSessions(ctx, cfg, journal)
+	if err != nil {
+		closeCtx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+		defer cancel()
+		return errors.Join(err, bus.Close(closeCtx), store.Close(closeCtx), closeJournal(journal))
+	}
 	var ln net.Listener
 	api, err := httpapi.New(store, events, httpapi.Options{
+		Sessions:       sessions,
+		MCPIdleTimeout: cfg.mcpIdleTimeout,
 		Logger:         log,
 		Version:        version,
 		Elicit:         elicit.Options{MaxProperties: cfg.maxProperties, HeaderLimit: cfg.headerLimit},
@@ -189,6 +198,24 @@ func openStore(ctx context.Context, cfg *config, getenv func(string) string, eve
 	}
 	log.Info("question store opened", zap.String("path", path))
 	return store, journal, nil
+}
+
+// openSessions opens the session registry, in the question database when
+// there is one: a session set to "none" must stay "none" across restarts.
+func openSessions(ctx context.Context, cfg *config, journal *pending.Bolt) (*session.Registry, error) {
+	opts := session.Options{Default: session.Capability(cfg.defaultCapability), MaxSessions: cfg.maxSessions}
+	if journal != nil {
+		table, err := journal.Table("sessions")
+		if err != nil {
+			return nil, err
+		}
+		opts.Journal = table
+	}
+	registry, err := session.Open(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("opening the session registry: %w", err)
+	}
+	return registry, nil
 }
 
 func closeJournal(j *pending.Bolt) error {

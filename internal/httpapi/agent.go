@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,11 +16,19 @@ import (
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/ident"
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/session"
 )
 
 // create checks an elicitation, stores it and announces it. It returns once
 // the question is stored and question.asked has been published.
 func (s *Server) create(ctx context.Context, p *createParams) (*pending.Question, error) {
+	return s.createAs(ctx, p, "", nil)
+}
+
+// createAs is create for a caller bound to one capability (only, when not
+// empty; see routeQuestion), showing operators shown instead of the questions
+// built from the schema when it is not nil (same length, same order).
+func (s *Server) createAs(ctx context.Context, p *createParams, only session.Capability, shown []elicit.QuestionInfo) (*pending.Question, error) {
 	if s.draining.Load() {
 		return nil, errShuttingDown
 	}
@@ -30,6 +39,17 @@ func (s *Server) create(ctx context.Context, p *createParams) (*pending.Question
 	form, err := elicit.NewForm(v.message, v.schema, s.opts.Elicit)
 	if err != nil {
 		return nil, err
+	}
+	route, err := s.routeQuestion(ctx, v.sessionID, only)
+	if err != nil {
+		return nil, err
+	}
+	questions := form.Questions
+	if shown != nil {
+		if len(shown) != len(questions) {
+			return nil, fmt.Errorf("%d questions shown for %d properties", len(shown), len(questions))
+		}
+		questions = shown
 	}
 	s.creating.Add(1)
 	defer s.creating.Add(-1)
@@ -42,23 +62,21 @@ func (s *Server) create(ctx context.Context, p *createParams) (*pending.Question
 		s.log.Warn("elicitation has more properties than MCP's recommended limit",
 			zap.String("id", id), zap.Int("properties", n), zap.Int("recommended", elicit.SoftPropertyLimit))
 	}
-	sessionID := v.sessionID
-	if sessionID == "" {
-		sessionID = ident.Descending(ident.Session)
-	}
+	sessionID := route.listedUnder
 	now := time.Now().Round(time.Millisecond) // milliseconds are enough for people and clients
 	q := &pending.Question{
-		ID:        id,
-		SessionID: sessionID,
-		Directory: v.directory,
-		Owner:     owner,
-		Message:   v.message,
-		Schema:    v.schema,
-		Questions: form.Questions,
-		Tool:      v.tool,
-		CreatedAt: now,
-		Deadline:  now.Add(v.timeout),
-		Form:      form,
+		ID:              id,
+		SessionID:       sessionID,
+		AskingSessionID: route.asking,
+		Directory:       v.directory,
+		Owner:           owner,
+		Message:         v.message,
+		Schema:          v.schema,
+		Questions:       questions,
+		Tool:            v.tool,
+		CreatedAt:       now,
+		Deadline:        now.Add(v.timeout),
+		Form:            form,
 	}
 	s.events.beginAnnounce(id)
 	defer s.events.finishAnnounce(id)
@@ -67,7 +85,7 @@ func (s *Server) create(ctx context.Context, p *createParams) (*pending.Question
 	}
 	// The question is stored: announce it even if the asking client has hung up meanwhile.
 	s.events.asked(context.WithoutCancel(ctx), q)
-	s.log.Debug("question asked", zap.String("id", id), zap.String("session", sessionID),
+	s.log.Debug("question asked", zap.String("id", id), zap.String("session", sessionID), zap.String("askingSession", route.asking),
 		zap.Int("questions", len(form.Questions)))
 	return q, nil
 }

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/session"
 )
 
 // createParams is the body of POST /elicitations and POST /elicit: the params
@@ -52,10 +52,6 @@ type rpcError struct {
 }
 
 func (e *rpcError) Error() string { return e.message }
-
-// sessionIDPattern is what questiond accepts as a session id: OpenCode's
-// "ses" prefix, an underscore, then up to 100 letters, digits, "_" or "-".
-var sessionIDPattern = regexp.MustCompile(`^ses_[0-9A-Za-z_-]{1,100}$`)
 
 // parseCreateBody reads an elicitation request in any of its accepted forms:
 // bare params, {"method":"elicitation/create","params":…}, or a JSON-RPC 2.0
@@ -153,7 +149,7 @@ func (s *Server) validate(p *createParams) (*validated, error) {
 		return nil, newBadRequest(kindPayload, "Missing key: form-mode elicitations need a requestedSchema\n  at [\"requestedSchema\"]")
 	}
 	v := &validated{message: *p.Message, schema: p.RequestedSchema, sessionID: p.SessionID, tool: p.Tool}
-	if v.sessionID != "" && !sessionIDPattern.MatchString(v.sessionID) {
+	if v.sessionID != "" && !session.ValidID(v.sessionID) {
 		return nil, newBadRequest(kindPayload, "Expected a session id like \"ses_…\" (letters, digits, _ or -, at most 104 characters), got %q\n  at [\"sessionID\"]", v.sessionID)
 	}
 	if p.Directory != "" {

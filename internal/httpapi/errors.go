@@ -107,6 +107,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		_, _ = w.Write([]byte(media.Error()))
 	case errors.As(err, &status):
 		writeJSON(w, status.status, namedError{status.name, namedErrorData{Message: status.message}})
+	case errors.As(err, new(errSessionsUnavailable)):
+		ref := errorRef()
+		s.log.Error("session records failed", zap.String("ref", ref), zap.String("method", r.Method),
+			zap.String("path", r.URL.Path), zap.Error(err))
+		writeJSON(w, http.StatusServiceUnavailable, namedError{"ServiceUnavailable", namedErrorData{
+			Message: "Session records are unavailable; nothing was changed. Try again later.", Ref: ref}})
 	case errors.Is(err, pending.ErrUnavailable):
 		ref := errorRef()
 		s.log.Error("question store failed", zap.String("ref", ref), zap.String("method", r.Method),

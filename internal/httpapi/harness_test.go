@@ -85,6 +85,7 @@ func newHarnessWith(t *testing.T, tu tuning, log *zap.Logger) *harness {
 		api.Drain()
 		_, _ = store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})
 		_ = bus.Close(ctx)
+		api.Release() // ends MCP sessions, whose streams would keep ts.Close waiting
 		ts.Close()
 		_ = store.Close(ctx)
 	})

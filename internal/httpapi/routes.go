@@ -39,6 +39,10 @@ func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
 		r.Get("/elicitations/{id}", s.handleElicitationGet)
 		r.Delete("/elicitations/{id}", s.handleElicitationDelete)
 		r.Post("/elicit", s.handleElicit)
+		r.Put("/sessions/{sessionID}", s.handleSessionPut)
+		r.Get("/sessions/{sessionID}", s.handleSessionGet)
+		r.Delete("/sessions/{sessionID}", s.handleSessionDelete)
+		r.Handle("/mcp", s.mcp)
 	})
 	return r
 }
@@ -49,7 +53,7 @@ func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	var allowed []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
 		if s.router.Match(chi.NewRouteContext(), m, r.URL.Path) {
 			allowed = append(allowed, m)
 		}

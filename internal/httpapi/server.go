@@ -25,6 +25,7 @@ import (
 
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/session"
 )
 
 // Store is the part of the pending store the handlers use. Every method takes
@@ -45,6 +46,7 @@ const (
 	DefaultKeepAlive    = 20 * time.Second
 	DefaultMaxBodyBytes = 1 << 20
 	DefaultVersion      = "0.1.0"
+	DefaultMCPIdle      = time.Hour
 )
 
 // Options configure a Server. Zero values mean the defaults.
@@ -70,6 +72,12 @@ type Options struct {
 	OpenAPI []byte
 	// Auth says who may answer and who may ask.
 	Auth Auth
+	// Sessions keeps each session's question capability; nil means an
+	// in-memory registry where every session may ask the operator.
+	Sessions session.Store
+	// MCPIdleTimeout closes an MCP session (/mcp) that got no request for
+	// this long; a tool call in progress keeps it open. Default 1h.
+	MCPIdleTimeout time.Duration
 	// Limits bound pending questions, event streams and request rates.
 	Limits Limits
 	// ListenAddr is the address the server is reached at (host:port); with
@@ -81,11 +89,13 @@ type Options struct {
 // Server is the HTTP face of questiond. It is an http.Handler.
 type Server struct {
 	store    Store
+	sessions session.Store
 	events   *Events
 	opts     Options
 	log      *zap.Logger
 	router   chi.Router
 	auth     *authenticator
+	mcp      *mcpEndpoint
 	draining atomic.Bool
 	creating atomic.Int64 // elicitations being created right now
 	streams  atomic.Int64 // open event streams
@@ -120,6 +130,9 @@ func New(store Store, events *Events, opts Options) (*Server, error) {
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive
 	}
+	if opts.MCPIdleTimeout <= 0 {
+		opts.MCPIdleTimeout = DefaultMCPIdle
+	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -131,8 +144,17 @@ func New(store Store, events *Events, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: %w", err)
 	}
-	s := &Server{store: store, events: events, opts: opts, log: opts.Logger.Named("http"), auth: auth}
+	sessions := opts.Sessions
+	if sessions == nil {
+		registry, err := session.Open(context.Background(), session.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("httpapi: %w", err)
+		}
+		sessions = registry
+	}
+	s := &Server{store: store, sessions: sessions, events: events, opts: opts, log: opts.Logger.Named("http"), auth: auth}
 	s.lifetime, s.release = context.WithCancel(context.Background())
+	s.mcp = newMCPEndpoint(s)
 	s.router = s.routes(newHostGuard(opts.ListenAddr, opts.AllowedHosts), cors)
 	return s, nil
 }
@@ -154,6 +176,7 @@ func (s *Server) Drain() { s.draining.Store(true) }
 func (s *Server) Release() {
 	s.draining.Store(true)
 	s.release()
+	s.mcp.Close()
 }
 
 // untilReleased returns a context that also ends on Release.

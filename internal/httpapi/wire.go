@@ -45,26 +45,30 @@ const (
 
 // elicitation is what agents read about their request.
 type elicitation struct {
-	ID        string                `json:"id"`
-	Status    string                `json:"status"`
-	SessionID string                `json:"sessionID"`
-	Directory string                `json:"directory,omitempty"`
-	CreatedAt time.Time             `json:"createdAt"`
-	Deadline  *time.Time            `json:"deadline,omitempty"`
-	EndedAt   *time.Time            `json:"endedAt,omitempty"`
-	Ending    pending.Ending        `json:"ending,omitempty"`
-	Result    *elicitResult         `json:"result,omitempty"`
-	Questions []elicit.QuestionInfo `json:"questions"`
+	ID        string `json:"id"`
+	Status    string `json:"status"`
+	SessionID string `json:"sessionID"`
+	// AskingSessionID is set when the question was asked through the
+	// parent session SessionID.
+	AskingSessionID string                `json:"askingSessionID,omitempty"`
+	Directory       string                `json:"directory,omitempty"`
+	CreatedAt       time.Time             `json:"createdAt"`
+	Deadline        *time.Time            `json:"deadline,omitempty"`
+	EndedAt         *time.Time            `json:"endedAt,omitempty"`
+	Ending          pending.Ending        `json:"ending,omitempty"`
+	Result          *elicitResult         `json:"result,omitempty"`
+	Questions       []elicit.QuestionInfo `json:"questions"`
 }
 
 func toElicitation(q *pending.Question) elicitation {
 	e := elicitation{
-		ID:        q.ID,
-		Status:    statusPending,
-		SessionID: q.SessionID,
-		Directory: q.Directory,
-		CreatedAt: q.CreatedAt.UTC(),
-		Questions: q.Questions,
+		ID:              q.ID,
+		Status:          statusPending,
+		SessionID:       q.SessionID,
+		AskingSessionID: q.AskingSessionID,
+		Directory:       q.Directory,
+		CreatedAt:       q.CreatedAt.UTC(),
+		Questions:       q.Questions,
 	}
 	if e.Questions == nil {
 		e.Questions = []elicit.QuestionInfo{}

@@ -55,17 +55,20 @@ type Outcome struct {
 // The store hands out copies; callers may read them freely and must not
 // modify the slices they share.
 type Question struct {
-	ID        string                `json:"id"`
-	SessionID string                `json:"sessionID"`
-	Directory string                `json:"directory,omitempty"`
-	Owner     string                `json:"owner,omitempty"` // the agent that asked
-	Message   string                `json:"message"`
-	Schema    json.RawMessage       `json:"requestedSchema"`
-	Questions []elicit.QuestionInfo `json:"questions"`
-	Tool      *Tool                 `json:"tool,omitempty"`
-	CreatedAt time.Time             `json:"createdAt"`
-	Deadline  time.Time             `json:"deadline,omitzero"` // zero: no timeout
-	Ended     *Outcome              `json:"ended,omitempty"`
+	ID        string `json:"id"`
+	SessionID string `json:"sessionID"`
+	// AskingSessionID is the session that asked when it asked through its
+	// parent: SessionID is then the parent's, where operators see it.
+	AskingSessionID string                `json:"askingSessionID,omitempty"`
+	Directory       string                `json:"directory,omitempty"`
+	Owner           string                `json:"owner,omitempty"` // the agent that asked
+	Message         string                `json:"message"`
+	Schema          json.RawMessage       `json:"requestedSchema"`
+	Questions       []elicit.QuestionInfo `json:"questions"`
+	Tool            *Tool                 `json:"tool,omitempty"`
+	CreatedAt       time.Time             `json:"createdAt"`
+	Deadline        time.Time             `json:"deadline,omitzero"` // zero: no timeout
+	Ended           *Outcome              `json:"ended,omitempty"`
 
 	// Form is the parsed elicitation; nil when the record was loaded from
 	// somewhere that does not keep it (rebuild with elicit.NewForm). The

@@ -1,0 +1,143 @@
+package elicit
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Prompt is one question in the shape of OpenCode's question tool: a question,
+// a short header, options (none for a free-text question) and whether several
+// options may be picked.
+type Prompt struct {
+	Question string           `json:"question"`
+	Header   string           `json:"header,omitempty"`
+	Options  []QuestionOption `json:"options,omitempty"`
+	Multiple bool             `json:"multiple,omitempty"`
+}
+
+// PromptKey is the requestedSchema property that asks prompts[i]: "q1", "q2", …
+func PromptKey(i int) string { return "q" + strconv.Itoa(i+1) }
+
+// PromptError is a prompt list that cannot be asked; Path names the field in
+// the tool's input, e.g. questions[1].options[0].label.
+type PromptError struct {
+	Path    string
+	Problem string
+}
+
+func (e *PromptError) Error() string { return e.Path + ": " + e.Problem }
+
+// FromPrompts turns OpenCode-style prompts into an elicitation: the message,
+// a requestedSchema with one optional property per prompt (PromptKey order;
+// options become titled choices whose values are their labels, free-text
+// prompts plain strings), and the questions operators see, which show the
+// prompts as written — option descriptions included. An empty answer leaves
+// its property out of the content, as OpenCode's "Unanswered".
+func FromPrompts(prompts []Prompt, opts Options) (message string, schema json.RawMessage, questions []QuestionInfo, err error) {
+	if len(prompts) == 0 {
+		return "", nil, nil, &PromptError{"questions", "at least one question is needed"}
+	}
+	if max := opts.maxProperties(); len(prompts) > max {
+		return "", nil, nil, &PromptError{"questions", fmt.Sprintf("at most %d questions can be asked at once, got %d", max, len(prompts))}
+	}
+	type choice struct {
+		Const string `json:"const"`
+		Title string `json:"title"`
+	}
+	type property struct {
+		Type        string    `json:"type"`
+		Title       string    `json:"title,omitempty"`
+		Description string    `json:"description"`
+		OneOf       []choice  `json:"oneOf,omitempty"`
+		Items       *struct { // multi-select
+			AnyOf []choice `json:"anyOf"`
+		} `json:"items,omitempty"`
+	}
+	var props strings.Builder
+	props.WriteString(`{"type":"object","properties":{`)
+	questions = make([]QuestionInfo, len(prompts))
+	for i, p := range prompts {
+		at := fmt.Sprintf("questions[%d]", i)
+		text := strings.TrimSpace(p.Question)
+		if text == "" {
+			return "", nil, nil, &PromptError{at + ".question", "must not be empty"}
+		}
+		if len(p.Options) == 0 && p.Multiple {
+			return "", nil, nil, &PromptError{at + ".multiple", "a free-text question (no options) cannot take several picks"}
+		}
+		prop := property{Type: "string", Title: strings.TrimSpace(p.Header), Description: text}
+		if prop.Title == "" {
+			prop.Title = text // cut to the header limit like any title
+		}
+		q := QuestionInfo{Question: visible(text), Options: []QuestionOption{}}
+		seen := make(map[string]bool, len(p.Options))
+		choices := make([]choice, len(p.Options))
+		for j, o := range p.Options {
+			label := strings.TrimSpace(o.Label)
+			switch {
+			case label == "":
+				return "", nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), "must not be empty"}
+			case hasControl(label):
+				return "", nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), "must not contain control characters"}
+			case seen[label]:
+				return "", nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), fmt.Sprintf("%q is already an option of this question", label)}
+			}
+			seen[label] = true
+			choices[j] = choice{Const: label, Title: label}
+			q.Options = append(q.Options, QuestionOption{Label: label, Description: visible(strings.TrimSpace(o.Description))})
+		}
+		switch {
+		case len(choices) > 0 && p.Multiple:
+			prop.Type = "array"
+			prop.Items = &struct {
+				AnyOf []choice `json:"anyOf"`
+			}{choices}
+			q.Multiple, q.Custom = new(true), new(false)
+		case len(choices) > 0:
+			prop.OneOf = choices
+			q.Custom = new(false)
+		}
+		raw, err := json.Marshal(prop)
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("%s: %w", at, err)
+		}
+		if i > 0 {
+			props.WriteByte(',')
+		}
+		fmt.Fprintf(&props, "%q:%s", PromptKey(i), raw)
+		questions[i] = q
+	}
+	props.WriteString("}}")
+	message = strings.TrimSpace(prompts[0].Question)
+	if len(prompts) > 1 {
+		message = fmt.Sprintf("%d questions: %s", len(prompts), message)
+	}
+	form, err := NewForm(message, json.RawMessage(props.String()), opts)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	for i := range questions {
+		questions[i].Header = form.Questions[i].Header
+	}
+	return message, json.RawMessage(props.String()), questions, nil
+}
+
+// PromptAnswers reads content converted from a FromPrompts schema back into
+// one answer list per prompt, the shape of OpenCode's answers: the picked
+// labels, the free text, or nothing for an unanswered prompt.
+func PromptAnswers(content Content, n int) [][]string {
+	answers := make([][]string, n)
+	for i := range answers {
+		switch v := content[PromptKey(i)].(type) {
+		case string:
+			answers[i] = []string{v}
+		case []string:
+			answers[i] = v
+		default:
+			answers[i] = []string{}
+		}
+	}
+	return answers
+}

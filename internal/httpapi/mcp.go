@@ -1,0 +1,202 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/questiond/questiond/internal/ident"
+	"github.com/questiond/questiond/internal/session"
+)
+
+// mcpEndpoint serves /mcp: MCP over Streamable HTTP. Every MCP session gets
+// its own MCP server, built when the session begins, with the one question
+// tool its questiond session's capability allows then (or none). The tool
+// list of a live session never changes; a later capability change is
+// enforced when a tool is called (see routeQuestion).
+type mcpEndpoint struct {
+	srv      *Server
+	handler  http.Handler
+	schemas  *mcp.SchemaCache // tool schemas are inferred once, not per session
+	versions *mcp.Server      // answers the SDK's protocol-version lookups
+
+	mu      sync.Mutex
+	servers map[*mcp.Server]*mcpConnection // live per-session servers, for Close
+	closed  bool
+}
+
+// mcpConnection is what an MCP session was bound to when it began.
+type mcpConnection struct {
+	sessionID  string             // the questiond session it asks for
+	capability session.Capability // at connect time; decides the tool
+	agent      string             // the agent that connected
+	server     *mcp.Server
+	connected  bool // its connecting request has finished
+}
+
+type mcpConnectingKey struct{}
+
+// Tool names, by capability.
+const (
+	toolAskUser   = "ask_user_question"
+	toolAskParent = "ask_parent_question"
+)
+
+func newMCPEndpoint(s *Server) *mcpEndpoint {
+	m := &mcpEndpoint{
+		srv:      s,
+		schemas:  mcp.NewSchemaCache(),
+		versions: mcp.NewServer(&mcp.Implementation{Name: "questiond", Version: s.opts.Version}, nil),
+		servers:  make(map[*mcp.Server]*mcpConnection),
+	}
+	var h http.Handler = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
+		SessionTimeout:               s.opts.MCPIdleTimeout,
+		MaxRequestBodyBytes:          s.opts.MaxBodyBytes,
+		PropagateRequestCancellation: true,
+	})
+	if len(s.opts.Auth.AgentTokens) > 0 {
+		// Bind each MCP session to the agent that opened it, so another
+		// agent's token cannot use its session id. The token itself was
+		// checked by agentsOnly already.
+		h = auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
+			return &auth.TokenInfo{UserID: "agent:" + callerFrom(ctx).agent}, nil
+		}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	}
+	m.handler = h
+	return m
+}
+
+// ServeHTTP refuses what the SDK would answer in plain text (a bad session
+// id, shutdown, too many streams) with questiond's JSON errors, and names the
+// questiond session of a connecting request for serverFor.
+func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := m.srv
+	if s.draining.Load() {
+		s.writeError(w, r, errShuttingDown)
+		return
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{}) // tool calls wait for people
+	switch {
+	case r.Method == http.MethodGet:
+		release, err := s.streamSlot()
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		defer release()
+	case r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "":
+		conn, err := m.connecting(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), mcpConnectingKey{}, conn))
+		defer m.connected(conn)
+	}
+	m.handler.ServeHTTP(w, r)
+}
+
+// connecting reads the questiond session a new MCP session asks for and the
+// capability it has now.
+func (m *mcpEndpoint) connecting(r *http.Request) (*mcpConnection, error) {
+	sessionID, err := sessionParam(r)
+	if err != nil {
+		return nil, err
+	}
+	if sessionID == "" {
+		sessionID = ident.Descending(ident.Session)
+	}
+	rec, err := m.srv.sessions.Get(r.Context(), sessionID)
+	if err != nil {
+		return nil, sessionError(err, sessionID)
+	}
+	return &mcpConnection{sessionID: sessionID, capability: rec.Capability, agent: callerFrom(r.Context()).agent}, nil
+}
+
+// serverFor is the SDK's getServer: the server of the session a connecting
+// request begins (built once, though the SDK asks twice), and a stand-in
+// for requests to existing sessions, which the SDK asks only for protocol
+// versions.
+func (m *mcpEndpoint) serverFor(r *http.Request) *mcp.Server {
+	conn, _ := r.Context().Value(mcpConnectingKey{}).(*mcpConnection)
+	if conn == nil {
+		return m.versions
+	}
+	if conn.server == nil {
+		conn.server = m.newServer(conn)
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil
+		}
+		m.servers[conn.server] = conn
+		m.mu.Unlock()
+	}
+	return conn.server
+}
+
+// connected forgets servers whose connecting request left no session behind
+// (a failed initialize) and servers whose sessions have ended.
+func (m *mcpEndpoint) connected(conn *mcpConnection) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	conn.connected = true
+	for server, c := range m.servers {
+		if c.connected && !hasSessions(server) {
+			delete(m.servers, server)
+		}
+	}
+}
+
+func hasSessions(server *mcp.Server) bool {
+	for range server.Sessions() {
+		return true
+	}
+	return false
+}
+
+// Close ends every MCP session (their waiting tool calls withdraw their
+// questions) and refuses new ones.
+func (m *mcpEndpoint) Close() {
+	m.mu.Lock()
+	m.closed = true
+	servers := make([]*mcp.Server, 0, len(m.servers))
+	for server := range m.servers {
+		servers = append(servers, server)
+	}
+	clear(m.servers)
+	m.mu.Unlock()
+	for _, server := range servers {
+		for ss := range server.Sessions() {
+			_ = ss.Close()
+		}
+	}
+}
+
+// newServer builds the MCP server of one session: the question tool of its
+// capability, or no tool at all.
+func (m *mcpEndpoint) newServer(conn *mcpConnection) *mcp.Server {
+	opts := &mcp.ServerOptions{HasTools: true, SchemaCache: m.schemas}
+	switch conn.capability {
+	case session.User:
+		opts.Instructions = "Use " + toolAskUser + " when you need a decision or information only the user has; it waits for the answer."
+	case session.Parent:
+		opts.Instructions = "Use " + toolAskParent + " when you need a decision you cannot make yourself; the question goes to your parent session and the call waits for the answer."
+	default:
+		opts.Instructions = "Nobody can be asked questions in this session: continue with your best judgment."
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "questiond", Version: m.srv.opts.Version}, opts)
+	switch conn.capability {
+	case session.User:
+		mcp.AddTool(server, &mcp.Tool{Name: toolAskUser, Title: "Ask the user", Description: askUserDescription},
+			m.srv.askTool(conn, session.User))
+	case session.Parent:
+		mcp.AddTool(server, &mcp.Tool{Name: toolAskParent, Title: "Ask the parent session", Description: askParentDescription},
+			m.srv.askTool(conn, session.Parent))
+	}
+	return server
+}

@@ -1,0 +1,179 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/elicit"
+	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/session"
+)
+
+const askUserDescription = `Ask the user one or more questions and wait for the answers.
+
+Each question has a short header (a few words), the question itself, and either options to choose from ` +
+	`(each with a label and a description; set "multiple" to allow several picks) or no options for a free-text answer. ` +
+	`Ask only what you cannot decide yourself, and put the recommended option first.
+
+The result says "accept" with one answer list per question (the picked labels, the text, or [] when the user left a question unanswered), ` +
+	`"decline" when the user dismissed the questions, or "cancel" when no answer came in time.`
+
+const askParentDescription = `Ask your parent session one or more questions and wait for the answers.
+
+Each question has a short header (a few words), the question itself, and either options to choose from ` +
+	`(each with a label and a description; set "multiple" to allow several picks) or no options for a free-text answer.
+
+The result says "accept" with one answer list per question (the picked labels, the text, or [] when a question was left unanswered), ` +
+	`"decline" when the questions were dismissed, or "cancel" when no answer came in time.`
+
+// askInput is the question tools' input: OpenCode's question-tool shape.
+type askInput struct {
+	Questions []elicit.Prompt `json:"questions" jsonschema:"the questions to ask, in order"`
+}
+
+// askOutput is the question tools' structured result.
+type askOutput struct {
+	Action  string     `json:"action" jsonschema:"accept, decline or cancel"`
+	Answers [][]string `json:"answers,omitempty" jsonschema:"on accept: one list per question: the picked labels, the free text, or empty when unanswered"`
+}
+
+// askTool is the handler of the question tool bound to capability: it asks,
+// blocks until the question ends, and withdraws it if the call is cancelled.
+func (s *Server) askTool(conn *mcpConnection, capability session.Capability) mcp.ToolHandlerFor[askInput, askOutput] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in askInput) (*mcp.CallToolResult, askOutput, error) {
+		message, schema, shown, err := elicit.FromPrompts(in.Questions, s.opts.Elicit)
+		if err != nil {
+			return nil, askOutput{}, err
+		}
+		// The tool call runs outside the HTTP request that opened the MCP
+		// session: it acts for the agent that opened it.
+		ctx = context.WithValue(ctx, callerKey{}, caller{role: roleAgent, agent: conn.agent})
+		q, err := s.createAs(ctx, &createParams{Message: &message, RequestedSchema: schema, SessionID: conn.sessionID}, capability, shown)
+		if err != nil {
+			return nil, askOutput{}, toolError(err)
+		}
+		ended, err := s.waitForTool(ctx, req, q.ID)
+		if err != nil {
+			return nil, askOutput{}, err
+		}
+		return toolResult(ended, in.Questions)
+	}
+}
+
+// waitForTool waits for question id to end, sending a progress notification
+// every KeepAlive when the client asked for progress, so clients and proxies
+// with idle timeouts keep the call open. If the call ends first (the client
+// cancelled it, its session closed, or questiond is stopping), the question is
+// withdrawn: nobody could collect its answer.
+func (s *Server) waitForTool(ctx context.Context, req *mcp.CallToolRequest, id string) (*pending.Question, error) {
+	waitCtx, cancel := s.untilReleased(ctx)
+	defer cancel()
+	type waited struct {
+		q   *pending.Question
+		err error
+	}
+	done := make(chan waited, 1)
+	go func() {
+		q, err := s.store.Wait(waitCtx, id)
+		done <- waited{q, err}
+	}()
+	token := req.Params.GetProgressToken()
+	ticker := time.NewTicker(s.opts.KeepAlive)
+	defer ticker.Stop()
+	start := time.Now()
+	for {
+		select {
+		case got := <-done:
+			if got.err == nil {
+				return got.q, nil
+			}
+			ending, why := pending.EndWithdrawn, "the call was cancelled"
+			if s.released() {
+				ending, why = pending.EndShutdown, "questiond is shutting down"
+			} else if ctx.Err() == nil {
+				s.log.Error("waiting for a question failed", zap.String("id", id), zap.Error(got.err))
+				ending, why = pending.EndDisconnected, "questiond could not wait for the answer"
+			}
+			q, err := s.withdraw(id, ending)
+			if err == nil && q.Ended.Ending != ending {
+				return q, nil // it ended on its own meanwhile: that answer stands
+			}
+			return nil, fmt.Errorf("question %s was withdrawn: %s; ask again if you still need the answer", id, why)
+		case <-ticker.C:
+			if token == nil {
+				continue
+			}
+			waited := time.Since(start).Round(time.Second)
+			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: token,
+				Progress:      waited.Seconds(),
+				Message:       fmt.Sprintf("waiting for an answer (%s so far)", waited),
+			})
+			if err != nil {
+				s.log.Debug("progress notification failed", zap.String("id", id), zap.Error(err))
+			}
+		}
+	}
+}
+
+// toolError is the message an agent gets for a question that could not be
+// asked: the client's part of an HTTP error, never internals.
+func toolError(err error) error {
+	var (
+		status *statusError
+		bad    *badRequest
+	)
+	switch {
+	case errors.As(err, &status):
+		return errors.New(status.message)
+	case errors.As(err, &bad):
+		return errors.New(bad.message)
+	case errors.Is(err, pending.ErrUnavailable), errors.As(err, new(errSessionsUnavailable)):
+		return errors.New("the question store is unavailable; nothing was asked; try again later")
+	}
+	return err
+}
+
+// toolResult is the tool's answer: the structured result, and text for the
+// model in OpenCode's own words.
+func toolResult(q *pending.Question, prompts []elicit.Prompt) (*mcp.CallToolResult, askOutput, error) {
+	r := q.Ended.Result
+	out := askOutput{Action: r.Action}
+	var text string
+	switch r.Action {
+	case pending.ActionAccept:
+		out.Answers = elicit.PromptAnswers(r.Content, len(prompts))
+		parts := make([]string, len(prompts))
+		for i, p := range prompts {
+			answer := "Unanswered"
+			if len(out.Answers[i]) > 0 {
+				answer = strings.Join(out.Answers[i], ", ")
+			}
+			parts[i] = fmt.Sprintf("%q=%q", strings.TrimSpace(p.Question), answer)
+		}
+		text = "User has answered your questions: " + strings.Join(parts, ", ") + ". You can now continue with the user's answers in mind."
+	case pending.ActionDecline:
+		text = "The user dismissed this question"
+	default:
+		text = cancelText(q)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, out, nil
+}
+
+func cancelText(q *pending.Question) string {
+	switch q.Ended.Ending {
+	case pending.EndTimeout:
+		return fmt.Sprintf("Nobody answered in time (the question timed out after %s); continue with your best judgment", q.Deadline.Sub(q.CreatedAt).Round(time.Second))
+	case pending.EndRejected:
+		return "The user dismissed this question"
+	case pending.EndShutdown:
+		return "questiond stopped before the question was answered; ask again if you still need the answer"
+	}
+	return "The question was cancelled before it was answered (" + string(q.Ended.Ending) + ")"
+}

@@ -1,0 +1,217 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/ident"
+	"github.com/questiond/questiond/internal/session"
+)
+
+// sessionBody is the body of PUT /sessions/{sessionID}.
+type sessionBody struct {
+	QuestionCapability *string `json:"questionCapability"`
+	ParentSessionID    string  `json:"parentSessionID"`
+}
+
+// sessionView is what the session routes answer.
+type sessionView struct {
+	ID                 string             `json:"id"`
+	QuestionCapability session.Capability `json:"questionCapability"`
+	ParentSessionID    string             `json:"parentSessionID,omitempty"`
+	Configured         bool               `json:"configured"`
+}
+
+func toSessionView(s session.Session) sessionView {
+	return sessionView{ID: s.ID, QuestionCapability: s.Capability, ParentSessionID: s.ParentID, Configured: s.Configured}
+}
+
+// pathSessionID reads and checks the {sessionID} path parameter.
+func pathSessionID(r *http.Request) (string, error) {
+	id := chi.URLParam(r, "sessionID")
+	if !session.ValidID(id) {
+		quoted, _ := json.Marshal(id)
+		return "", newBadRequest(kindParams, "Expected a session id like \"ses_…\" (letters, digits, _ or -, at most 104 characters), got %s\n  at [\"sessionID\"]", quoted)
+	}
+	return id, nil
+}
+
+// handleSessionPut serves PUT /sessions/{sessionID}: set the session's one
+// question capability.
+func (s *Server) handleSessionPut(w http.ResponseWriter, r *http.Request) {
+	id, err := pathSessionID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	body, err := readJSONBody(w, r, s.opts.MaxBodyBytes)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rec, err := decodeSessionBody(id, body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	stored, created, err := s.sessions.Put(r.Context(), rec, callerFrom(r.Context()).agent)
+	if err != nil {
+		s.writeError(w, r, sessionError(err, id))
+		return
+	}
+	s.log.Info("session question capability set", zap.String("session", id),
+		zap.String("capability", string(stored.Capability)), zap.String("parent", stored.ParentID))
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, toSessionView(stored))
+}
+
+// decodeSessionBody reads the PUT body strictly: every key known, every
+// value of the right type, and a valid combination.
+func decodeSessionBody(id string, body []byte) (session.Session, error) {
+	members, err := decodeObject(body)
+	if err != nil {
+		return session.Session{}, err
+	}
+	for key := range members {
+		if key != "questionCapability" && key != "parentSessionID" {
+			return session.Session{}, newBadRequest(kindPayload, "Unknown key: expected \"questionCapability\" and optionally \"parentSessionID\"\n  at [%q]", key)
+		}
+	}
+	var b sessionBody
+	if err := json.Unmarshal(body, &b); err != nil {
+		return session.Session{}, typeError(err, "")
+	}
+	if b.QuestionCapability == nil {
+		return session.Session{}, newBadRequest(kindPayload, "Missing key: expected \"user\", \"parent\" or \"none\"\n  at [\"questionCapability\"]")
+	}
+	rec := session.Session{ID: id, Capability: session.Capability(*b.QuestionCapability), ParentID: b.ParentSessionID}
+	if raw, ok := members["parentSessionID"]; ok && string(raw) == "null" {
+		rec.ParentID = ""
+	}
+	if err := rec.Validate(); err != nil {
+		return session.Session{}, sessionError(err, id)
+	}
+	return rec, nil
+}
+
+// handleSessionGet serves GET /sessions/{sessionID}: the capability in
+// force, the default for a session nobody configured.
+func (s *Server) handleSessionGet(w http.ResponseWriter, r *http.Request) {
+	id, err := pathSessionID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rec, err := s.sessions.Get(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, sessionError(err, id))
+		return
+	}
+	writeJSON(w, http.StatusOK, toSessionView(rec))
+}
+
+// handleSessionDelete serves DELETE /sessions/{sessionID}: forget the
+// record, so the default applies again.
+func (s *Server) handleSessionDelete(w http.ResponseWriter, r *http.Request) {
+	id, err := pathSessionID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	old, err := s.sessions.Delete(r.Context(), id, callerFrom(r.Context()).agent)
+	if err != nil {
+		s.writeError(w, r, sessionError(err, id))
+		return
+	}
+	s.log.Info("session question capability removed", zap.String("session", id))
+	writeJSON(w, http.StatusOK, toSessionView(old))
+}
+
+// sessionError turns a registry error into the error the client gets.
+func sessionError(err error, id string) error {
+	var field *session.FieldError
+	switch {
+	case errors.As(err, &field):
+		return newBadRequest(kindPayload, "%s\n  at [%q]", field.Problem, field.Field)
+	case errors.Is(err, session.ErrForbidden):
+		return &statusError{http.StatusForbidden, "Forbidden", "session " + id + " is configured by another agent; only that agent can change it"}
+	case errors.Is(err, session.ErrNotFound):
+		return &statusError{http.StatusNotFound, "NotFoundError", "session " + id + " has no question capability set; the default applies"}
+	case errors.Is(err, session.ErrFull):
+		return &statusError{http.StatusTooManyRequests, "TooManyRequests", "questiond keeps no more session records (" + err.Error() + "); delete sessions that have ended"}
+	case errors.Is(err, session.ErrUnavailable):
+		return fmt.Errorf("session %s: %w", id, errSessionsUnavailable{err})
+	}
+	return err
+}
+
+// errSessionsUnavailable marks a failed session journal, answered like a
+// failed question store: 503, nothing changed.
+type errSessionsUnavailable struct{ err error }
+
+func (e errSessionsUnavailable) Error() string { return e.err.Error() }
+func (e errSessionsUnavailable) Unwrap() error { return e.err }
+
+// route is where a question asked for sessionID goes.
+type route struct {
+	listedUnder string // the session operators see it under
+	asking      string // the session that asked, when that is another one
+}
+
+// routeQuestion decides by the session's capability whether a question may
+// be asked at all and under which session it is listed. A question without a
+// session gets a fresh one, with the default capability. When only is not
+// empty, the session must still have exactly that capability (a tool bound
+// to it at connect time); anything else fails closed.
+func (s *Server) routeQuestion(ctx context.Context, sessionID string, only session.Capability) (route, error) {
+	if sessionID == "" {
+		sessionID = ident.Descending(ident.Session)
+	}
+	rec, err := s.sessions.Get(ctx, sessionID)
+	if err != nil {
+		return route{}, sessionError(err, sessionID)
+	}
+	if only != "" && rec.Capability != only {
+		return route{}, &statusError{http.StatusForbidden, "Forbidden", fmt.Sprintf(
+			"session %s may no longer ask this way: its question capability is now %q (it was %q when this MCP session began); nothing was asked",
+			sessionID, rec.Capability, only)}
+	}
+	switch rec.Capability {
+	case session.None:
+		return route{}, &statusError{http.StatusForbidden, "Forbidden", fmt.Sprintf(
+			"session %s may not ask questions: its question capability is \"none\"; continue with your best judgment", sessionID)}
+	case session.Parent:
+		return route{listedUnder: rec.ParentID, asking: sessionID}, nil
+	}
+	return route{listedUnder: sessionID}, nil
+}
+
+// sessionParam is the session an MCP client names when it connects.
+func sessionParam(r *http.Request) (string, error) {
+	query, header := r.URL.Query().Get("session"), strings.TrimSpace(r.Header.Get("X-Questiond-Session"))
+	switch {
+	case query != "" && header != "" && query != header:
+		return "", newBadRequest(kindHeaders, "the session query parameter (%q) and the X-Questiond-Session header (%q) differ\n  at [\"session\"]", query, header)
+	case query != "":
+		if !session.ValidID(query) {
+			return "", newBadRequest(kindQuery, "Expected a session id like \"ses_…\", got %q\n  at [\"session\"]", query)
+		}
+		return query, nil
+	case header != "":
+		if !session.ValidID(header) {
+			return "", newBadRequest(kindHeaders, "Expected a session id like \"ses_…\", got %q\n  at [\"X-Questiond-Session\"]", header)
+		}
+		return header, nil
+	}
+	return "", nil
+}

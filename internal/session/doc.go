@@ -1,0 +1,11 @@
+// Package session remembers what each agent session may ask: its question
+// capability, one value per session — user (ask the operator), parent (ask
+// through its parent session) or none (ask nobody) — so that "may ask the
+// user" and "may ask the parent" can never both be true.
+//
+// A Registry answers for every session id: sessions nobody configured get the
+// registry's default. Records can be kept in a Journal (a table in the
+// question database) so that a session set to none stays none across
+// restarts: a capability that silently reverted to the default would fail
+// open.
+package session

@@ -1,0 +1,167 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// Errors of a Registry.
+var (
+	// ErrNotFound: Delete of a session nobody configured.
+	ErrNotFound = errors.New("session is not configured")
+	// ErrForbidden: another agent set this session's record.
+	ErrForbidden = errors.New("session is configured by another agent")
+	// ErrFull: the registry holds its maximum number of sessions.
+	ErrFull = errors.New("too many configured sessions")
+	// ErrUnavailable: the journal failed; nothing was changed.
+	ErrUnavailable = errors.New("session records are unavailable")
+)
+
+// Journal keeps records across restarts. *pending.Table implements it.
+type Journal interface {
+	Load(ctx context.Context) (map[string][]byte, error)
+	Put(ctx context.Context, key string, value []byte) error
+	Delete(ctx context.Context, key string) error
+}
+
+// Store is what the HTTP layer needs of a registry; a networked backend can
+// implement it as well.
+type Store interface {
+	// Get returns the session's record, or the default for a session nobody
+	// configured (Configured false). It fails only when the store does.
+	Get(ctx context.Context, id string) (Session, error)
+	// Put creates or replaces a record for agent (the caller); created
+	// reports which. It fails with ErrForbidden when another agent set it.
+	Put(ctx context.Context, s Session, agent string) (stored Session, created bool, err error)
+	// Delete removes a record so the default applies again, and returns it.
+	Delete(ctx context.Context, id, agent string) (Session, error)
+}
+
+// Options configure a Registry.
+type Options struct {
+	// Default is the capability of sessions nobody configured: User or None
+	// (a default cannot name a parent). Zero means User.
+	Default Capability
+	// MaxSessions bounds the records kept; 0 means unlimited.
+	MaxSessions int
+	// Journal, when set, keeps records across restarts: Open loads it, and
+	// every change is committed to it before it takes effect.
+	Journal Journal
+}
+
+// Registry is the Store kept in memory, optionally backed by a Journal.
+// It is safe for concurrent use.
+type Registry struct {
+	opts Options
+
+	mu       sync.Mutex
+	sessions map[string]Session
+}
+
+var _ Store = (*Registry)(nil)
+
+// Open returns a Registry holding whatever opts.Journal holds.
+func Open(ctx context.Context, opts Options) (*Registry, error) {
+	switch opts.Default {
+	case "":
+		opts.Default = User
+	case User, None:
+	default:
+		return nil, fmt.Errorf("session registry: the default capability must be %q or %q, got %q", User, None, opts.Default)
+	}
+	r := &Registry{opts: opts, sessions: make(map[string]Session)}
+	if opts.Journal == nil {
+		return r, nil
+	}
+	records, err := opts.Journal.Load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("loading session records: %w", err)
+	}
+	for key, raw := range records {
+		var s Session
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("session record %q does not decode: %w", key, err)
+		}
+		if s.ID != key {
+			return nil, fmt.Errorf("session record %q holds session %q", key, s.ID)
+		}
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("session record %q is invalid: %w", key, err)
+		}
+		s.Configured = true
+		r.sessions[key] = s
+	}
+	return r, nil
+}
+
+// Default returns the capability of sessions nobody configured.
+func (r *Registry) Default() Capability { return r.opts.Default }
+
+// Get implements Store.
+func (r *Registry) Get(ctx context.Context, id string) (Session, error) {
+	if err := ctx.Err(); err != nil {
+		return Session{}, err
+	}
+	r.mu.Lock()
+	s, ok := r.sessions[id]
+	r.mu.Unlock()
+	if !ok {
+		return Session{ID: id, Capability: r.opts.Default}, nil
+	}
+	return s, nil
+}
+
+// Put implements Store. Changes to one registry are serialised, so the
+// journal and memory never disagree about the order of two writes.
+func (r *Registry) Put(ctx context.Context, s Session, agent string) (Session, bool, error) {
+	s.SetBy = agent
+	if err := s.Validate(); err != nil {
+		return Session{}, false, err
+	}
+	s.Configured = true
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old, exists := r.sessions[s.ID]
+	if exists && old.SetBy != agent {
+		return Session{}, false, ErrForbidden
+	}
+	if !exists && r.opts.MaxSessions > 0 && len(r.sessions) >= r.opts.MaxSessions {
+		return Session{}, false, fmt.Errorf("%w: at most %d", ErrFull, r.opts.MaxSessions)
+	}
+	s.UpdatedAt = time.Now().UTC().Round(time.Millisecond)
+	if r.opts.Journal != nil {
+		raw, err := json.Marshal(s)
+		if err != nil {
+			return Session{}, false, fmt.Errorf("encoding session %q: %w", s.ID, err)
+		}
+		if err := r.opts.Journal.Put(ctx, s.ID, raw); err != nil {
+			return Session{}, false, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+	}
+	r.sessions[s.ID] = s
+	return s, !exists, nil
+}
+
+// Delete implements Store.
+func (r *Registry) Delete(ctx context.Context, id, agent string) (Session, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old, exists := r.sessions[id]
+	switch {
+	case !exists:
+		return Session{}, ErrNotFound
+	case old.SetBy != agent:
+		return Session{}, ErrForbidden
+	}
+	if r.opts.Journal != nil {
+		if err := r.opts.Journal.Delete(ctx, id); err != nil {
+			return Session{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+	}
+	delete(r.sessions, id)
+	return old, nil
+}

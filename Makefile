@@ -17,7 +17,8 @@ run:
 
 # The whole suite: static checks, unit and end-to-end tests with the race
 # detector, a short run of every fuzz target, and the OpenCode SDK
-# compatibility test (installs its npm packages itself).
+# compatibility tests with the OpenCode SDK and the MCP TypeScript SDK (each
+# installs its npm packages itself).
 test: lint unit fuzz compat
 
 unit:
@@ -33,6 +34,7 @@ fuzz:
 
 compat:
 	./test/opencode-sdk/run.sh
+	./test/mcp-sdk/run.sh
 
 bench:
 	$(GO) test -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -count=$(or $(COUNT),1) ./...

@@ -28,9 +28,12 @@ type Tool struct{ MessageID, CallID string }
 // /elicitations).
 type Elicitation struct {
 	ID, Status, SessionID, Directory, Ending string
-	CreatedAt                                time.Time
-	Deadline                                 *time.Time
-	Result                                   *Result // set once Status is "resolved"
+	// AskingSessionID is the session that asked when its capability is
+	// "parent": SessionID is then the parent's, where operators see it.
+	AskingSessionID string
+	CreatedAt       time.Time
+	Deadline        *time.Time
+	Result          *Result // set once Status is "resolved"
 }
 
 // Statuses of an Elicitation.
@@ -84,6 +87,7 @@ type wireElicitation struct {
 	ID        string     `json:"id"`
 	Status    string     `json:"status"`
 	SessionID string     `json:"sessionID"`
+	Asking    string     `json:"askingSessionID"`
 	Directory string     `json:"directory"`
 	CreatedAt time.Time  `json:"createdAt"`
 	Deadline  *time.Time `json:"deadline"`
@@ -100,7 +104,7 @@ func decodeElicitation(what string, body []byte) (*Elicitation, error) {
 		return nil, fmt.Errorf("questiond: %s: the answer is not an elicitation: %.200s", what, body)
 	}
 	return &Elicitation{
-		ID: w.ID, Status: w.Status, SessionID: w.SessionID, Directory: w.Directory, Ending: w.Ending,
+		ID: w.ID, Status: w.Status, SessionID: w.SessionID, AskingSessionID: w.Asking, Directory: w.Directory, Ending: w.Ending,
 		CreatedAt: w.CreatedAt, Deadline: w.Deadline, Result: w.Result,
 	}, nil
 }

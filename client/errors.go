@@ -57,13 +57,16 @@ var (
 	// outside the MCP subset; the Error's Message says what and where.
 	ErrBadRequest error = &sentinel{"questiond: bad request"}
 	// ErrNotFound: no such elicitation (404): never created, another agent's,
-	// or ended longer ago than the server's retention.
+	// or ended longer ago than the server's retention; or, for
+	// DeleteSession, a session nobody set.
 	ErrNotFound error = &sentinel{"questiond: not found"}
 	// ErrUnauthorized: agent tokens are configured and the request had none
 	// or a wrong one (401).
 	ErrUnauthorized error = &sentinel{"questiond: unauthorized"}
-	// ErrForbidden: the credentials belong to the operator role, or the
-	// request came from a refused browser origin (403).
+	// ErrForbidden: the session may not ask (its question capability is
+	// "none"), the session is set by another agent, the credentials belong
+	// to the operator role, or the request came from a refused browser
+	// origin (403). The Error's Message says which.
 	ErrForbidden error = &sentinel{"questiond: forbidden"}
 	// ErrTooMany: over the request rate, or too many pending questions (429).
 	ErrTooMany error = &sentinel{"questiond: too many requests"}

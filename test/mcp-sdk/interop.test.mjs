@@ -189,6 +189,62 @@ async function waitGone(id) {
   throw new Error(`timed out after ${APPEAR_MS} ms waiting for ${id} to leave GET /question`);
 }
 
+/**
+ * The operator's GET /event stream, read with plain fetch. `next` waits
+ * (bounded) for an event that matches; `close` ends the stream.
+ */
+async function operatorEvents() {
+  const abort = new AbortController();
+  const res = await within(
+    fetch(new URL("/event", daemon.base), { headers: operatorHeaders(), signal: abort.signal }),
+    HTTP_MS,
+    "GET /event",
+  );
+  assert.equal(res.status, 200, "GET /event");
+  const events = [];
+  let wake = () => {};
+  const pump = (async () => {
+    let buffered = "";
+    try {
+      for await (const chunk of res.body.pipeThrough(new TextDecoderStream())) {
+        buffered += chunk;
+        let end;
+        while ((end = buffered.indexOf("\n\n")) >= 0) {
+          const frame = buffered.slice(0, end);
+          buffered = buffered.slice(end + 2);
+          const data = frame
+            .split("\n")
+            .filter((line) => line.startsWith("data: "))
+            .map((line) => line.slice("data: ".length))
+            .join("\n");
+          if (data) events.push(JSON.parse(data));
+          wake();
+        }
+      }
+    } catch (err) {
+      if (!abort.signal.aborted) throw err;
+    }
+  })();
+  return {
+    async next(matches, what) {
+      const deadline = performance.now() + APPEAR_MS;
+      for (;;) {
+        const found = events.find(matches);
+        if (found) return found;
+        const left = deadline - performance.now();
+        if (left <= 0) {
+          throw new Error(`timed out waiting for ${what}; events: ${events.map((e) => e.type).join(", ")}`);
+        }
+        await within(new Promise((resolve) => (wake = resolve)), left, what).catch(() => {});
+      }
+    },
+    async close() {
+      abort.abort();
+      await within(pump, HTTP_MS, "GET /event to close").catch(() => {});
+    },
+  };
+}
+
 /** The clients a test opened; each test closes its own. */
 function clientPool() {
   const open = [];
@@ -263,7 +319,6 @@ describe("questiond /mcp with the TypeScript MCP SDK client", () => {
       assert.equal(logs.find((line) => line.includes(secret)), undefined, "a log line holds a secret");
     }
   });
-
 
   describe("connecting", () => {
     test("without the agent token: HTTP 401; with a wrong one: 401; as the operator: 403", { timeout: TEST_MS }, () =>
@@ -386,29 +441,41 @@ describe("questiond /mcp with the TypeScript MCP SDK client", () => {
         );
       }));
 
-    test("cancelling the call withdraws the question", { timeout: TEST_MS }, () =>
+    test("cancelling the call withdraws the question; operators see question.rejected", { timeout: TEST_MS }, () =>
       withClients(async (pool) => {
         const client = await pool.connect({ session: SES_USER });
-        const abort = new AbortController();
-        const result = client.callTool(
-          { name: "ask_user_question", arguments: { questions: [{ question: "Cancel me?", header: "Cancel" }] } },
-          undefined,
-          { signal: abort.signal, timeout: TEST_MS },
-        );
-        const listed = await waitForQuestion(
-          (q) => q.sessionID === SES_USER && q.questions[0]?.question === "Cancel me?",
-          "the question to cancel",
-        );
-        abort.abort();
-        // The SDK rejects an aborted call at once, naming the abort.
-        await assert.rejects(within(result, HTTP_MS, "the cancelled call"), /AbortError/);
-        await waitGone(listed.id);
-        // The operator can no longer answer it.
-        const late = await call("POST", `/question/${listed.id}/reply`, {
-          headers: operatorHeaders(),
-          body: { answers: [["too late"]] },
-        });
-        assert.equal(late.status, 404, late.text);
+        const events = await operatorEvents();
+        try {
+          await events.next((e) => e.type === "server.connected", "server.connected");
+          const abort = new AbortController();
+          const result = client.callTool(
+            { name: "ask_user_question", arguments: { questions: [{ question: "Cancel me?", header: "Cancel" }] } },
+            undefined,
+            { signal: abort.signal, timeout: TEST_MS },
+          );
+          const listed = await waitForQuestion(
+            (q) => q.sessionID === SES_USER && q.questions[0]?.question === "Cancel me?",
+            "the question to cancel",
+          );
+          abort.abort();
+          // The SDK rejects an aborted call at once, naming the abort, and tells the server.
+          await assert.rejects(within(result, HTTP_MS, "the cancelled call"), /AbortError/);
+          await waitGone(listed.id);
+          const rejected = await events.next(
+            (e) => e.type === "question.rejected" && e.properties?.requestID === listed.id,
+            `question.rejected for ${listed.id}`,
+          );
+          assert.deepEqual(rejected.properties, { sessionID: SES_USER, requestID: listed.id });
+
+          // The operator can no longer answer it.
+          const late = await call("POST", `/question/${listed.id}/reply`, {
+            headers: operatorHeaders(),
+            body: { answers: [["too late"]] },
+          });
+          assert.equal(late.status, 404, late.text);
+        } finally {
+          await events.close();
+        }
       }));
   });
 

@@ -146,6 +146,7 @@ var processClient = &http.Client{Timeout: 30 * time.Second}
 
 type elicitationView struct {
 	ID        string `json:"id"`
+	SessionID string `json:"sessionID"`
 	Status    string `json:"status"`
 	Ending    string `json:"ending"`
 	Directory string `json:"directory"`

@@ -11,10 +11,16 @@ import (
 // a short header, options (none for a free-text question) and whether several
 // options may be picked.
 type Prompt struct {
-	Question string           `json:"question"`
-	Header   string           `json:"header,omitempty"`
-	Options  []QuestionOption `json:"options,omitempty"`
-	Multiple bool             `json:"multiple,omitempty"`
+	Question string         `json:"question"`
+	Header   string         `json:"header,omitempty"`
+	Options  []PromptOption `json:"options,omitempty"`
+	Multiple bool           `json:"multiple,omitempty"`
+}
+
+// PromptOption is one choice of a Prompt; the description is optional.
+type PromptOption struct {
+	Label       string `json:"label"`
+	Description string `json:"description,omitempty"`
 }
 
 // PromptKey is the requestedSchema property that asks prompts[i]: "q1", "q2", …

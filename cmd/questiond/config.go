@@ -85,7 +85,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.DurationVar(&c.defaultTimeout, "default-timeout", time.Hour, "`time` after which an unanswered question ends as cancel, unless the request sets its own timeout")
 	fs.DurationVar(&c.maxTimeout, "max-timeout", 7*24*time.Hour, "longest `timeout` a request may ask for")
 	fs.DurationVar(&c.maxWait, "max-wait", 5*time.Minute, "longest `wait` of one GET /elicitations/{id}?wait= long-poll")
-	fs.DurationVar(&c.keepAlive, "keepalive", 20*time.Second, "`interval` of keep-alive whitespace while POST /elicit waits")
+	fs.DurationVar(&c.keepAlive, "keepalive", 20*time.Second, "`interval` of keep-alive whitespace while POST /elicit waits, and of MCP progress notifications while a question tool waits")
 	fs.DurationVar(&c.retention, "retention", time.Hour, "how long an ended question's result stays readable by its agent (`duration`)")
 	fs.Int64Var(&c.maxBody, "max-body", 1<<20, "largest request body in `bytes`")
 	fs.IntVar(&c.maxProperties, "max-properties", 50, "most `properties` (questions) one elicitation may have")

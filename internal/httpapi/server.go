@@ -172,7 +172,9 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // answers with the question as it is (pending), and POST /elicit answers 503
 // naming the question, or drops the connection if it has already started its
 // answer, so the agent collects the result with GET /elicitations/{id} once
-// questiond is back. Call it after Drain; it does not end any question.
+// questiond is back. Call it after Drain. It ends no question an agent can
+// still collect; it closes MCP sessions (/mcp), whose waiting tool calls
+// withdraw their questions, since nobody could collect those answers.
 func (s *Server) Release() {
 	s.draining.Store(true)
 	s.release()

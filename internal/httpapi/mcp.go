@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -23,6 +24,8 @@ type mcpEndpoint struct {
 	handler  http.Handler
 	schemas  *mcp.SchemaCache // tool schemas are inferred once, not per session
 	versions *mcp.Server      // answers the SDK's protocol-version lookups
+	input    *jsonschema.Schema
+	output   *jsonschema.Schema
 
 	mu      sync.Mutex
 	servers map[*mcp.Server]*mcpConnection // live per-session servers, for Close
@@ -53,6 +56,7 @@ func newMCPEndpoint(s *Server) *mcpEndpoint {
 		versions: mcp.NewServer(&mcp.Implementation{Name: "questiond", Version: s.opts.Version}, nil),
 		servers:  make(map[*mcp.Server]*mcpConnection),
 	}
+	m.input, m.output = askSchemas(s.opts.Elicit)
 	var h http.Handler = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
 		SessionTimeout:               s.opts.MCPIdleTimeout,
 		MaxRequestBodyBytes:          s.opts.MaxBodyBytes,
@@ -192,10 +196,12 @@ func (m *mcpEndpoint) newServer(conn *mcpConnection) *mcp.Server {
 	server := mcp.NewServer(&mcp.Implementation{Name: "questiond", Version: m.srv.opts.Version}, opts)
 	switch conn.capability {
 	case session.User:
-		mcp.AddTool(server, &mcp.Tool{Name: toolAskUser, Title: "Ask the user", Description: askUserDescription},
+		mcp.AddTool(server, &mcp.Tool{Name: toolAskUser, Title: "Ask the user", Description: askUserDescription,
+			InputSchema: m.input, OutputSchema: m.output},
 			m.srv.askTool(conn, session.User))
 	case session.Parent:
-		mcp.AddTool(server, &mcp.Tool{Name: toolAskParent, Title: "Ask the parent session", Description: askParentDescription},
+		mcp.AddTool(server, &mcp.Tool{Name: toolAskParent, Title: "Ask the parent session", Description: askParentDescription,
+			InputSchema: m.input, OutputSchema: m.output},
 			m.srv.askTool(conn, session.Parent))
 	}
 	return server

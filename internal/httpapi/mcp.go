@@ -27,9 +27,10 @@ type mcpEndpoint struct {
 	input    *jsonschema.Schema
 	output   *jsonschema.Schema
 
-	mu      sync.Mutex
-	servers map[*mcp.Server]*mcpConnection // live per-session servers, for Close
-	closed  bool
+	mu       sync.Mutex
+	servers  map[*mcp.Server]*mcpConnection // live per-session servers, for Close
+	connects int                            // connecting requests so far
+	closed   bool
 }
 
 // mcpConnection is what an MCP session was bound to when it began.
@@ -143,18 +144,28 @@ func (m *mcpEndpoint) serverFor(r *http.Request) *mcp.Server {
 	return conn.server
 }
 
-// connected forgets servers whose connecting request left no session behind
-// (a failed initialize) and servers whose sessions have ended.
+// connected forgets the server of a connecting request that left no
+// session behind (a failed initialize) and, every sweepEvery connections,
+// the servers whose sessions have ended since, so the map stays as small as
+// the live sessions without a scan on every connection.
 func (m *mcpEndpoint) connected(conn *mcpConnection) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	conn.connected = true
+	if conn.server != nil && !hasSessions(conn.server) {
+		delete(m.servers, conn.server)
+	}
+	if m.connects++; m.connects%sweepEvery != 0 {
+		return
+	}
 	for server, c := range m.servers {
 		if c.connected && !hasSessions(server) {
 			delete(m.servers, server)
 		}
 	}
 }
+
+const sweepEvery = 64
 
 func hasSessions(server *mcp.Server) bool {
 	for range server.Sessions() {

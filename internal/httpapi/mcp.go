@@ -102,7 +102,9 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), mcpConnectingKey{}, conn))
 		defer m.connected(conn)
 	}
-	m.handler.ServeHTTP(w, r)
+	sw := &sdkErrorWriter{ResponseWriter: w}
+	m.handler.ServeHTTP(sw, r)
+	sw.finish(s, r)
 }
 
 // connecting reads the questiond session a new MCP session asks for and the

@@ -24,7 +24,7 @@ import (
 
 // documentedStatus is every status questiond answers a client with; any
 // other, and above all a 500, is a bug when the input is the client's.
-var documentedStatus = map[int]bool{200: true, 201: true, 204: true, 400: true, 403: true, 404: true, 405: true, 413: true, 415: true, 421: true, 503: true}
+var documentedStatus = map[int]bool{200: true, 201: true, 202: true, 204: true, 400: true, 403: true, 404: true, 405: true, 413: true, 415: true, 421: true, 503: true}
 
 // surfaceMaxBody is small so that fuzzed bodies reach the 413 path.
 const surfaceMaxBody = 4096
@@ -77,6 +77,9 @@ func newSurfaceServer() (api *httpapi.Server, store *pending.Memory, stop func()
 		}
 		_, _ = store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})
 		err := bus.Close(ctx)
+		if api != nil {
+			api.Release() // ends MCP sessions a fuzzed initialize opened
+		}
 		_ = store.Close(ctx)
 		return err
 	}
@@ -343,6 +346,20 @@ func checkAnswer(t *testing.T, ex *exchange) {
 			t.Fatalf("%s: 415 %s %q, want text/plain %q", what, contentType, ex.body, want)
 		}
 		return
+	case ex.route == "/mcp" && ex.status < 300:
+		// The MCP SDK's own answers: JSON-RPC messages as JSON or as an
+		// event stream, 202 for a notification, 204 for a closed session.
+		if ex.status == http.StatusOK && contentType != "application/json" && contentType != "text/event-stream" {
+			t.Fatalf("%s: MCP 200 as %s %q", what, contentType, ex.body)
+		}
+		return
+	case ex.route == "/mcp" && contentType == "application/json" && bytes.Contains(ex.body, []byte(`"jsonrpc"`)):
+		// A JSON-RPC error the SDK answers itself (e.g. an unsupported
+		// protocol version): MCP's dialect, for MCP clients.
+		if !json.Valid(ex.body) {
+			t.Fatalf("%s: MCP %d with invalid JSON %q", what, ex.status, ex.body)
+		}
+		return
 	case ex.stream && ex.status == http.StatusOK:
 		data, ok := strings.CutPrefix(string(ex.body), "data: ")
 		var first struct {
@@ -397,6 +414,16 @@ func checkSuccess(t *testing.T, ex *exchange) {
 	segments := strings.Split(ex.route, "/")
 	var view struct{ ID, Status, Ending string }
 	switch {
+	case strings.HasPrefix(ex.route, "/sessions/") && (ex.status == http.StatusOK || ex.status == http.StatusCreated):
+		var session struct {
+			ID                 string `json:"id"`
+			QuestionCapability string `json:"questionCapability"`
+		}
+		if json.Unmarshal(ex.body, &session) != nil || "/sessions/"+session.ID != ex.route ||
+			!slices.Contains([]string{"user", "parent", "none"}, session.QuestionCapability) ||
+			(ex.status == http.StatusCreated) != (ex.req.Method == http.MethodPut && ex.status == http.StatusCreated) {
+			t.Fatalf("%s: %d with %s, want the session", what, ex.status, ex.body)
+		}
 	case ex.status == http.StatusCreated:
 		_ = json.Unmarshal(ex.body, &view)
 		if ex.route != "/elicitations" || !strings.HasPrefix(view.ID, "que_") || view.Status != "pending" ||
@@ -408,6 +435,7 @@ func checkSuccess(t *testing.T, ex *exchange) {
 		if string(ex.body) != "true" {
 			t.Fatalf("%s: 200 with %s, want true", what, ex.body)
 		}
+	case ex.req.Method == http.MethodDelete && ex.route == "/mcp":
 	case ex.req.Method == http.MethodDelete:
 		_ = json.Unmarshal(ex.body, &view)
 		if ex.route != "/elicitations/"+view.ID || view.Status != "resolved" || view.Ending != "withdrawn" {

@@ -1,0 +1,72 @@
+package httpapi
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+)
+
+// sdkErrorWriter turns the MCP SDK's plain-text refusals (http.Error: a
+// 4xx with text/plain) into questiond's JSON errors, so every refusal on
+// /mcp names its problem the way every other route does. Everything else —
+// JSON-RPC answers, event streams — passes through untouched.
+type sdkErrorWriter struct {
+	http.ResponseWriter
+	status int          // a refusal being captured; 0 while passing through
+	text   bytes.Buffer // its message
+}
+
+func (w *sdkErrorWriter) WriteHeader(status int) {
+	if status >= 400 && status < 500 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.status = status
+		return
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *sdkErrorWriter) Write(p []byte) (int, error) {
+	if w.status != 0 {
+		return w.text.Write(p)
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *sdkErrorWriter) Flush() {
+	if w.status == 0 {
+		_ = http.NewResponseController(w.ResponseWriter).Flush()
+	}
+}
+
+func (w *sdkErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// finish writes a captured refusal as questiond's JSON error.
+func (w *sdkErrorWriter) finish(s *Server, r *http.Request) {
+	if w.status == 0 {
+		return
+	}
+	message := strings.TrimSpace(w.text.String())
+	h := w.Header()
+	h.Del("X-Content-Type-Options")
+	var err error
+	switch w.status {
+	case http.StatusBadRequest:
+		kind, lower := kindPayload, strings.ToLower(message)
+		if strings.Contains(lower, "accept") || strings.Contains(lower, "header") || strings.Contains(lower, "protocol version") {
+			kind = kindHeaders
+		}
+		err = newBadRequest(kind, "MCP: %s", message)
+	case http.StatusNotFound:
+		err = &statusError{http.StatusNotFound, "NotFoundError", "MCP " + message + ": start a new MCP session (initialize without Mcp-Session-Id)"}
+	case http.StatusForbidden:
+		err = &statusError{http.StatusForbidden, "Forbidden", "MCP: " + message}
+	case http.StatusMethodNotAllowed:
+		err = &statusError{http.StatusMethodNotAllowed, "MethodNotAllowed", "Method " + r.Method + " is not allowed on " + r.URL.Path}
+	case http.StatusUnsupportedMediaType:
+		err = &unsupportedMediaType{contentType: r.Header.Get("Content-Type")}
+	case http.StatusRequestEntityTooLarge:
+		err = &statusError{http.StatusRequestEntityTooLarge, "PayloadTooLarge", message}
+	default:
+		err = &statusError{w.status, http.StatusText(w.status), message}
+	}
+	s.writeError(w.ResponseWriter, r, err)
+}

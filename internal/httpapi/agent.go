@@ -378,6 +378,10 @@ func (s *Server) writeRPCError(w http.ResponseWriter, r *http.Request, rpc *rpcR
 	case errors.As(err, &re):
 		body = rpcErrorBody{Code: re.code, Message: re.message}
 	case errors.As(err, &bad), errors.As(err, &schema):
+	case errors.As(err, &status) && status.status < 500:
+		// Refused for who is asking (a session that may not ask, a limit):
+		// the request is not acceptable as it stands.
+		body = rpcErrorBody{Code: rpcInvalidRequest, Message: status.message}
 	case errors.As(err, &status):
 		body = rpcErrorBody{Code: rpcInternalError, Message: status.message}
 	default:

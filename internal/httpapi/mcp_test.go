@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -257,5 +258,27 @@ func TestMCPCapabilityChangeKeepsLiveToolList(t *testing.T) {
 	// A new MCP session sees the new capability.
 	if got := toolNames(t, mcpConnect(t, h, "/mcp?session=ses_s", nil, nil)); len(got) != 0 {
 		t.Errorf("new session after the change: tools %v", got)
+	}
+}
+
+func TestJSONRPCElicitFromNoneSessionIsAnInvalidRequest(t *testing.T) {
+	h := newHarness(t, httpapi.Options{})
+	putSession(t, h, "ses_quiet", map[string]any{"questionCapability": "none"})
+	res := h.do(http.MethodPost, "/elicit", map[string]any{"jsonrpc": "2.0", "id": 7, "method": "elicitation/create",
+		"params": map[string]any{"message": "May I?", "sessionID": "ses_quiet",
+			"requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}}})
+	var rpc struct {
+		ID    int `json:"id"`
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	res.json(t, &rpc)
+	if res.Status != http.StatusOK || rpc.ID != 7 || rpc.Error.Code != -32600 || !strings.Contains(rpc.Error.Message, `"none"`) {
+		t.Errorf("JSON-RPC elicitation from a none session: %d %s", res.Status, res.Body)
+	}
+	if n, _ := h.store.Count(context.Background(), pending.Filter{}); n != 0 {
+		t.Errorf("%d questions stored", n)
 	}
 }

@@ -81,6 +81,14 @@ type liveServer struct {
 // values leave it open and unlimited.
 func startLive(t *testing.T, auth httpapi.Auth, limits httpapi.Limits) *liveServer {
 	t.Helper()
+	return startLiveWith(t, httpapi.Options{Auth: auth, Limits: limits})
+}
+
+// startLiveWith starts a server with opts' credentials, limits and session
+// records; the test sets everything else.
+func startLiveWith(t *testing.T, opts httpapi.Options) *liveServer {
+	t.Helper()
+	auth := opts.Auth
 	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
 	// A short heartbeat puts server.heartbeat frames on every stream within
 	// the test; a short keep-alive puts leading whitespace in POST /elicit bodies.
@@ -97,7 +105,8 @@ func startLive(t *testing.T, auth httpapi.Auth, limits httpapi.Limits) *liveServ
 		MaxBodyBytes: 64 << 10,
 		KeepAlive:    2 * time.Millisecond,
 		Auth:         auth,
-		Limits:       limits,
+		Limits:       opts.Limits,
+		Sessions:     opts.Sessions,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +116,7 @@ func startLive(t *testing.T, auth httpapi.Auth, limits httpapi.Limits) *liveServ
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		handler.Drain()
+		handler.Release() // ends the MCP sessions the test left open
 		_, _ = store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})
 		_ = bus.Close(ctx)
 		ts.Close()
@@ -132,6 +142,11 @@ func startLive(t *testing.T, auth httpapi.Auth, limits httpapi.Limits) *liveServ
 		l.agentAuth = "Bearer " + auth.AgentTokens[names[0]] // the first agent by name asks
 	}
 	return l
+}
+
+// isAgentPath reports whether path is one of the agents' routes.
+func isAgentPath(path string) bool {
+	return strings.HasPrefix(path, "/elicit") || strings.HasPrefix(path, "/sessions/") || path == "/mcp"
 }
 
 func basicAuth(user, password string) string {
@@ -224,8 +239,8 @@ func (x exchange) newRequest(ctx context.Context, base string) (*http.Request, e
 }
 
 // newRequest builds x's request to this server, with the credentials of the
-// route's role (an agent's on /elicit…, an operator's elsewhere) unless x
-// brings its own or asks for none.
+// route's role (an agent's on the agent routes, an operator's elsewhere)
+// unless x brings its own or asks for none.
 func (l *liveServer) newRequest(ctx context.Context, x exchange) (*http.Request, error) {
 	req, err := x.newRequest(ctx, l.url)
 	if err != nil {
@@ -238,7 +253,7 @@ func (l *liveServer) newRequest(ctx context.Context, x exchange) (*http.Request,
 		return req, nil
 	}
 	credentials := l.operatorAuth
-	if strings.HasPrefix(req.URL.Path, "/elicit") {
+	if isAgentPath(req.URL.Path) {
 		credentials = l.agentAuth
 	}
 	if credentials != "" {
@@ -684,15 +699,23 @@ func TestLiveResponsesFollowTheDocument(t *testing.T) {
 	l.do(t, exchange{method: "POST", path: "/elicit", body: badSchema}, 400)
 	l.do(t, exchange{method: "POST", path: "/elicit", body: deployBody, header: []string{"Content-Type", "text/plain"}, brokenRequest: true}, 415)
 
+	// Session capabilities, and asking through /mcp.
+	exerciseSessions(t, l, events)
+	exerciseMCP(t, l, events)
+	resetSessions(t, l)
+
 	events.next(t, "server.heartbeat")
 	global.next(t, "server.heartbeat")
 
-	// Draining: no new questions and no new streams.
+	// Draining: no new questions, no new streams, no MCP traffic.
 	l.handler.Drain()
 	l.do(t, exchange{method: "POST", path: "/elicitations", body: deployBody}, 503)
 	l.do(t, exchange{method: "POST", path: "/elicit", body: deployBody}, 503)
 	l.do(t, exchange{method: "GET", path: "/event"}, 503)
 	l.do(t, exchange{method: "GET", path: "/global/event"}, 503)
+	l.do(t, exchange{method: "POST", path: "/mcp", body: mcpInitialize, header: mcpAccept}, 503)
+	l.do(t, exchange{method: "GET", path: "/mcp", header: []string{"Accept", "text/event-stream", "Mcp-Session-Id", "mcp-unknown"}}, 503)
+	l.do(t, exchange{method: "DELETE", path: "/mcp", header: []string{"Mcp-Session-Id", "mcp-unknown"}}, 503)
 
 	l.assertCovered(t, []string{
 		"doc.get 200",
@@ -705,6 +728,15 @@ func TestLiveResponsesFollowTheDocument(t *testing.T) {
 		"question.list 200",
 		"question.reject 200", "question.reject 400", "question.reject 403", "question.reject 404",
 		"question.reply 200", "question.reply 400", "question.reply 403", "question.reply 404", "question.reply 413", "question.reply 415",
+		"elicitation.create 403", "elicitation.elicit 403",
+		"elicitation.sessionSet 200", "elicitation.sessionSet 201", "elicitation.sessionSet 400", "elicitation.sessionSet 403",
+		"elicitation.sessionSet 413", "elicitation.sessionSet 415",
+		"elicitation.sessionGet 200", "elicitation.sessionGet 400",
+		"elicitation.sessionReset 200", "elicitation.sessionReset 400", "elicitation.sessionReset 403", "elicitation.sessionReset 404",
+		"elicitation.mcpPost 200", "elicitation.mcpPost 202", "elicitation.mcpPost 400", "elicitation.mcpPost 403", "elicitation.mcpPost 404",
+		"elicitation.mcpPost 413", "elicitation.mcpPost 415", "elicitation.mcpPost 503",
+		"elicitation.mcpStream 200", "elicitation.mcpStream 400", "elicitation.mcpStream 404", "elicitation.mcpStream 503",
+		"elicitation.mcpEnd 204", "elicitation.mcpEnd 400", "elicitation.mcpEnd 404", "elicitation.mcpEnd 503",
 	})
 }
 
@@ -736,7 +768,7 @@ func (l *liveServer) elicitAndAnswer(t *testing.T, events *liveStream, body, how
 }
 
 // assertCovered checks that the listed cases were validated and that every
-// operation in the document got at least one validated success.
+// operation in the document got at least one validated success (2xx).
 func (l *liveServer) assertCovered(t *testing.T, want []string) {
 	t.Helper()
 	l.assertValidated(t, want)
@@ -745,7 +777,7 @@ func (l *liveServer) assertCovered(t *testing.T, want []string) {
 	var missing []string
 	for _, item := range l.doc.Paths.Map() {
 		for _, op := range item.Operations() {
-			ok := slices.ContainsFunc([]string{"200", "201"}, func(s string) bool { return l.checked[op.OperationID+" "+s] })
+			ok := slices.ContainsFunc([]string{"200", "201", "202", "204"}, func(s string) bool { return l.checked[op.OperationID+" "+s] })
 			if !ok {
 				missing = append(missing, op.OperationID)
 			}
@@ -795,6 +827,12 @@ func everyRoute(id string) []exchange {
 		{method: "GET", path: "/elicitations/" + id},
 		{method: "DELETE", path: "/elicitations/" + id},
 		{method: "POST", path: "/elicit", body: deployBody},
+		{method: "PUT", path: "/sessions/ses_every", body: `{"questionCapability":"user"}`},
+		{method: "GET", path: "/sessions/ses_every"},
+		{method: "DELETE", path: "/sessions/ses_every"},
+		{method: "POST", path: "/mcp", body: mcpInitialize, header: mcpAccept},
+		{method: "GET", path: "/mcp", header: []string{"Accept", "text/event-stream", "Mcp-Session-Id", "mcp-unknown"}},
+		{method: "DELETE", path: "/mcp", header: []string{"Mcp-Session-Id", "mcp-unknown"}},
 	}
 }
 
@@ -846,7 +884,7 @@ func TestLiveAccessControlFollowsTheDocument(t *testing.T) {
 	events.next(t, "question.asked")
 
 	for _, route := range everyRoute(asked.ID) {
-		agentRoute := strings.HasPrefix(route.path, "/elicit")
+		agentRoute := isAgentPath(route.path)
 		eitherRole := route.path == "/global/health" || route.path == "/doc"
 
 		anonymous := route
@@ -854,9 +892,9 @@ func TestLiveAccessControlFollowsTheDocument(t *testing.T) {
 		l.do(t, anonymous, 401)
 
 		wrong := route
-		wrong.header = []string{"Authorization", basicAuth(user, password+"x")}
+		wrong.header = withHeader(route.header, "Authorization", basicAuth(user, password+"x"))
 		if agentRoute {
-			wrong.header = []string{"Authorization", "Bearer not-the-token-of-any-agent"}
+			wrong.header = withHeader(route.header, "Authorization", "Bearer not-the-token-of-any-agent")
 		}
 		l.do(t, wrong, 401)
 		if !agentRoute {
@@ -865,15 +903,15 @@ func TestLiveAccessControlFollowsTheDocument(t *testing.T) {
 			l.do(t, wrongToken, 401)
 			// The password is right, the user is OpenCode's default, not the configured one.
 			defaultUser := route
-			defaultUser.header = []string{"Authorization", basicAuth("opencode", password)}
+			defaultUser.header = withHeader(route.header, "Authorization", basicAuth("opencode", password))
 			l.do(t, defaultUser, 401)
 		}
 
 		if !eitherRole {
 			otherRole := route
-			otherRole.header, otherRole.brokenRequest = asAgentA, true
+			otherRole.header, otherRole.brokenRequest = withHeader(route.header, asAgentA...), true
 			if agentRoute {
-				otherRole.header = asOperator
+				otherRole.header = withHeader(route.header, asOperator...)
 			}
 			l.do(t, otherRole, 403)
 		}
@@ -924,6 +962,7 @@ func TestLiveAccessControlFollowsTheDocument(t *testing.T) {
 	l.do(t, exchange{method: "DELETE", path: "/elicitations/" + third.ID}, 200)
 	events.next(t, "question.rejected")
 	l.elicitAndAnswer(t, events, deployBody, "reply", goodAnswers)
+	exerciseAgentsApart(t, l, asAgentA, asAgentB)
 
 	var want []string
 	for _, id := range l.operationIDs() {
@@ -932,7 +971,9 @@ func TestLiveAccessControlFollowsTheDocument(t *testing.T) {
 			want = append(want, id+" 403")
 		}
 	}
-	want = append(want, "elicitation.get 404", "elicitation.withdraw 404")
+	want = append(want, "elicitation.get 404", "elicitation.withdraw 404",
+		"elicitation.sessionSet 201", "elicitation.sessionGet 200", "elicitation.sessionReset 200",
+		"elicitation.mcpPost 200", "elicitation.mcpStream 200", "elicitation.mcpEnd 204")
 	l.assertCovered(t, want)
 }
 
@@ -964,6 +1005,7 @@ func TestLiveLimitsFollowTheDocument(t *testing.T) {
 		for _, path := range []string{"/event", "/events", "/global/event"} {
 			l.do(t, exchange{method: "GET", path: path}, 503)
 		}
+		l.do(t, exchange{method: "GET", path: "/mcp", header: []string{"Accept", "text/event-stream", "Mcp-Session-Id", "mcp-unknown"}}, 503)
 		var asked struct{ ID string }
 		l.do(t, exchange{method: "POST", path: "/elicitations", body: deployBody}, 201).decode(t, &asked)
 		events.next(t, "question.asked")
@@ -978,7 +1020,7 @@ func TestLiveLimitsFollowTheDocument(t *testing.T) {
 			t.Errorf("after the refusals the list is %+v, want only %s", list, asked.ID)
 		}
 		l.assertValidated(t, []string{
-			"event.subscribe 503", "event.subscribeAlias 503", "global.event 503",
+			"event.subscribe 503", "event.subscribeAlias 503", "global.event 503", "elicitation.mcpStream 503",
 			"elicitation.create 429", "elicitation.elicit 429",
 		})
 	})

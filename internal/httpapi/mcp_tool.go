@@ -155,7 +155,9 @@ func toolResult(q *pending.Question, prompts []elicit.Prompt) (*mcp.CallToolResu
 			if len(out.Answers[i]) > 0 {
 				answer = strings.Join(out.Answers[i], ", ")
 			}
-			parts[i] = fmt.Sprintf("%q=%q", strings.TrimSpace(p.Question), answer)
+			// Plain quotes, nothing escaped: OpenCode's own question tool
+			// reports answers to the model in exactly this form.
+			parts[i] = `"` + strings.TrimSpace(p.Question) + `"="` + answer + `"`
 		}
 		text = "User has answered your questions: " + strings.Join(parts, ", ") + ". You can now continue with the user's answers in mind."
 	case pending.ActionDecline:

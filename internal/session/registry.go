@@ -19,6 +19,9 @@ var (
 	ErrFull = errors.New("too many configured sessions")
 	// ErrUnavailable: the journal failed; nothing was changed.
 	ErrUnavailable = errors.New("session records are unavailable")
+	// ErrCorrupt: Open found a record it cannot read; the journal is left
+	// as it is.
+	ErrCorrupt = errors.New("session record is corrupt")
 )
 
 // Journal keeps records across restarts. *pending.Table implements it.
@@ -58,7 +61,12 @@ type Options struct {
 type Registry struct {
 	opts Options
 
-	mu       sync.Mutex
+	// changing orders Put and Delete, held across the journal write, so the
+	// journal and memory agree on the order of changes; mu guards sessions
+	// only for the moment of a read or an update, so reads never wait for
+	// a disk sync.
+	changing sync.Mutex
+	mu       sync.RWMutex
 	sessions map[string]Session
 }
 
@@ -84,13 +92,13 @@ func Open(ctx context.Context, opts Options) (*Registry, error) {
 	for key, raw := range records {
 		var s Session
 		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("session record %q does not decode: %w", key, err)
+			return nil, fmt.Errorf("%w: %q does not decode: %w", ErrCorrupt, key, err)
 		}
 		if s.ID != key {
-			return nil, fmt.Errorf("session record %q holds session %q", key, s.ID)
+			return nil, fmt.Errorf("%w: %q holds session %q", ErrCorrupt, key, s.ID)
 		}
 		if err := s.Validate(); err != nil {
-			return nil, fmt.Errorf("session record %q is invalid: %w", key, err)
+			return nil, fmt.Errorf("%w: %q is invalid: %w", ErrCorrupt, key, err)
 		}
 		s.Configured = true
 		r.sessions[key] = s
@@ -106,9 +114,9 @@ func (r *Registry) Get(ctx context.Context, id string) (Session, error) {
 	if err := ctx.Err(); err != nil {
 		return Session{}, err
 	}
-	r.mu.Lock()
+	r.mu.RLock()
 	s, ok := r.sessions[id]
-	r.mu.Unlock()
+	r.mu.RUnlock()
 	if !ok {
 		return Session{ID: id, Capability: r.opts.Default}, nil
 	}
@@ -123,13 +131,16 @@ func (r *Registry) Put(ctx context.Context, s Session, agent string) (Session, b
 		return Session{}, false, err
 	}
 	s.Configured = true
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.changing.Lock()
+	defer r.changing.Unlock()
+	r.mu.RLock()
 	old, exists := r.sessions[s.ID]
+	count := len(r.sessions)
+	r.mu.RUnlock()
 	if exists && old.SetBy != agent {
 		return Session{}, false, ErrForbidden
 	}
-	if !exists && r.opts.MaxSessions > 0 && len(r.sessions) >= r.opts.MaxSessions {
+	if !exists && r.opts.MaxSessions > 0 && count >= r.opts.MaxSessions {
 		return Session{}, false, fmt.Errorf("%w: at most %d", ErrFull, r.opts.MaxSessions)
 	}
 	s.UpdatedAt = time.Now().UTC().Round(time.Millisecond)
@@ -142,15 +153,19 @@ func (r *Registry) Put(ctx context.Context, s Session, agent string) (Session, b
 			return Session{}, false, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 	}
+	r.mu.Lock()
 	r.sessions[s.ID] = s
+	r.mu.Unlock()
 	return s, !exists, nil
 }
 
 // Delete implements Store.
 func (r *Registry) Delete(ctx context.Context, id, agent string) (Session, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.changing.Lock()
+	defer r.changing.Unlock()
+	r.mu.RLock()
 	old, exists := r.sessions[id]
+	r.mu.RUnlock()
 	switch {
 	case !exists:
 		return Session{}, ErrNotFound
@@ -162,6 +177,8 @@ func (r *Registry) Delete(ctx context.Context, id, agent string) (Session, error
 			return Session{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 	}
+	r.mu.Lock()
 	delete(r.sessions, id)
+	r.mu.Unlock()
 	return old, nil
 }

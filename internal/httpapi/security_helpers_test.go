@@ -170,6 +170,9 @@ func send(t *testing.T, h *harness, method, path, body string, opts ...reqOption
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if strings.HasPrefix(path, "/mcp") {
+		req.Header.Set("Accept", mcpAccept) // as every MCP client sends it
+	}
 	for _, o := range opts {
 		o(req)
 	}
@@ -223,9 +226,11 @@ const (
 type route struct {
 	role   routeRole
 	method string
-	path   string // {id}: the question the request is about
-	body   string
-	ok     int // the status of that successful request
+	// {id}: the question the request is about; "ses_{id}" is a session
+	// that world.create configures along with each question.
+	path string
+	body string
+	ok   int // the status of that successful request
 }
 
 func (r route) String() string { return r.method + " " + r.path }
@@ -269,7 +274,21 @@ var everyRoute = []route{
 	{agentRoute, http.MethodGet, "/elicitations/{id}", "", http.StatusOK},
 	{agentRoute, http.MethodDelete, "/elicitations/{id}", "", http.StatusOK},
 	{agentRoute, http.MethodPost, "/elicit", elicitBody, http.StatusOK},
+	// The session routes answer 200 for a session that is configured, as
+	// world.create leaves every "ses_{id}"; the body differs from what it
+	// configures, so a PUT let through shows in world.snapshot.
+	{agentRoute, http.MethodPut, "/sessions/ses_{id}", sessionBody, http.StatusOK},
+	{agentRoute, http.MethodGet, "/sessions/ses_{id}", "", http.StatusOK},
+	{agentRoute, http.MethodDelete, "/sessions/ses_{id}", "", http.StatusOK},
+	{agentRoute, http.MethodPost, "/mcp", initializeBody, http.StatusOK},
 }
+
+// sessionBody is what the route table PUTs; worldSessionBody is what
+// world.create configures.
+const (
+	sessionBody      = `{"questionCapability":"parent","parentSessionID":"ses_parent"}`
+	worldSessionBody = `{"questionCapability":"user"}`
+)
 
 func routesFor(roles ...routeRole) []route {
 	var out []route
@@ -342,7 +361,8 @@ func askedID(t *testing.T, f frame) string {
 }
 
 // create asks the seed form as the agent with Authorization auth and
-// returns the question's id.
+// returns the question's id. It also configures session "ses_<id>" as that
+// agent, for the session routes of the route table.
 func (w *world) create(t *testing.T, auth string) string {
 	t.Helper()
 	res := send(t, w.h, http.MethodPost, "/elicitations", createBody, withAuth(auth))
@@ -351,11 +371,15 @@ func (w *world) create(t *testing.T, auth string) string {
 	}
 	var c created
 	res.json(t, &c)
+	if res := send(t, w.h, http.MethodPut, "/sessions/ses_"+c.ID, worldSessionBody, withAuth(auth)); res.Status != http.StatusCreated {
+		t.Fatalf("PUT /sessions/ses_%s as %q: %d %s", c.ID, auth, res.Status, res.Body)
+	}
 	return c.ID
 }
 
 // snapshot is the store as an operator lists it (every pending question,
-// sentinels included) and as alpha and beta read their first questions.
+// sentinels included), as alpha and beta read their first questions, and
+// the sessions configured along with those.
 func (w *world) snapshot(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
@@ -375,6 +399,11 @@ func (w *world) snapshot(t *testing.T) string {
 			t.Fatalf("GET /elicitations/%s as its owner: %d %s", id, res.Status, res.Body)
 		}
 		fmt.Fprintf(&b, "GET /elicitations/%s: %s\n", id, res.Body)
+		res = send(t, w.h, http.MethodGet, "/sessions/ses_"+id, "", withAuth(w.owners[id]))
+		if res.Status != http.StatusOK {
+			t.Fatalf("GET /sessions/ses_%s as its owner: %d %s", id, res.Status, res.Body)
+		}
+		fmt.Fprintf(&b, "GET /sessions/ses_%s: %s\n", id, res.Body)
 	}
 	return b.String()
 }

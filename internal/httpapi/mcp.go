@@ -62,6 +62,10 @@ func newMCPEndpoint(s *Server) *mcpEndpoint {
 		SessionTimeout:               s.opts.MCPIdleTimeout,
 		MaxRequestBodyBytes:          s.opts.MaxBodyBytes,
 		PropagateRequestCancellation: true,
+		// The host guard in front of every route already refuses DNS
+		// rebinding, with --allowed-hosts; the SDK's own check would refuse
+		// those names behind a reverse proxy on loopback.
+		DisableLocalhostProtection: true,
 	})
 	if len(s.opts.Auth.AgentTokens) > 0 {
 		// Bind each MCP session to the agent that opened it, so another

@@ -8,7 +8,8 @@ import (
 
 // askSchemas are the question tools' input and output schemas, written out
 // rather than inferred from askInput and askOutput so that every field tells
-// the model what it is for. An endpoint builds them once: the SDK caches
+// the model what it is for. Emptiness is left to elicit.FromPrompts, whose
+// errors name the question by index. An endpoint builds them once: the SDK caches
 // what it resolves by pointer.
 func askSchemas(opts elicit.Options) (input, output *jsonschema.Schema) {
 	maxQuestions := opts.MaxProperties
@@ -20,7 +21,7 @@ func askSchemas(opts elicit.Options) (input, output *jsonschema.Schema) {
 		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
 		Required:             []string{"label"},
 		Properties: map[string]*jsonschema.Schema{
-			"label":       {Type: "string", MinLength: new(1), Description: "Display text of the choice (1-5 words, concise); it is also the answer"},
+			"label":       {Type: "string", Description: "Display text of the choice (1-5 words, concise); it is also the answer"},
 			"description": {Type: "string", Description: "Explanation of the choice"},
 		},
 		PropertyOrder: []string{"label", "description"},
@@ -30,7 +31,7 @@ func askSchemas(opts elicit.Options) (input, output *jsonschema.Schema) {
 		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
 		Required:             []string{"question"},
 		Properties: map[string]*jsonschema.Schema{
-			"question": {Type: "string", MinLength: new(1), Description: "The complete question"},
+			"question": {Type: "string", Description: "The complete question"},
 			"header":   {Type: "string", Description: "Very short label (max 30 chars)"},
 			"options": {Type: "array", Items: option,
 				Description: "Available choices; leave out for a question answered in free text"},
@@ -43,7 +44,7 @@ func askSchemas(opts elicit.Options) (input, output *jsonschema.Schema) {
 		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
 		Required:             []string{"questions"},
 		Properties: map[string]*jsonschema.Schema{
-			"questions": {Type: "array", Items: question, MinItems: new(1), MaxItems: new(maxQuestions),
+			"questions": {Type: "array", Items: question, MaxItems: new(maxQuestions),
 				Description: "Questions to ask, in order"},
 		},
 	}

@@ -145,8 +145,13 @@ func toolError(err error) error {
 func toolResult(q *pending.Question, prompts []elicit.Prompt) (*mcp.CallToolResult, askOutput, error) {
 	r := q.Ended.Result
 	out := askOutput{Action: r.Action}
+	if q.Ended.Ending == pending.EndRejected {
+		// An operator who dismisses the questions declines them, however
+		// the client sent the reject: "cancel" tells the model nobody answered.
+		out.Action = pending.ActionDecline
+	}
 	var text string
-	switch r.Action {
+	switch out.Action {
 	case pending.ActionAccept:
 		out.Answers = elicit.PromptAnswers(r.Content, len(prompts))
 		parts := make([]string, len(prompts))

@@ -137,7 +137,7 @@ func (r *Registry) Put(ctx context.Context, s Session, agent string) (Session, b
 	old, exists := r.sessions[s.ID]
 	count := len(r.sessions)
 	r.mu.RUnlock()
-	if exists && old.SetBy != agent {
+	if exists && !mayChange(old, agent) {
 		return Session{}, false, ErrForbidden
 	}
 	if !exists && r.opts.MaxSessions > 0 && count >= r.opts.MaxSessions {
@@ -169,7 +169,7 @@ func (r *Registry) Delete(ctx context.Context, id, agent string) (Session, error
 	switch {
 	case !exists:
 		return Session{}, ErrNotFound
-	case old.SetBy != agent:
+	case !mayChange(old, agent):
 		return Session{}, ErrForbidden
 	}
 	if r.opts.Journal != nil {
@@ -182,3 +182,9 @@ func (r *Registry) Delete(ctx context.Context, id, agent string) (Session, error
 	r.mu.Unlock()
 	return old, nil
 }
+
+// mayChange reports whether agent may change or remove s: the agent that
+// set it may, and anyone may change a record set while questiond ran without
+// agent tokens (no owner), which would otherwise be stuck once tokens are
+// configured.
+func mayChange(s Session, agent string) bool { return s.SetBy == "" || s.SetBy == agent }

@@ -144,13 +144,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer cancel()
 		return errors.Join(err, bus.Close(ctx), store.Close(ctx), closeJournal(journal))
 	}
+	fresh := newFreshConns()
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		// No WriteTimeout: event streams and long-polls stay open for minutes;
 		// each of them bounds its own writes.
-		ErrorLog: zap.NewStdLog(log.Named("http")),
+		ErrorLog:  zap.NewStdLog(log.Named("http")),
+		ConnState: fresh.track,
 	}
 	scheme := "http"
 	if cfg.tlsCert != "" {
@@ -172,7 +174,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
-	return shutdown(log, cfg.shutdownTimeout, srv, api, store, journal, bus)
+	return shutdown(log, cfg.shutdownTimeout, srv, fresh, api, store, journal, bus)
 }
 
 // openStore opens the pending store --store asks for. With the durable store
@@ -230,7 +232,7 @@ func closeJournal(j *pending.Bolt) error {
 // agents get an answer and operators see question.rejected; with the durable
 // store, leave them pending for the next start and let waiting agents go;
 // close the event streams, then let in-flight requests finish.
-func shutdown(log *zap.Logger, timeout time.Duration, srv *http.Server, api *httpapi.Server, store *pending.Memory, journal *pending.Bolt, bus *sse.Broker) error {
+func shutdown(log *zap.Logger, timeout time.Duration, srv *http.Server, fresh *freshConns, api *httpapi.Server, store *pending.Memory, journal *pending.Bolt, bus *sse.Broker) error {
 	log.Info("shutting down", zap.Duration("timeout", timeout))
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -255,7 +257,24 @@ func shutdown(log *zap.Logger, timeout time.Duration, srv *http.Server, api *htt
 		errs = append(errs, fmt.Errorf("closing event streams: %w", err))
 	}
 	api.Release()
-	if err := srv.Shutdown(ctx); err != nil {
+	stopped := make(chan struct{})
+	go func() {
+		// Shutdown closes the listener first; connections accepted before
+		// that and still silent are closed until it returns.
+		ticker := time.NewTicker(50 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			fresh.closeAll()
+			select {
+			case <-stopped:
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	err := srv.Shutdown(ctx)
+	close(stopped)
+	if err != nil {
 		errs = append(errs, fmt.Errorf("stopping the HTTP server: %w", err))
 		_ = srv.Close()
 	}

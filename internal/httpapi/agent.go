@@ -266,15 +266,7 @@ func (s *Server) waitWithKeepAlive(w http.ResponseWriter, r *http.Request, id st
 	_ = rc.SetWriteDeadline(time.Time{})
 	ctx, cancel := s.untilReleased(r.Context())
 	defer cancel()
-	type waited struct {
-		q   *pending.Question
-		err error
-	}
-	done := make(chan waited, 1)
-	go func() {
-		q, err := s.store.Wait(ctx, id)
-		done <- waited{q, err}
-	}()
+	done := s.waitInBackground(ctx, id)
 	ticker := time.NewTicker(s.opts.KeepAlive)
 	defer ticker.Stop()
 	writeFailed := false
@@ -308,6 +300,24 @@ func (s *Server) waitWithKeepAlive(w http.ResponseWriter, r *http.Request, id st
 			_ = rc.Flush()
 		}
 	}
+}
+
+// waited is how a wait for a question ended.
+type waited struct {
+	q   *pending.Question
+	err error
+}
+
+// waitInBackground waits for question id to end while the caller keeps a
+// connection alive; the channel gets exactly one value once ctx ends or the
+// question does.
+func (s *Server) waitInBackground(ctx context.Context, id string) <-chan waited {
+	done := make(chan waited, 1)
+	go func() {
+		q, err := s.store.Wait(ctx, id)
+		done <- waited{q, err}
+	}()
+	return done
 }
 
 // withdraw ends a question for an agent that can no longer wait for it. If it

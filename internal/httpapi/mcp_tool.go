@@ -74,15 +74,7 @@ func (s *Server) askTool(conn *mcpConnection, capability session.Capability) mcp
 func (s *Server) waitForTool(ctx context.Context, req *mcp.CallToolRequest, id string) (*pending.Question, error) {
 	waitCtx, cancel := s.untilReleased(ctx)
 	defer cancel()
-	type waited struct {
-		q   *pending.Question
-		err error
-	}
-	done := make(chan waited, 1)
-	go func() {
-		q, err := s.store.Wait(waitCtx, id)
-		done <- waited{q, err}
-	}()
+	done := s.waitInBackground(waitCtx, id)
 	token := req.Params.GetProgressToken()
 	ticker := time.NewTicker(s.opts.KeepAlive)
 	defer ticker.Stop()

@@ -1,8 +1,10 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -280,5 +282,67 @@ func TestJSONRPCElicitFromNoneSessionIsAnInvalidRequest(t *testing.T) {
 	}
 	if n, _ := h.store.Count(context.Background(), pending.Filter{}); n != 0 {
 		t.Errorf("%d questions stored", n)
+	}
+}
+
+// A call without a progress token cannot be sent progress; it is kept alive
+// with pings on its own response stream instead, and still gets its answer.
+func TestMCPToolWithoutProgressTokenIsKeptAliveWithPings(t *testing.T) {
+	h := newHarness(t, httpapi.Options{KeepAlive: 50 * time.Millisecond})
+	post := func(sessionID, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, h.URL+"/mcp?session=ses_raw", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+		if sessionID != "" {
+			req.Header.Set("Mcp-Session-Id", sessionID)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	sessionID := res.Header.Get("Mcp-Session-Id")
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	if sessionID == "" {
+		t.Fatalf("initialize: %d without Mcp-Session-Id", res.StatusCode)
+	}
+	res = post(sessionID, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	res.Body.Close()
+
+	call := post(sessionID, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask_user_question","arguments":{"questions":[{"question":"Go on?","options":[{"label":"Yes"},{"label":"No"}]}]}}}`)
+	defer call.Body.Close()
+	if ct := call.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("tools/call answered %d %s", call.StatusCode, ct)
+	}
+	lines := bufio.NewScanner(call.Body)
+	next := func() string {
+		t.Helper()
+		for lines.Scan() {
+			if data, ok := strings.CutPrefix(lines.Text(), "data: "); ok {
+				return data
+			}
+		}
+		t.Fatalf("the stream ended: %v", lines.Err())
+		return ""
+	}
+	if msg := next(); !strings.Contains(msg, `"method":"ping"`) {
+		t.Fatalf("first message on the call's stream: %s, want a ping", msg)
+	}
+	id := waitListed(t, h)["id"].(string)
+	h.do(http.MethodPost, "/question/"+id+"/reply", map[string]any{"answers": [][]string{{"Yes"}}})
+	for {
+		msg := next()
+		if strings.Contains(msg, `"method":`) {
+			continue // more pings, or the cancellation of one nobody answered
+		}
+		if !strings.Contains(msg, `"id":2`) || !strings.Contains(msg, `"structuredContent":{"action":"accept","answers":[["Yes"]]}`) {
+			t.Fatalf("the call's result: %s", msg)
+		}
+		return
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -67,18 +69,18 @@ func (s *Server) askTool(conn *mcpConnection, capability session.Capability) mcp
 }
 
 // waitForTool waits for question id to end, sending a progress notification
-// every KeepAlive when the client asked for progress, so clients and proxies
-// with idle timeouts keep the call open. If the call ends first (the client
+// (or, without a progress token, a ping) every KeepAlive, so clients and
+// proxies with idle timeouts keep the call open. If the call ends first (the client
 // cancelled it, its session closed, or questiond is stopping), the question is
 // withdrawn: nobody could collect its answer.
 func (s *Server) waitForTool(ctx context.Context, req *mcp.CallToolRequest, id string) (*pending.Question, error) {
 	waitCtx, cancel := s.untilReleased(ctx)
 	defer cancel()
 	done := s.waitInBackground(waitCtx, id)
-	token := req.Params.GetProgressToken()
+	keepAlive := s.toolKeepAlive(ctx, req, id)
+	defer keepAlive.stop()
 	ticker := time.NewTicker(s.opts.KeepAlive)
 	defer ticker.Stop()
-	start := time.Now()
 	for {
 		select {
 		case got := <-done:
@@ -98,20 +100,67 @@ func (s *Server) waitForTool(ctx context.Context, req *mcp.CallToolRequest, id s
 			}
 			return nil, fmt.Errorf("question %s was withdrawn: %s; ask again if you still need the answer", id, why)
 		case <-ticker.C:
-			if token == nil {
-				continue
-			}
-			waited := time.Since(start).Round(time.Second)
-			err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-				ProgressToken: token,
-				Progress:      waited.Seconds(),
-				Message:       fmt.Sprintf("waiting for an answer (%s so far)", waited),
-			})
-			if err != nil {
-				s.log.Debug("progress notification failed", zap.String("id", id), zap.Error(err))
-			}
+			keepAlive.send()
 		}
 	}
+}
+
+// toolKeepAlive keeps one waiting tool call alive in clients and proxies
+// that give up on a silent response stream (Node's fetch after 300 s; the
+// TypeScript SDK's request timeout, which progress resets).
+type toolKeepAlive struct {
+	s     *Server
+	ctx   context.Context // the call's: what is sent relates to the call, on its stream
+	req   *mcp.CallToolRequest
+	id    string
+	token any
+	start time.Time
+
+	cancel  context.CancelFunc
+	pinging sync.WaitGroup
+	busy    atomic.Bool // a ping is still waiting for its answer
+}
+
+func (s *Server) toolKeepAlive(ctx context.Context, req *mcp.CallToolRequest, id string) *toolKeepAlive {
+	k := &toolKeepAlive{s: s, req: req, id: id, token: req.Params.GetProgressToken(), start: time.Now()}
+	k.ctx, k.cancel = context.WithCancel(ctx)
+	return k
+}
+
+// send sends a progress notification when the client gave a progress token,
+// and a ping otherwise: progress may only name a token the client chose, and
+// a ping is the one message the server may send about nothing. Either goes
+// on the call's own response stream.
+func (k *toolKeepAlive) send() {
+	if k.token != nil {
+		waited := time.Since(k.start)
+		err := k.req.Session.NotifyProgress(k.ctx, &mcp.ProgressNotificationParams{
+			ProgressToken: k.token,
+			Progress:      waited.Seconds(), // grows with every tick, as progress must
+			Message:       fmt.Sprintf("waiting for an answer (%s so far)", waited.Round(time.Second)),
+		})
+		if err != nil {
+			k.s.log.Debug("progress notification failed", zap.String("id", k.id), zap.Error(err))
+		}
+		return
+	}
+	if !k.busy.CompareAndSwap(false, true) {
+		return // the client has not answered the last ping yet
+	}
+	k.pinging.Add(1)
+	go func() {
+		defer k.pinging.Done()
+		defer k.busy.Store(false)
+		if err := k.req.Session.Ping(k.ctx, nil); err != nil && k.ctx.Err() == nil {
+			k.s.log.Debug("keep-alive ping failed", zap.String("id", k.id), zap.Error(err))
+		}
+	}()
+}
+
+// stop ends a ping still in flight and waits for it.
+func (k *toolKeepAlive) stop() {
+	k.cancel()
+	k.pinging.Wait()
 }
 
 // toolError is the message an agent gets for a question that could not be

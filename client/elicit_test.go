@@ -240,6 +240,9 @@ func TestCreateGetAndParams(t *testing.T) {
 	if !strings.HasPrefix(e.ID, "que") || e.Status != client.StatusPending || e.SessionID != p.SessionID || e.Directory != "/work/project" || e.Result != nil {
 		t.Fatalf("created %+v", e)
 	}
+	if e.Tool == nil || *e.Tool != *p.Tool {
+		t.Fatalf("created with tool %+v, want %+v", e.Tool, p.Tool)
+	}
 	if e.Deadline == nil || e.Deadline.Sub(e.CreatedAt) != 90*time.Second {
 		t.Fatalf("deadline %v for a 90s timeout created at %v", e.Deadline, e.CreatedAt)
 	}

@@ -31,6 +31,7 @@ type Elicitation struct {
 	// AskingSessionID is the session that asked when its capability is
 	// "parent": SessionID is then the parent's, where operators see it.
 	AskingSessionID string
+	Tool            *Tool // as given when it was created
 	CreatedAt       time.Time
 	Deadline        *time.Time
 	Result          *Result // set once Status is "resolved"
@@ -88,6 +89,7 @@ type wireElicitation struct {
 	Status    string     `json:"status"`
 	SessionID string     `json:"sessionID"`
 	Asking    string     `json:"askingSessionID"`
+	Tool      *wireTool  `json:"tool"`
 	Directory string     `json:"directory"`
 	CreatedAt time.Time  `json:"createdAt"`
 	Deadline  *time.Time `json:"deadline"`
@@ -103,9 +105,13 @@ func decodeElicitation(what string, body []byte) (*Elicitation, error) {
 	if w.ID == "" || (w.Status != StatusPending && w.Status != StatusResolved) || (w.Status == StatusResolved && w.Result == nil) {
 		return nil, fmt.Errorf("questiond: %s: the answer is not an elicitation: %.200s", what, body)
 	}
+	var tool *Tool
+	if w.Tool != nil {
+		tool = &Tool{MessageID: w.Tool.MessageID, CallID: w.Tool.CallID}
+	}
 	return &Elicitation{
-		ID: w.ID, Status: w.Status, SessionID: w.SessionID, AskingSessionID: w.Asking, Directory: w.Directory, Ending: w.Ending,
-		CreatedAt: w.CreatedAt, Deadline: w.Deadline, Result: w.Result,
+		ID: w.ID, Status: w.Status, SessionID: w.SessionID, AskingSessionID: w.Asking, Directory: w.Directory,
+		Ending: w.Ending, Tool: tool, CreatedAt: w.CreatedAt, Deadline: w.Deadline, Result: w.Result,
 	}, nil
 }
 

@@ -101,6 +101,16 @@ func TestCreateKeepsSessionDirectoryAndTool(t *testing.T) {
 	if !strings.HasPrefix(string(res.Body), prefix) || !strings.HasSuffix(string(res.Body), suffix) {
 		t.Fatalf("GET /question = %s", res.Body)
 	}
+	// The agent reads back what it gave.
+	var view struct {
+		SessionID, Directory string
+		Tool                 struct{ MessageID, CallID string }
+	}
+	h.do(http.MethodGet, "/elicitations/"+id, nil).json(t, &view)
+	if view.SessionID != "ses_dd6f26711ffemSbzc1nRWSuB5Z" || view.Directory != "/home/alice/project" ||
+		view.Tool.MessageID != "msg_2290d9d4a001UtHwsZBuH2z4id" || view.Tool.CallID != "call_q1" {
+		t.Errorf("GET /elicitations/%s = %+v", id, view)
+	}
 }
 
 func TestElicitSpeaksJSONRPC(t *testing.T) {

@@ -52,6 +52,7 @@ type elicitation struct {
 	// parent session SessionID.
 	AskingSessionID string                `json:"askingSessionID,omitempty"`
 	Directory       string                `json:"directory,omitempty"`
+	Tool            *pending.Tool         `json:"tool,omitempty"`
 	CreatedAt       time.Time             `json:"createdAt"`
 	Deadline        *time.Time            `json:"deadline,omitempty"`
 	EndedAt         *time.Time            `json:"endedAt,omitempty"`
@@ -67,6 +68,7 @@ func toElicitation(q *pending.Question) elicitation {
 		SessionID:       q.SessionID,
 		AskingSessionID: q.AskingSessionID,
 		Directory:       q.Directory,
+		Tool:            q.Tool,
 		CreatedAt:       q.CreatedAt.UTC(),
 		Questions:       q.Questions,
 	}

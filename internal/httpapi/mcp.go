@@ -36,6 +36,7 @@ type mcpEndpoint struct {
 // mcpConnection is what an MCP session was bound to when it began.
 type mcpConnection struct {
 	sessionID  string             // the questiond session it asks for
+	directory  string             // the project directory its questions are listed in ("": every)
 	capability session.Capability // at connect time; decides the tool
 	agent      string             // the agent that connected
 	server     *mcp.Server
@@ -118,6 +119,10 @@ func (m *mcpEndpoint) connecting(r *http.Request) (*mcpConnection, error) {
 	if err != nil {
 		return nil, err
 	}
+	directory, err := requestDirectory(r)
+	if err != nil {
+		return nil, err
+	}
 	if sessionID == "" {
 		sessionID = ident.Descending(ident.Session)
 	}
@@ -125,7 +130,7 @@ func (m *mcpEndpoint) connecting(r *http.Request) (*mcpConnection, error) {
 	if err != nil {
 		return nil, sessionError(err, sessionID)
 	}
-	return &mcpConnection{sessionID: sessionID, capability: rec.Capability, agent: callerFrom(r.Context()).agent}, nil
+	return &mcpConnection{sessionID: sessionID, directory: directory, capability: rec.Capability, agent: callerFrom(r.Context()).agent}, nil
 }
 
 // serverFor is the SDK's getServer: the server of the session a connecting

@@ -346,3 +346,40 @@ func TestMCPToolWithoutProgressTokenIsKeptAliveWithPings(t *testing.T) {
 		return
 	}
 }
+
+// An MCP client that names its project directory when it connects gets its
+// questions listed and announced in that directory, the way OpenCode clients
+// scope them.
+func TestMCPQuestionsTakeTheConnectionsDirectory(t *testing.T) {
+	h := newHarness(t, httpapi.Options{})
+	scoped := h.openStream("/event?directory=/work/alpha")
+	scoped.expect(t, "server.connected")
+	cs := mcpConnect(t, h, "/mcp?session=ses_dir&directory=/work/alpha/", nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question", Arguments: map[string]any{
+			"questions": []any{map[string]any{"question": "Which branch?"}}}})
+		done <- err
+	}()
+	var asked struct{ ID, SessionID string }
+	_ = json.Unmarshal(scoped.expect(t, "question.asked").Properties, &asked)
+	if asked.SessionID != "ses_dir" {
+		t.Errorf("asked under %q", asked.SessionID)
+	}
+	var listed []map[string]any
+	h.do(http.MethodGet, "/question?directory=/work/beta", nil).json(t, &listed)
+	if len(listed) != 0 {
+		t.Errorf("listed in another directory: %v", listed)
+	}
+	var view struct{ Directory string }
+	h.do(http.MethodGet, "/elicitations/"+asked.ID, nil).json(t, &view)
+	if view.Directory != "/work/alpha" {
+		t.Errorf("directory %q, want /work/alpha", view.Directory)
+	}
+	h.do(http.MethodPost, "/question/"+asked.ID+"/reply?directory=/work/alpha", map[string]any{"answers": [][]string{{"main"}}})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

@@ -56,7 +56,8 @@ func (s *Server) askTool(conn *mcpConnection, capability session.Capability) mcp
 		// The tool call runs outside the HTTP request that opened the MCP
 		// session: it acts for the agent that opened it.
 		ctx = context.WithValue(ctx, callerKey{}, caller{role: roleAgent, agent: conn.agent})
-		q, err := s.createAs(ctx, &createParams{Message: &message, RequestedSchema: schema, SessionID: conn.sessionID}, capability, shown)
+		q, err := s.createAs(ctx, &createParams{Message: &message, RequestedSchema: schema,
+			SessionID: conn.sessionID, Directory: conn.directory}, capability, shown)
 		if err != nil {
 			return nil, askOutput{}, toolError(err)
 		}

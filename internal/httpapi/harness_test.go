@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +17,11 @@ import (
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testserver"
 )
 
-// harness is a real questiond (memory store, real event broker) on a random port.
+// harness is a real questiond (memory store unless a journal is given, real
+// event broker) on a random port.
 type harness struct {
 	t     *testing.T
 	URL   string
@@ -50,46 +51,25 @@ type tuning struct {
 	journal pending.Journal       // nil: memory only
 }
 
-// newHarnessWith builds every harness: real parts, logging to log, shut down
-// in t.Cleanup the way cmd/questiond shuts down a memory store.
+// newHarnessWith builds every harness: a real questiond logging to log,
+// stopped in t.Cleanup the way cmd/questiond stops.
 func newHarnessWith(t *testing.T, tu tuning, log *zap.Logger) *harness {
 	t.Helper()
-	tu.events.Logger = log
 	if tu.events.Heartbeat == 0 {
 		tu.events.Heartbeat = time.Hour
 	}
-	bus, err := sse.New(tu.events)
-	if err != nil {
-		t.Fatal(err)
-	}
-	events := httpapi.NewEvents(bus, log)
-	tu.store.OnEnd, tu.store.Logger = events.Ended, log
-	var store *pending.Memory
-	if tu.journal == nil {
-		store = pending.NewMemory(tu.store)
-	} else {
-		tu.store.Journal = tu.journal
-		if store, err = pending.Open(context.Background(), tu.store); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tu.api.Logger = log
-	api, err := httpapi.New(store, events, tu.api)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(api)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		api.Drain()
-		_, _ = store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})
-		_ = bus.Close(ctx)
-		api.Release() // ends MCP sessions, whose streams would keep ts.Close waiting
-		ts.Close()
-		_ = store.Close(ctx)
+	srv, err := testserver.Start(testserver.Config{
+		API: tu.api, Events: tu.events, Store: tu.store, Journal: tu.journal, Logger: log,
 	})
-	return &harness{t: t, URL: ts.URL, store: store, bus: bus, api: api}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(); err != nil {
+			t.Errorf("stopping questiond: %v", err)
+		}
+	})
+	return &harness{t: t, URL: srv.URL, store: srv.Store, bus: srv.Bus, api: srv.API}
 }
 
 // response is a finished HTTP exchange.

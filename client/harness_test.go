@@ -22,6 +22,7 @@ import (
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testserver"
 )
 
 // daemon is a real questiond served over TCP, wired as cmd/questiond wires
@@ -31,13 +32,8 @@ type daemon struct {
 	URL     string
 	Addr    string
 	api     *httpapi.Server
-	store   *pending.Memory
-	journal *pending.Bolt // nil: memory store
-	bus     *sse.Broker
-	srv     *http.Server
-	served  chan error
+	server  *testserver.Server
 	created *atomic.Int64 // 201s answered to POST /elicitations
-	stopped bool
 }
 
 // daemonConfig says how to start a daemon. Zero values: memory store, a
@@ -53,90 +49,38 @@ type daemonConfig struct {
 
 func startDaemon(t *testing.T, cfg daemonConfig) *daemon {
 	t.Helper()
-	log := zaptest.NewLogger(t)
-	bus, err := sse.New(sse.Options{Logger: log, Heartbeat: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	events := httpapi.NewEvents(bus, log)
-	opts := pending.MemoryOptions{OnEnd: events.Ended, Logger: log}
-	var store *pending.Memory
-	var journal *pending.Bolt
-	if cfg.boltPath == "" {
-		store = pending.NewMemory(opts)
-	} else {
-		if journal, err = pending.OpenBolt(cfg.boltPath, pending.BoltOptions{Logger: log, NoSync: true}); err != nil {
-			t.Fatal(err)
-		}
-		opts.Journal = journal
-		if store, err = pending.Open(context.Background(), opts); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg.api.Logger = log
-	api, err := httpapi.New(store, events, cfg.api)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := cfg.addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
 	created := cfg.created
 	if created == nil {
 		created = new(atomic.Int64)
 	}
-	var handler http.Handler = countCreated(api, created)
-	if cfg.wrap != nil {
-		handler = cfg.wrap(handler)
+	server, err := testserver.Start(testserver.Config{
+		API:      cfg.api,
+		Events:   sse.Options{Heartbeat: time.Hour},
+		BoltPath: cfg.boltPath,
+		Bolt:     pending.BoltOptions{NoSync: true},
+		Addr:     cfg.addr,
+		Logger:   zaptest.NewLogger(t),
+		Wrap: func(api http.Handler) http.Handler {
+			handler := countCreated(api, created)
+			if cfg.wrap != nil {
+				handler = cfg.wrap(handler)
+			}
+			return handler
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	d := &daemon{
-		t: t, URL: "http://" + ln.Addr().String(), Addr: ln.Addr().String(),
-		api: api, store: store, journal: journal, bus: bus,
-		srv:     &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second},
-		served:  make(chan error, 1),
-		created: created,
-	}
-	go func() { d.served <- d.srv.Serve(ln) }()
+	d := &daemon{t: t, URL: server.URL, Addr: server.Addr, api: server.API, server: server, created: created}
 	t.Cleanup(d.stop)
 	return d
 }
 
-// stop shuts the daemon down as cmd/questiond does: refuse new questions,
-// end pending ones as cancel only with the memory store (the durable store
-// keeps them for the next start), close event streams, let waiting requests
-// go, stop serving, close the store and its file.
+// stop shuts the daemon down as cmd/questiond does (the durable store keeps
+// pending questions for the next start); it does nothing the second time.
 func (d *daemon) stop() {
-	if d.stopped {
-		return
-	}
-	d.stopped = true
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	d.api.Drain()
-	if d.journal == nil {
-		_, _ = d.store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})
-	}
-	_ = d.bus.Close(ctx)
-	d.api.Release()
-	if err := d.srv.Shutdown(ctx); err != nil {
-		d.t.Errorf("stopping the HTTP server: %v", err)
-		_ = d.srv.Close()
-	}
-	if err := <-d.served; !errors.Is(err, http.ErrServerClosed) {
-		d.t.Errorf("serving: %v", err)
-	}
-	if err := d.store.Close(ctx); err != nil {
-		d.t.Errorf("closing the store: %v", err)
-	}
-	if d.journal != nil {
-		if err := d.journal.Close(); err != nil {
-			d.t.Errorf("closing the journal: %v", err)
-		}
+	if err := d.server.Stop(); err != nil {
+		d.t.Errorf("stopping questiond: %v", err)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -15,43 +14,33 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/questiond/questiond/client"
-	"github.com/questiond/questiond/internal/httpapi"
-	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testserver"
 )
 
 // startDaemon runs a real questiond (memory store) for the test and returns
 // its URL and a client of it.
 func startDaemon(t *testing.T) (string, *client.Client) {
 	t.Helper()
-	log := zaptest.NewLogger(t)
-	bus, err := sse.New(sse.Options{Logger: log, Heartbeat: time.Hour})
+	server, err := testserver.Start(testserver.Config{
+		Events: sse.Options{Heartbeat: time.Hour},
+		Logger: zaptest.NewLogger(t),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := httpapi.NewEvents(bus, log)
-	store := pending.NewMemory(pending.MemoryOptions{OnEnd: events.Ended, Logger: log})
-	api, err := httpapi.New(store, events, httpapi.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(api)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		api.Drain()
-		_, _ = store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})
-		_ = bus.Close(ctx)
-		ts.Close()
-		_ = store.Close(ctx)
+		if err := server.Stop(); err != nil {
+			t.Errorf("stopping questiond: %v", err)
+		}
 	})
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(transport.CloseIdleConnections)
-	c, err := client.New(client.Options{Server: ts.URL, HTTPClient: &http.Client{Transport: transport}, PollWait: 5 * time.Second})
+	c, err := client.New(client.Options{Server: server.URL, HTTPClient: &http.Client{Transport: transport}, PollWait: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ts.URL, c
+	return server.URL, c
 }
 
 // operator is a test operator on questiond's HTTP API.

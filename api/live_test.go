@@ -11,7 +11,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"sort"
@@ -30,8 +29,8 @@ import (
 
 	"github.com/questiond/questiond/api"
 	"github.com/questiond/questiond/internal/httpapi"
-	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testserver"
 )
 
 // Leak sources this guards: the live server's stream handlers, POST /elicit
@@ -89,47 +88,38 @@ func startLive(t *testing.T, auth httpapi.Auth, limits httpapi.Limits) *liveServ
 func startLiveWith(t *testing.T, opts httpapi.Options) *liveServer {
 	t.Helper()
 	auth := opts.Auth
-	log := zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	// A short heartbeat puts server.heartbeat frames on every stream within
-	// the test; a short keep-alive puts leading whitespace in POST /elicit bodies.
-	bus, err := sse.New(sse.Options{Logger: log, Heartbeat: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	events := httpapi.NewEvents(bus, log)
-	store := pending.NewMemory(pending.MemoryOptions{OnEnd: events.Ended, Logger: log})
-	handler, err := httpapi.New(store, events, httpapi.Options{
-		Logger:       log,
-		Version:      "test",
-		OpenAPI:      api.JSON(),
-		MaxBodyBytes: 64 << 10,
-		KeepAlive:    2 * time.Millisecond,
-		Auth:         auth,
-		Limits:       opts.Limits,
-		Sessions:     opts.Sessions,
+	server, err := testserver.Start(testserver.Config{
+		API: httpapi.Options{
+			Version:      "test",
+			OpenAPI:      api.JSON(),
+			MaxBodyBytes: 64 << 10,
+			KeepAlive:    2 * time.Millisecond,
+			Auth:         auth,
+			Limits:       opts.Limits,
+			Sessions:     opts.Sessions,
+		},
+		// A short heartbeat puts server.heartbeat frames on every stream within
+		// the test; a short keep-alive puts leading whitespace in POST /elicit bodies.
+		Events:      sse.Options{Heartbeat: 50 * time.Millisecond},
+		Logger:      zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
+		StopTimeout: 5 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer(handler)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		handler.Drain()
-		handler.Release() // ends the MCP sessions the test left open
-		_, _ = store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})
-		_ = bus.Close(ctx)
-		ts.Close()
-		_ = store.Close(ctx)
+		if err := server.Stop(); err != nil {
+			t.Errorf("stopping questiond: %v", err)
+		}
 	})
 
 	doc := loadDoc(t)
-	doc.Servers = openapi3.Servers{{URL: ts.URL}}
+	doc.Servers = openapi3.Servers{{URL: server.URL}}
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &liveServer{url: ts.URL, handler: handler, doc: doc, router: router, checked: map[string]bool{}}
+	l := &liveServer{url: server.URL, handler: server.API, doc: doc, router: router, checked: map[string]bool{}}
 	if auth.OperatorPassword != "" {
 		user := auth.OperatorUsername
 		if user == "" {

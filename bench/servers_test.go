@@ -1,17 +1,14 @@
 package bench
 
 import (
-	"context"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/questiond/questiond/internal/httpapi"
-	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testserver"
 )
 
 // server is one system under test, listening on a loopback port.
@@ -39,64 +36,34 @@ var servers = []struct {
 // above debug level).
 func startQuestiond(tb testing.TB, queueLength int) *server {
 	tb.Helper()
-	return startQuestiondOn(tb, queueLength, "questiond", nil)
+	return startQuestiondOn(tb, queueLength, "questiond", "")
 }
 
 // startQuestiondBolt is questiond with its default, durable store: a bbolt
 // file in a temporary directory, synced to disk on every commit.
 func startQuestiondBolt(tb testing.TB, queueLength int) *server {
 	tb.Helper()
-	journal, err := pending.OpenBolt(filepath.Join(tb.TempDir(), "questiond.db"), pending.BoltOptions{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return startQuestiondOn(tb, queueLength, "questiond-bolt", journal)
+	return startQuestiondOn(tb, queueLength, "questiond-bolt", filepath.Join(tb.TempDir(), "questiond.db"))
 }
 
-func startQuestiondOn(tb testing.TB, queueLength int, name string, journal *pending.Bolt) *server {
+// startQuestiondOn starts questiond with the memory store, or the durable
+// one in the bbolt file at boltPath.
+func startQuestiondOn(tb testing.TB, queueLength int, name, boltPath string) *server {
 	tb.Helper()
-	log := zap.NewNop()
-	bus, err := sse.New(sse.Options{Logger: log, QueueLength: queueLength})
+	q, err := testserver.Start(testserver.Config{
+		Events:   sse.Options{QueueLength: queueLength},
+		BoltPath: boltPath,
+		Logger:   zap.NewNop(),
+	})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	events := httpapi.NewEvents(bus, log)
-	storeOpts := pending.MemoryOptions{OnEnd: events.Ended, Logger: log}
-	var store *pending.Memory
-	if journal == nil {
-		store = pending.NewMemory(storeOpts)
-	} else {
-		storeOpts.Journal = journal
-		if store, err = pending.Open(context.Background(), storeOpts); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	api, err := httpapi.New(store, events, httpapi.Options{Logger: log})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ts := httptest.NewServer(api)
 	stop := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		api.Drain()
-		if _, err := store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}}); err != nil {
-			tb.Errorf("questiond: settling pending questions: %v", err)
-		}
-		if err := bus.Close(ctx); err != nil {
-			tb.Errorf("questiond: closing the event bus: %v", err)
-		}
-		ts.Close()
-		if err := store.Close(ctx); err != nil {
-			tb.Errorf("questiond: closing the store: %v", err)
-		}
-		if journal != nil {
-			if err := journal.Close(); err != nil {
-				tb.Errorf("questiond: closing the journal: %v", err)
-			}
+		if err := q.Stop(); err != nil {
+			tb.Errorf("%s: %v", name, err)
 		}
 	}
-	return &server{name: name, url: ts.URL, stop: stop}
+	return &server{name: name, url: q.URL, stop: stop}
 }
 
 func startBaseline(tb testing.TB, queueLength int) *server {

@@ -46,6 +46,7 @@ type config struct {
 	rateLimit          int
 	defaultCapability  string
 	maxSessions        int
+	maxMCPSessions     int
 	mcpIdleTimeout     time.Duration
 
 	// Secrets come from the environment only, never from flags that any
@@ -106,6 +107,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.IntVar(&c.rateLimit, "rate-limit", 6000, "most `requests` per minute from one client (an agent, the operator, or an IP); 0 means no limit")
 	fs.StringVar(&c.defaultCapability, "default-question-capability", "user", "question `capability` of sessions nobody set with PUT /sessions/{id}: user (may ask the operator) or none (may ask nobody)")
 	fs.IntVar(&c.maxSessions, "max-sessions", 100000, "most session records kept by PUT /sessions/{id} (429 beyond)")
+	fs.IntVar(&c.maxMCPSessions, "max-mcp-sessions", 1000, "most live MCP sessions on /mcp (503 beyond)")
 	fs.DurationVar(&c.mcpIdleTimeout, "mcp-idle-timeout", time.Hour, "close an MCP session (/mcp) after this `duration` without requests; a tool call in progress keeps it open")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 
@@ -252,8 +254,8 @@ func (c *config) check() error {
 	default:
 		return fmt.Errorf("--default-question-capability must be user or none, got %q", c.defaultCapability)
 	}
-	if c.maxSessions <= 0 || c.mcpIdleTimeout <= 0 {
-		return errors.New("--max-sessions and --mcp-idle-timeout must be positive")
+	if c.maxSessions <= 0 || c.maxMCPSessions <= 0 || c.mcpIdleTimeout <= 0 {
+		return errors.New("--max-sessions, --max-mcp-sessions and --mcp-idle-timeout must be positive")
 	}
 	if c.headerLimit < 4 {
 		return fmt.Errorf("--header-limit must be at least 4 runes, got %d", c.headerLimit)

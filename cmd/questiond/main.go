@@ -129,6 +129,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			MaxPending:         cfg.maxPending,
 			MaxPendingPerAgent: cfg.maxPendingPerAgent,
 			MaxStreams:         cfg.maxStreams,
+			MaxMCPSessions:     cfg.maxMCPSessions,
 			RequestsPerMinute:  cfg.rateLimit,
 		},
 	})

@@ -19,6 +19,7 @@ type Limits struct {
 	MaxPending         int // pending questions in total (429 beyond)
 	MaxPendingPerAgent int // pending questions of one agent token (429 beyond)
 	MaxStreams         int // open event streams (503 beyond)
+	MaxMCPSessions     int // live MCP sessions on /mcp (503 beyond)
 	RequestsPerMinute  int // requests per client: an agent, the operator, or else an IP (429 + Retry-After)
 }
 

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -100,6 +101,9 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer release()
 	case r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "":
 		conn, err := m.connecting(r)
+		if err == nil {
+			err = m.roomForSession()
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -177,6 +181,29 @@ func (m *mcpEndpoint) connected(conn *mcpConnection) {
 }
 
 const sweepEvery = 64
+
+// roomForSession refuses a new MCP session when MaxMCPSessions are live:
+// each holds a server and goroutines until it ends or idles out.
+func (m *mcpEndpoint) roomForSession() error {
+	max := m.srv.opts.Limits.MaxMCPSessions
+	if max <= 0 {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.servers) >= max {
+		for server, c := range m.servers {
+			if c.connected && !hasSessions(server) {
+				delete(m.servers, server)
+			}
+		}
+	}
+	if len(m.servers) >= max {
+		return &statusError{http.StatusServiceUnavailable, "ServiceUnavailable",
+			fmt.Sprintf("questiond already serves %d MCP sessions, its limit; close unused sessions (DELETE /mcp) or try again later", max)}
+	}
+	return nil
+}
 
 func hasSessions(server *mcp.Server) bool {
 	for range server.Sessions() {

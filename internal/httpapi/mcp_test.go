@@ -383,3 +383,24 @@ func TestMCPQuestionsTakeTheConnectionsDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Live MCP sessions are bounded; a closed one makes room.
+func TestMCPSessionLimit(t *testing.T) {
+	h := newHarness(t, httpapi.Options{Limits: httpapi.Limits{MaxMCPSessions: 2}})
+	first := mcpConnect(t, h, "/mcp?session=ses_one", nil, nil)
+	mcpConnect(t, h, "/mcp?session=ses_two", nil, nil)
+	res := h.do(http.MethodPost, "/mcp?session=ses_three",
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`,
+		"Accept", "application/json, text/event-stream")
+	var named struct{ Name string }
+	res.json(t, &named)
+	if res.Status != http.StatusServiceUnavailable || named.Name != "ServiceUnavailable" {
+		t.Fatalf("a third MCP session: %d %s", res.Status, res.Body)
+	}
+	if err := first.Close(); err != nil { // DELETE /mcp ends the session
+		t.Fatal(err)
+	}
+	if got := toolNames(t, mcpConnect(t, h, "/mcp?session=ses_three", nil, nil)); len(got) != 1 {
+		t.Errorf("after a session closed: tools %v", got)
+	}
+}

@@ -285,51 +285,72 @@ func TestJSONRPCElicitFromNoneSessionIsAnInvalidRequest(t *testing.T) {
 	}
 }
 
-// A call without a progress token cannot be sent progress; it is kept alive
-// with pings on its own response stream instead, and still gets its answer.
-func TestMCPToolWithoutProgressTokenIsKeptAliveWithPings(t *testing.T) {
-	h := newHarness(t, httpapi.Options{KeepAlive: 50 * time.Millisecond})
-	post := func(sessionID, body string) *http.Response {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, h.URL+"/mcp?session=ses_raw", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-		if sessionID != "" {
-			req.Header.Set("Mcp-Session-Id", sessionID)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
-	res := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	sessionID := res.Header.Get("Mcp-Session-Id")
+// rawMCP is an MCP client made of plain HTTP requests, for what the SDK
+// clients do not let a test do: read a call's stream byte by byte, or drop it.
+type rawMCP struct {
+	t         *testing.T
+	url       string
+	sessionID string
+}
+
+func newRawMCP(t *testing.T, h *harness, path string) *rawMCP {
+	t.Helper()
+	c := &rawMCP{t: t, url: h.URL + path}
+	res := c.post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	c.sessionID = res.Header.Get("Mcp-Session-Id")
 	_, _ = io.Copy(io.Discard, res.Body)
 	res.Body.Close()
-	if sessionID == "" {
+	if c.sessionID == "" {
 		t.Fatalf("initialize: %d without Mcp-Session-Id", res.StatusCode)
 	}
-	res = post(sessionID, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	res.Body.Close()
+	c.post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
+	return c
+}
 
-	call := post(sessionID, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask_user_question","arguments":{"questions":[{"question":"Go on?","options":[{"label":"Yes"},{"label":"No"}]}]}}}`)
-	defer call.Body.Close()
-	if ct := call.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Fatalf("tools/call answered %d %s", call.StatusCode, ct)
+func (c *rawMCP) post(ctx context.Context, body string) *http.Response {
+	c.t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	if c.sessionID != "" {
+		req.Header.Set("Mcp-Session-Id", c.sessionID)
 	}
-	lines := bufio.NewScanner(call.Body)
-	next := func() string {
-		t.Helper()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return res
+}
+
+// call starts tools/call id 2 with meta as its _meta and returns the
+// stream's messages, one data line each.
+func (c *rawMCP) call(ctx context.Context, meta string) (next func() string, body io.Closer) {
+	c.t.Helper()
+	res := c.post(ctx, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":`+meta+
+		`,"name":"ask_user_question","arguments":{"questions":[{"question":"Go on?","options":[{"label":"Yes"},{"label":"No"}]}]}}}`)
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		c.t.Fatalf("tools/call answered %d %s", res.StatusCode, ct)
+	}
+	lines := bufio.NewScanner(res.Body)
+	return func() string {
+		c.t.Helper()
 		for lines.Scan() {
 			if data, ok := strings.CutPrefix(lines.Text(), "data: "); ok {
 				return data
 			}
 		}
-		t.Fatalf("the stream ended: %v", lines.Err())
+		c.t.Fatalf("the stream ended: %v", lines.Err())
 		return ""
-	}
+	}, res.Body
+}
+
+// A call without a progress token cannot be sent progress; it is kept alive
+// with pings on its own response stream instead, and still gets its answer.
+func TestMCPToolWithoutProgressTokenIsKeptAliveWithPings(t *testing.T) {
+	h := newHarness(t, httpapi.Options{KeepAlive: 50 * time.Millisecond})
+	next, body := newRawMCP(t, h, "/mcp?session=ses_raw").call(context.Background(), `{}`)
+	defer body.Close()
 	if msg := next(); !strings.Contains(msg, `"method":"ping"`) {
 		t.Fatalf("first message on the call's stream: %s, want a ping", msg)
 	}
@@ -344,6 +365,46 @@ func TestMCPToolWithoutProgressTokenIsKeptAliveWithPings(t *testing.T) {
 			t.Fatalf("the call's result: %s", msg)
 		}
 		return
+	}
+}
+
+// A client that drops a waiting call's connection without cancelling it can
+// never get the answer (questiond keeps no events to resume a stream with),
+// so the next keep-alive that cannot reach it withdraws the question.
+func TestMCPDroppedCallIsWithdrawn(t *testing.T) {
+	for name, meta := range map[string]string{"progress": `{"progressToken":"p"}`, "ping": `{}`} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, httpapi.Options{KeepAlive: 50 * time.Millisecond})
+			events := h.openStream("/event")
+			events.expect(t, "server.connected")
+			ctx, hangUp := context.WithCancel(context.Background())
+			client := newRawMCP(t, h, "/mcp?session=ses_gone")
+			next, body := client.call(ctx, meta)
+			var asked struct{ ID string }
+			_ = json.Unmarshal(events.expect(t, "question.asked").Properties, &asked)
+			// The first keep-alive arrived: the stream is connected. A real
+			// client answers a ping; the next one then finds the stream gone.
+			var first struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			_ = json.Unmarshal([]byte(next()), &first)
+			if first.Method == "ping" {
+				client.post(context.Background(), `{"jsonrpc":"2.0","id":`+string(first.ID)+`,"result":{}}`).Body.Close()
+			}
+			hangUp()
+			body.Close()
+			var rejected struct{ RequestID string }
+			_ = json.Unmarshal(events.expect(t, "question.rejected").Properties, &rejected)
+			if rejected.RequestID != asked.ID {
+				t.Fatalf("rejected %q, want %q", rejected.RequestID, asked.ID)
+			}
+			var view struct{ Ending string }
+			h.do(http.MethodGet, "/elicitations/"+asked.ID, nil).json(t, &view)
+			if view.Ending != "disconnected" {
+				t.Errorf("ending %q, want disconnected", view.Ending)
+			}
+		})
 	}
 }
 

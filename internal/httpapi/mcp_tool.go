@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
@@ -102,6 +103,15 @@ func (s *Server) waitForTool(ctx context.Context, req *mcp.CallToolRequest, id s
 			return nil, fmt.Errorf("question %s was withdrawn: %s; ask again if you still need the answer", id, why)
 		case <-ticker.C:
 			keepAlive.send()
+		case <-keepAlive.gone:
+			// The call's response stream is gone and questiond keeps no
+			// events to resume it with: the answer could never be
+			// delivered, so operators should not be asked any longer.
+			q, err := s.withdraw(id, pending.EndDisconnected)
+			if err == nil && q.Ended.Ending != pending.EndDisconnected {
+				return q, nil
+			}
+			return nil, fmt.Errorf("question %s was withdrawn: the client's connection for this call went away", id)
 		}
 	}
 }
@@ -119,11 +129,13 @@ type toolKeepAlive struct {
 
 	cancel  context.CancelFunc
 	pinging sync.WaitGroup
-	busy    atomic.Bool // a ping is still waiting for its answer
+	busy    atomic.Bool   // a ping is still waiting for its answer
+	gone    chan struct{} // closed once a keep-alive could not reach the call's stream
+	goneOne sync.Once
 }
 
 func (s *Server) toolKeepAlive(ctx context.Context, req *mcp.CallToolRequest, id string) *toolKeepAlive {
-	k := &toolKeepAlive{s: s, req: req, id: id, token: req.Params.GetProgressToken(), start: time.Now()}
+	k := &toolKeepAlive{s: s, req: req, id: id, token: req.Params.GetProgressToken(), start: time.Now(), gone: make(chan struct{})}
 	k.ctx, k.cancel = context.WithCancel(ctx)
 	return k
 }
@@ -140,9 +152,7 @@ func (k *toolKeepAlive) send() {
 			Progress:      waited.Seconds(), // grows with every tick, as progress must
 			Message:       fmt.Sprintf("waiting for an answer (%s so far)", waited.Round(time.Second)),
 		})
-		if err != nil {
-			k.s.log.Debug("progress notification failed", zap.String("id", k.id), zap.Error(err))
-		}
+		k.failed(err)
 		return
 	}
 	if !k.busy.CompareAndSwap(false, true) {
@@ -152,10 +162,24 @@ func (k *toolKeepAlive) send() {
 	go func() {
 		defer k.pinging.Done()
 		defer k.busy.Store(false)
-		if err := k.req.Session.Ping(k.ctx, nil); err != nil && k.ctx.Err() == nil {
-			k.s.log.Debug("keep-alive ping failed", zap.String("id", k.id), zap.Error(err))
-		}
+		k.failed(k.req.Session.Ping(k.ctx, nil))
 	}()
+}
+
+// codeRejectedByTransport is the code of the go-sdk's error for a message
+// its transport could not deliver (jsonrpc2.ErrRejected, not exported).
+const codeRejectedByTransport = -32005
+
+// failed notes the outcome of one keep-alive. A client that answers a ping
+// with an error is still there; a message the transport could not deliver
+// means the call's stream is closed.
+func (k *toolKeepAlive) failed(err error) {
+	var wire *jsonrpc.Error
+	if err == nil || k.ctx.Err() != nil || (errors.As(err, &wire) && wire.Code != codeRejectedByTransport) {
+		return
+	}
+	k.s.log.Info("an MCP tool call's stream is gone; withdrawing its question", zap.String("id", k.id), zap.Error(err))
+	k.goneOne.Do(func() { close(k.gone) })
 }
 
 // stop ends a ping still in flight and waits for it.

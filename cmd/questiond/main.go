@@ -145,7 +145,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer cancel()
 		return errors.Join(err, bus.Close(ctx), store.Close(ctx), closeJournal(journal))
 	}
-	fresh := newFreshConns()
+	silent := httpapi.NewSilentConns()
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -153,7 +153,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// No WriteTimeout: event streams and long-polls stay open for minutes;
 		// each of them bounds its own writes.
 		ErrorLog:  zap.NewStdLog(log.Named("http")),
-		ConnState: fresh.track,
+		ConnState: silent.Track,
 	}
 	scheme := "http"
 	if cfg.tlsCert != "" {
@@ -175,7 +175,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("serving: %w", err)
 	case <-ctx.Done():
 	}
-	return shutdown(log, cfg.shutdownTimeout, srv, fresh, api, store, journal, bus)
+	return shutdown(log, cfg.shutdownTimeout, srv, silent, api, store, journal, bus)
 }
 
 // openStore opens the pending store --store asks for. With the durable store
@@ -233,7 +233,7 @@ func closeJournal(j *pending.Bolt) error {
 // agents get an answer and operators see question.rejected; with the durable
 // store, leave them pending for the next start and let waiting agents go;
 // close the event streams, then let in-flight requests finish.
-func shutdown(log *zap.Logger, timeout time.Duration, srv *http.Server, fresh *freshConns, api *httpapi.Server, store *pending.Memory, journal *pending.Bolt, bus *sse.Broker) error {
+func shutdown(log *zap.Logger, timeout time.Duration, srv *http.Server, silent *httpapi.SilentConns, api *httpapi.Server, store *pending.Memory, journal *pending.Bolt, bus *sse.Broker) error {
 	log.Info("shutting down", zap.Duration("timeout", timeout))
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -258,24 +258,8 @@ func shutdown(log *zap.Logger, timeout time.Duration, srv *http.Server, fresh *f
 		errs = append(errs, fmt.Errorf("closing event streams: %w", err))
 	}
 	api.Release()
-	stopped := make(chan struct{})
-	go func() {
-		// Shutdown closes the listener first; connections accepted before
-		// that and still silent are closed until it returns.
-		ticker := time.NewTicker(50 * time.Millisecond)
-		defer ticker.Stop()
-		for {
-			fresh.closeAll()
-			select {
-			case <-stopped:
-				return
-			case <-ticker.C:
-			}
-		}
-	}()
-	err := srv.Shutdown(ctx)
-	close(stopped)
-	if err != nil {
+	silent.CloseAll()
+	if err := srv.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stopping the HTTP server: %w", err))
 		_ = srv.Close()
 	}

@@ -63,7 +63,7 @@ type Server struct {
 	log     *zap.Logger
 	timeout time.Duration
 	http    *http.Server
-	fresh   *freshConns
+	silent  *httpapi.SilentConns
 	served  chan error
 	once    sync.Once
 }
@@ -108,13 +108,13 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Wrap != nil {
 		handler = cfg.Wrap(handler)
 	}
-	s.fresh = newFreshConns()
+	s.silent = httpapi.NewSilentConns()
 	s.http = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
-		ConnState:         s.fresh.track,
+		ConnState:         s.silent.Track,
 	}
 	s.Addr = ln.Addr().String()
 	s.URL = "http://" + s.Addr

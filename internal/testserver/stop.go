@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"sync"
 
 	"github.com/questiond/questiond/internal/pending"
 )
@@ -32,7 +30,7 @@ func (s *Server) stop() error {
 		errs = append(errs, fmt.Errorf("closing event streams: %w", err))
 	}
 	s.API.Release()
-	s.fresh.closeAll()
+	s.silent.CloseAll()
 	if err := s.http.Shutdown(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stopping the HTTP server: %w", err))
 		_ = s.http.Close()
@@ -67,42 +65,4 @@ func (s *Server) endPending(ctx context.Context) error {
 		return fmt.Errorf("ending pending questions: %w", err)
 	}
 	return nil
-}
-
-// freshConns tracks connections that have not sent a request yet, so Stop
-// can close them at once: http.Server.Shutdown waits up to five seconds for
-// such a connection (a client's spare keep-alive socket) in case a request
-// is on its way, and a stopping server answers none anyway.
-type freshConns struct {
-	mu      sync.Mutex
-	conns   map[net.Conn]struct{}
-	closing bool // Stop has begun: a connection accepted now is closed at once
-}
-
-func newFreshConns() *freshConns { return &freshConns{conns: make(map[net.Conn]struct{})} }
-
-// track is the http.Server's ConnState hook.
-func (f *freshConns) track(c net.Conn, state http.ConnState) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	switch {
-	case state != http.StateNew:
-		delete(f.conns, c)
-	case f.closing:
-		_ = c.Close()
-	default:
-		f.conns[c] = struct{}{}
-	}
-}
-
-// closeAll closes every connection that has not sent a request, now and
-// from now on.
-func (f *freshConns) closeAll() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.closing = true
-	for c := range f.conns {
-		_ = c.Close()
-		delete(f.conns, c)
-	}
 }

@@ -170,9 +170,13 @@ func (m *mcpEndpoint) connected(conn *mcpConnection) {
 	if conn.server != nil && !hasSessions(conn.server) {
 		delete(m.servers, conn.server)
 	}
-	if m.connects++; m.connects%sweepEvery != 0 {
-		return
+	if m.connects++; m.connects%sweepEvery == 0 {
+		m.sweep()
 	}
+}
+
+// sweep forgets the servers whose sessions have ended. Call it with mu held.
+func (m *mcpEndpoint) sweep() {
 	for server, c := range m.servers {
 		if c.connected && !hasSessions(server) {
 			delete(m.servers, server)
@@ -192,11 +196,7 @@ func (m *mcpEndpoint) roomForSession() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.servers) >= max {
-		for server, c := range m.servers {
-			if c.connected && !hasSessions(server) {
-				delete(m.servers, server)
-			}
-		}
+		m.sweep()
 	}
 	if len(m.servers) >= max {
 		return &statusError{http.StatusServiceUnavailable, "ServiceUnavailable",

@@ -3,7 +3,9 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,8 +31,8 @@ type mcpEndpoint struct {
 	output   *jsonschema.Schema
 
 	mu       sync.Mutex
-	servers  map[*mcp.Server]*mcpConnection // live per-session servers, for Close
-	connects int                            // connecting requests so far
+	servers  map[string]*mcp.Server // by Mcp-Session-Id: the servers of live sessions
+	connects int                    // connecting requests so far
 	closed   bool
 }
 
@@ -40,8 +42,7 @@ type mcpConnection struct {
 	directory  string             // the project directory its questions are listed in ("": every)
 	capability session.Capability // at connect time; decides the tool
 	agent      string             // the agent that connected
-	server     *mcp.Server
-	connected  bool // its connecting request has finished
+	server     *mcp.Server        // built by serverFor, once
 }
 
 type mcpConnectingKey struct{}
@@ -57,7 +58,7 @@ func newMCPEndpoint(s *Server) *mcpEndpoint {
 		srv:      s,
 		schemas:  mcp.NewSchemaCache(),
 		versions: mcp.NewServer(&mcp.Implementation{Name: "questiond", Version: s.opts.Version}, nil),
-		servers:  make(map[*mcp.Server]*mcpConnection),
+		servers:  make(map[string]*mcp.Server),
 	}
 	m.input, m.output = askSchemas(s.opts.Elicit)
 	var h http.Handler = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
@@ -91,6 +92,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{}) // tool calls wait for people
+	var onHeader func()
 	switch {
 	case r.Method == http.MethodGet:
 		release, err := s.streamSlot()
@@ -109,11 +111,14 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), mcpConnectingKey{}, conn))
-		defer m.connected(conn)
+		onHeader = func() { m.connected(conn, w.Header().Get("Mcp-Session-Id")) }
 	}
-	sw := &sdkErrorWriter{ResponseWriter: w}
+	sw := &sdkErrorWriter{ResponseWriter: w, onHeader: onHeader}
 	m.handler.ServeHTTP(sw, r)
 	sw.finish(s, r)
+	if r.Method == http.MethodDelete && sw.sent == http.StatusNoContent {
+		m.ended(r.Header.Get("Mcp-Session-Id"))
+	}
 }
 
 // connecting reads the questiond session a new MCP session asks for and the
@@ -148,38 +153,50 @@ func (m *mcpEndpoint) serverFor(r *http.Request) *mcp.Server {
 	}
 	if conn.server == nil {
 		conn.server = m.newServer(conn)
-		m.mu.Lock()
-		if m.closed {
-			m.mu.Unlock()
-			return nil
-		}
-		m.servers[conn.server] = conn
-		m.mu.Unlock()
 	}
 	return conn.server
 }
 
-// connected forgets the server of a connecting request that left no
-// session behind (a failed initialize) and, every sweepEvery connections,
-// the servers whose sessions have ended since, so the map stays as small as
-// the live sessions without a scan on every connection.
-func (m *mcpEndpoint) connected(conn *mcpConnection) {
+// connected keeps the server of a connecting request once it holds a
+// session (a request that began none — a failed initialize, a probe of a
+// protocol version questiond does not speak — leaves nothing behind), or
+// closes that session if Close came first. It runs as the answer's header
+// goes out, so the session counts before its client can open another. Every sweepEvery connections it
+// also forgets the servers whose sessions have ended meanwhile (an idle
+// timeout), so the map stays as small as the live sessions without a scan on
+// every connection.
+func (m *mcpEndpoint) connected(conn *mcpConnection, mcpSessionID string) {
+	if conn.server == nil || mcpSessionID == "" || !hasSessions(conn.server) {
+		return
+	}
+	m.mu.Lock()
+	closed := m.closed
+	if !closed {
+		m.servers[mcpSessionID] = conn.server
+		if m.connects++; m.connects%sweepEvery == 0 {
+			m.sweep()
+		}
+	}
+	m.mu.Unlock()
+	if closed {
+		closeSessions(conn.server)
+	}
+}
+
+// ended forgets the server of a session its client closed (DELETE /mcp) at
+// once: the SDK finishes closing it in the background, and its room must be
+// free for the client's next session.
+func (m *mcpEndpoint) ended(mcpSessionID string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	conn.connected = true
-	if conn.server != nil && !hasSessions(conn.server) {
-		delete(m.servers, conn.server)
-	}
-	if m.connects++; m.connects%sweepEvery == 0 {
-		m.sweep()
-	}
+	delete(m.servers, mcpSessionID)
 }
 
 // sweep forgets the servers whose sessions have ended. Call it with mu held.
 func (m *mcpEndpoint) sweep() {
-	for server, c := range m.servers {
-		if c.connected && !hasSessions(server) {
-			delete(m.servers, server)
+	for id, server := range m.servers {
+		if !hasSessions(server) {
+			delete(m.servers, id)
 		}
 	}
 }
@@ -217,16 +234,17 @@ func hasSessions(server *mcp.Server) bool {
 func (m *mcpEndpoint) Close() {
 	m.mu.Lock()
 	m.closed = true
-	servers := make([]*mcp.Server, 0, len(m.servers))
-	for server := range m.servers {
-		servers = append(servers, server)
-	}
+	servers := slices.Collect(maps.Values(m.servers))
 	clear(m.servers)
 	m.mu.Unlock()
 	for _, server := range servers {
-		for ss := range server.Sessions() {
-			_ = ss.Close()
-		}
+		closeSessions(server)
+	}
+}
+
+func closeSessions(server *mcp.Server) {
+	for ss := range server.Sessions() {
+		_ = ss.Close()
 	}
 }
 

@@ -14,6 +14,10 @@ type sdkErrorWriter struct {
 	http.ResponseWriter
 	status int          // a refusal being captured; 0 while passing through
 	text   bytes.Buffer // its message
+	sent   int          // the status passed through, once written
+	// onHeader, when set, runs once, just before a passed-through answer's
+	// header goes out: the client cannot act on the answer before it ran.
+	onHeader func()
 }
 
 func (w *sdkErrorWriter) WriteHeader(status int) {
@@ -21,12 +25,20 @@ func (w *sdkErrorWriter) WriteHeader(status int) {
 		w.status = status
 		return
 	}
+	w.sent = status
+	if w.onHeader != nil {
+		w.onHeader()
+		w.onHeader = nil
+	}
 	w.ResponseWriter.WriteHeader(status)
 }
 
 func (w *sdkErrorWriter) Write(p []byte) (int, error) {
 	if w.status != 0 {
 		return w.text.Write(p)
+	}
+	if w.sent == 0 {
+		w.WriteHeader(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(p)
 }

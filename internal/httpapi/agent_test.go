@@ -1,12 +1,16 @@
 package httpapi_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/pending"
 )
 
 func TestCreateRefusesBadRequestsBeforeStoringAnything(t *testing.T) {
@@ -215,5 +219,22 @@ func TestMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
 	res := h.do(http.MethodPut, "/elicitations/que_x", nil)
 	if res.Status != 405 || res.Header.Get("Allow") != "GET, DELETE" {
 		t.Fatalf("PUT /elicitations/{id}: %d, Allow %q", res.Status, res.Header.Get("Allow"))
+	}
+}
+
+// A caller that is already gone when its request is handled gets no 500:
+// the question is asked and, since nobody waits for it, withdrawn.
+func TestElicitFromACallerAlreadyGoneIsNoServerError(t *testing.T) {
+	h := newHarness(t, httpapi.Options{})
+	body, _ := json.Marshal(seedForm())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rec := httptest.NewRecorder()
+	h.api.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://127.0.0.1/elicit", bytes.NewReader(body)).WithContext(ctx))
+	if rec.Code == http.StatusInternalServerError {
+		t.Fatalf("POST /elicit from a caller already gone: %d %s", rec.Code, rec.Body)
+	}
+	if n, _ := h.store.Count(context.Background(), pending.Filter{}); n != 0 {
+		t.Errorf("%d questions left pending for nobody", n)
 	}
 }

@@ -177,7 +177,11 @@ func (s *Server) routeQuestion(ctx context.Context, sessionID string, only sessi
 	if sessionID == "" {
 		sessionID = ident.Descending(ident.Session)
 	}
-	rec, err := s.sessions.Get(ctx, sessionID)
+	// Like the store's Create, the lookup goes on when the asking client
+	// hangs up meanwhile: a question that passed validation is asked, and
+	// POST /elicit withdraws it if nobody waits (a cancelled lookup would
+	// surface as a 500).
+	rec, err := s.sessions.Get(context.WithoutCancel(ctx), sessionID)
 	if err != nil {
 		return route{}, sessionError(err, sessionID)
 	}

@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 FUZZTIME ?= 15s
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test unit fuzz compat bench lint clean
+.PHONY: all build run test quick unit fuzz compat bench lint clean
 
 all: lint test build
 
@@ -23,6 +23,12 @@ test: lint unit fuzz compat
 
 unit:
 	$(GO) test -race -count=1 ./...
+
+# The quick loop while editing: heavy tests (the real binary as a process,
+# soak tests, and later browsers, the OpenCode TUI, PostgreSQL) skip under
+# -short; see internal/testenv. CI never runs this: it runs `make test`.
+quick:
+	$(GO) test -race -short -count=1 ./...
 
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/questiond/questiond/internal/testenv"
 )
 
 // askRun is one `questiond ask` process.
@@ -139,9 +141,7 @@ func operator(t *testing.T, d *daemonProcess, path, body string) {
 
 func askDaemon(t *testing.T) (*daemonProcess, map[string]string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("runs the real binary")
-	}
+	testenv.Heavy(t, "runs the real binary")
 	d := startProcess(t, "--store", "memory")
 	return d, map[string]string{"QUESTIOND_SERVER": d.base}
 }
@@ -303,9 +303,7 @@ func TestAskServerErrorsExit1WithTheServersMessage(t *testing.T) {
 }
 
 func TestAskTokens(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real binary")
-	}
+	testenv.Heavy(t, "runs the real binary")
 	const token = "ask-token-0123456789"
 	t.Setenv("QUESTIOND_AGENT_TOKENS", "script="+token) // the daemon inherits it
 	d := startProcess(t, "--store", "memory")
@@ -364,9 +362,7 @@ func TestAskInterruptWithdrawsTheQuestion(t *testing.T) {
 // A daemon that cannot be reached is said so on stderr, not waited for in
 // silence; an interrupt still ends the wait.
 func TestAskUnreachableDaemonIsNamedAndInterruptible(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real binary")
-	}
+	testenv.Heavy(t, "runs the real binary")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -435,9 +431,7 @@ func TestAskUsageErrorsExit2AndAskNothing(t *testing.T) {
 }
 
 func TestAskHelpDocumentsExitStatuses(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real binary")
-	}
+	testenv.Heavy(t, "runs the real binary")
 	status, stdout, stderr := runAsk(t, nil, "", "--help")
 	if status != 0 || stdout != "" || strings.Count(stderr, "Exit status:") != 1 {
 		t.Fatalf("--help: exit %d, stdout %q, stderr %q; want 0 and the help once", status, stdout, stderr)
@@ -456,9 +450,7 @@ func TestAskHelpDocumentsExitStatuses(t *testing.T) {
 // The daemon's own command line is unchanged: "ask" is only a subcommand
 // in first position.
 func TestAskIsOnlyAFirstArgument(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real binary")
-	}
+	testenv.Heavy(t, "runs the real binary")
 	out, err := exec.Command(sharedBinary(t), "--store", "memory", "ask").CombinedOutput()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(string(out), `unexpected argument "ask"`) {

@@ -6,14 +6,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/questiond/questiond/internal/testenv"
 )
 
 // A client's spare connection that never sent a request must not hold a
 // shutdown: net/http alone waits up to five seconds for it.
 func TestShutdownDoesNotWaitForSilentConnections(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real binary")
-	}
+	testenv.Heavy(t, "runs the real binary")
 	p := startProcess(t, "--store", "memory")
 	conn, err := net.Dial("tcp", strings.TrimPrefix(p.base, "http://"))
 	if err != nil {

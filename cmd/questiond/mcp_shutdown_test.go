@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/questiond/questiond/internal/testenv"
 )
 
 // SIGTERM while an MCP tool call waits for the operator: the daemon stops
@@ -15,9 +17,7 @@ import (
 // and the question is withdrawn rather than left pending in the durable
 // store for an asker that can never collect it.
 func TestShutdownEndsWaitingMCPToolCalls(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real binary")
-	}
+	testenv.Heavy(t, "runs the real binary")
 	dataDir := t.TempDir()
 	first := startProcess(t, "--data-dir", dataDir)
 	client := mcp.NewClient(&mcp.Implementation{Name: "shutdown-test", Version: "1"}, nil)

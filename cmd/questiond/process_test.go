@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/questiond/questiond/internal/testenv"
 )
 
 // buildDaemon compiles cmd/questiond once per test binary run.
@@ -29,9 +31,7 @@ func buildDaemon(t *testing.T) string {
 // its environment for configuration, has an agent wait on it, and stops it
 // with SIGTERM: the agent gets cancel and the process exits 0 in time.
 func TestProcessStopsOnSIGTERM(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the binary")
-	}
+	testenv.Heavy(t, "builds and runs the binary")
 	cmd := exec.Command(buildDaemon(t), "--log-format", "json")
 	cmd.Env = append(os.Environ(), "QUESTIOND_ADDR=127.0.0.1:0", "QUESTIOND_SHUTDOWN_TIMEOUT=5s", "QUESTIOND_STORE=memory")
 	stderr, err := cmd.StderrPipe()

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/questiond/questiond/internal/testenv"
 )
 
 // daemonProcess is the real questiond binary running on a random port.
@@ -168,9 +170,7 @@ func formWithTimeout(timeout, directory string) string {
 }
 
 func TestRestartKeepsPendingQuestions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real binary")
-	}
+	testenv.Heavy(t, "runs the real binary")
 	dataDir := t.TempDir()
 	first := startProcess(t, "--data-dir", dataDir)
 	var ids []string
@@ -251,9 +251,7 @@ func TestRestartKeepsPendingQuestions(t *testing.T) {
 }
 
 func TestSecondDaemonOnOneDataDirRefusesToStart(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real binary")
-	}
+	testenv.Heavy(t, "runs the real binary")
 	dataDir := t.TempDir()
 	startProcess(t, "--data-dir", dataDir)
 	_, err := tryStartProcess(t, "--data-dir", dataDir)
@@ -263,9 +261,7 @@ func TestSecondDaemonOnOneDataDirRefusesToStart(t *testing.T) {
 }
 
 func TestCorruptDatabaseStopsStartWithoutWipingIt(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real binary")
-	}
+	testenv.Heavy(t, "runs the real binary")
 	dataDir := t.TempDir()
 	path := filepath.Join(dataDir, "questiond.db")
 	garbage := bytes.Repeat([]byte("not a database "), 1000)
@@ -286,9 +282,7 @@ func TestCorruptDatabaseStopsStartWithoutWipingIt(t *testing.T) {
 // every acknowledgement: each 201 is still pending or resolved, each
 // "200 true" reply has its result, nothing is listed twice.
 func TestCrashLosesNothingAcknowledged(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real binary")
-	}
+	testenv.Heavy(t, "runs the real binary")
 	dataDir := t.TempDir()
 	p := startProcess(t, "--data-dir", dataDir)
 

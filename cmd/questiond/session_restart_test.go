@@ -4,14 +4,14 @@ import (
 	"net/http"
 	"syscall"
 	"testing"
+
+	"github.com/questiond/questiond/internal/testenv"
 )
 
 // A session set to "none" must stay "none" across a restart: a capability
 // that fell back to the default would let it ask after all.
 func TestRestartKeepsSessionCapabilities(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real binary")
-	}
+	testenv.Heavy(t, "runs the real binary")
 	dataDir := t.TempDir()
 	first := startProcess(t, "--data-dir", dataDir)
 	for path, body := range map[string]string{

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/internal/httpapi"
+
+	"github.com/questiond/questiond/internal/testenv"
 )
 
 // TestGoldenOpenCodeExchanges replays every recorded question-API exchange, in
@@ -968,10 +970,7 @@ func goldenDir(t *testing.T) string {
 	}
 	dir := filepath.Join(filepath.Dir(root), "shared", "golden")
 	if _, err := os.Stat(filepath.Join(dir, "transcripts")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("golden recordings missing at %s (CI=true): check out shared/ beside the repository", dir)
-		}
-		t.Skipf("golden recordings not found at %s (shared/ beside the repository); skipping", dir)
+		testenv.Missing(t, "the golden recordings at "+dir, "check out shared/ beside the repository")
 	}
 	return dir
 }

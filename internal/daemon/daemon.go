@@ -264,9 +264,6 @@ func (d *Daemon) Bus() *sse.Broker { return d.bus }
 // Journal is the bbolt file Config.BoltPath opened; nil otherwise.
 func (d *Daemon) Journal() *pending.Bolt { return d.journal }
 
-// Durable reports whether pending questions outlive Shutdown.
-func (d *Daemon) Durable() bool { return d.durable }
-
 // Serve serves HTTP until Shutdown, then returns nil at once: Shutdown is
 // still running, so wait for it to return before exiting. If serving fails
 // (the listener dies), Serve shuts the daemon down itself, within

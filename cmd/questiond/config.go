@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/questiond/questiond/internal/daemon"
 )
 
 // config is every setting of the daemon. Each has a flag and a QUESTIOND_*
@@ -95,7 +97,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.DurationVar(&c.eventWriteTimeout, "event-write-timeout", 10*time.Second, "`time` allowed to write one event frame before the subscriber is cut off")
 	fs.IntVar(&c.maxDirectories, "max-directories", 1024, "most distinct `directories` with a live /event stream")
 	fs.StringVar(&c.cors, "cors", "", "extra allowed browser `origins`, comma-separated (OpenCode's own allowlist always applies)")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, "longest `time` a graceful shutdown may take")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, fmt.Sprintf("longest `time` a graceful shutdown may take (event streams get at most %s of it to send their last events; a second SIGINT or SIGTERM exits at once)", daemon.DefaultStreamGrace))
 	fs.StringVar(&c.allowedHosts, "allowed-hosts", "", "extra `names` this server is reached by, comma-separated; other Host headers get 421 (DNS-rebinding guard)")
 	fs.BoolVar(&c.insecure, "insecure", false, "allow listening beyond loopback without operator and agent credentials (dangerous)")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate `file` (PEM); with --tls-key, serve HTTPS")

@@ -29,9 +29,12 @@ func (s *Server) create(ctx context.Context, p *createParams) (*pending.Question
 // empty; see routeQuestion), showing operators shown instead of the questions
 // built from the schema when it is not nil (same length, same order).
 func (s *Server) createAs(ctx context.Context, p *createParams, only session.Capability, shown []elicit.QuestionInfo) (*pending.Question, error) {
-	if s.draining.Load() {
+	// Counted in before anything else, so a shutdown that closed the door
+	// waits for this create (WaitForCreates) instead of missing it.
+	if !s.creates.enter() {
 		return nil, errShuttingDown
 	}
+	defer s.creates.leave()
 	v, err := s.validate(p)
 	if err != nil {
 		return nil, err
@@ -198,7 +201,7 @@ func (s *Server) handleElicitationDelete(w http.ResponseWriter, r *http.Request)
 		s.writeError(w, r, &notFound{id: id}) // another agent's question is as good as unknown
 		return
 	}
-	q, err := s.store.Settle(r.Context(), id, pending.Outcome{
+	q, err := s.settle(r.Context(), id, pending.Outcome{
 		Ending: pending.EndWithdrawn,
 		Result: pending.Result{Action: pending.ActionCancel},
 	})
@@ -324,7 +327,7 @@ func (s *Server) waitInBackground(ctx context.Context, id string) <-chan waited 
 // ended meanwhile, that ending stands and is returned.
 func (s *Server) withdraw(id string, ending pending.Ending) (*pending.Question, error) {
 	ctx := context.WithoutCancel(context.Background())
-	q, err := s.store.Settle(ctx, id, pending.Outcome{Ending: ending, Result: pending.Result{Action: pending.ActionCancel}})
+	q, err := s.settle(ctx, id, pending.Outcome{Ending: ending, Result: pending.Result{Action: pending.ActionCancel}})
 	if err == nil {
 		return q, nil
 	}

@@ -197,7 +197,9 @@ func TestReleaseLetsWaitersGoWithoutEndingQuestions(t *testing.T) {
 		elicit <- res
 	}()
 	events.expect(t, "question.asked") // the /elicit question is stored and waiting
-	h.api.Release()
+	if err := h.api.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 
 	var got created
 	res := <-poll
@@ -217,5 +219,16 @@ func TestReleaseLetsWaitersGoWithoutEndingQuestions(t *testing.T) {
 	}
 	if res := h.do(http.MethodPost, "/elicitations", seedForm()); res.Status != http.StatusServiceUnavailable {
 		t.Fatalf("create after Release: %d %s, want 503", res.Status, res.Body)
+	}
+	// An ending now could no longer be announced: it is refused, and the
+	// question stays pending.
+	if res := h.do(http.MethodPost, "/question/"+id+"/reply", `{"answers":[["SY215C"],[]]}`); res.Status != http.StatusServiceUnavailable {
+		t.Fatalf("reply after Release: %d %s, want 503", res.Status, res.Body)
+	}
+	if res := h.do(http.MethodDelete, "/elicitations/"+id, nil); res.Status != http.StatusServiceUnavailable {
+		t.Fatalf("withdrawal after Release: %d %s, want 503", res.Status, res.Body)
+	}
+	if q, err := h.store.Get(context.Background(), id); err != nil || q.Ended != nil {
+		t.Fatalf("after refused endings the question is %+v %v, want pending", q, err)
 	}
 }

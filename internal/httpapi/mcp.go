@@ -34,6 +34,8 @@ type mcpEndpoint struct {
 	servers  map[string]*mcp.Server // by Mcp-Session-Id: the servers of live sessions
 	connects int                    // connecting requests so far
 	closed   bool
+
+	posts *door // POST requests in progress: their answers go out before Close
 }
 
 // mcpConnection is what an MCP session was bound to when it began.
@@ -59,6 +61,7 @@ func newMCPEndpoint(s *Server) *mcpEndpoint {
 		schemas:  mcp.NewSchemaCache(),
 		versions: mcp.NewServer(&mcp.Implementation{Name: "questiond", Version: s.opts.Version}, nil),
 		servers:  make(map[string]*mcp.Server),
+		posts:    newDoor(),
 	}
 	m.input, m.output = askSchemas(s.opts.Elicit)
 	var h http.Handler = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
@@ -87,6 +90,15 @@ func newMCPEndpoint(s *Server) *mcpEndpoint {
 // questiond session of a connecting request for serverFor.
 func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := m.srv
+	if r.Method == http.MethodPost {
+		// Counted so a shutdown closes sessions only once the answers of
+		// their tool calls have gone out (see Release).
+		if !m.posts.enter() {
+			s.writeError(w, r, errShuttingDown)
+			return
+		}
+		defer m.posts.leave()
+	}
 	if s.draining.Load() {
 		s.writeError(w, r, errShuttingDown)
 		return

@@ -417,7 +417,14 @@ func TestMCPReleaseWithdrawsWaitingCalls(t *testing.T) {
 	cs := mcpConnect(t, h, "/mcp?session=ses_waiting", nil, nil)
 	done := callAsync(context.Background(), cs, "ask_user_question", twoPrompts())
 	id, _ := askedProps(t, events.expect(t, "question.asked"))
-	h.api.Release()
+	if err := h.api.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Release returns only once the call has withdrawn its question, so a
+	// shutdown announces the withdrawal before it closes the bus.
+	if q, err := h.store.Get(context.Background(), id); err != nil || q.Ended == nil || q.Ended.Ending != pending.EndShutdown {
+		t.Fatalf("when Release returned the call's question was %+v %v, want ended by the shutdown", q, err)
+	}
 	got := ended(t, done)
 	if got.err == nil && !got.res.IsError {
 		t.Errorf("a call let go by Release returned %+v", got.res)

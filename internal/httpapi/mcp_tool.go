@@ -50,6 +50,12 @@ type askOutput struct {
 // blocks until the question ends, and withdraws it if the call is cancelled.
 func (s *Server) askTool(conn *mcpConnection, capability session.Capability) mcp.ToolHandlerFor[askInput, askOutput] {
 	return func(ctx context.Context, req *mcp.CallToolRequest, in askInput) (*mcp.CallToolResult, askOutput, error) {
+		// Counted until its question is withdrawn or answered: Release waits
+		// for that, so the withdrawal is announced before the bus closes.
+		if !s.toolCalls.enter() {
+			return nil, askOutput{}, toolError(errShuttingDown)
+		}
+		defer s.toolCalls.leave()
 		message, schema, shown, err := elicit.FromPrompts(in.Questions, s.opts.Elicit)
 		if err != nil {
 			return nil, askOutput{}, err

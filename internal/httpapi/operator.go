@@ -78,7 +78,7 @@ func (s *Server) handleQuestionReply(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	_, err = s.store.Settle(r.Context(), id, pending.Outcome{
+	_, err = s.settle(r.Context(), id, pending.Outcome{
 		Ending:  pending.EndReplied,
 		Result:  pending.Result{Action: pending.ActionAccept, Content: content},
 		Answers: answers,
@@ -109,7 +109,7 @@ func (s *Server) handleQuestionReject(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	_, err = s.store.Settle(r.Context(), id, pending.Outcome{
+	_, err = s.settle(r.Context(), id, pending.Outcome{
 		Ending: pending.EndRejected,
 		Result: pending.Result{Action: action},
 	})

@@ -97,8 +97,11 @@ type Server struct {
 	auth     *authenticator
 	mcp      *mcpEndpoint
 	draining atomic.Bool
-	creating atomic.Int64 // elicitations being created right now
+	creating atomic.Int64 // elicitations being created right now, for the pending limits
 	streams  atomic.Int64 // open event streams
+	// Doors a shutdown closes and waits at: elicitations being created (Drain
+	// closes it), MCP tool calls, and endings (Release closes those).
+	creates, toolCalls, endings *door
 	// lifetime ends on Release: requests still waiting for a question let go.
 	lifetime context.Context
 	release  context.CancelFunc
@@ -152,7 +155,8 @@ func New(store Store, events *Events, opts Options) (*Server, error) {
 		}
 		sessions = registry
 	}
-	s := &Server{store: store, sessions: sessions, events: events, opts: opts, log: opts.Logger.Named("http"), auth: auth}
+	s := &Server{store: store, sessions: sessions, events: events, opts: opts, log: opts.Logger.Named("http"), auth: auth,
+		creates: newDoor(), toolCalls: newDoor(), endings: newDoor()}
 	s.lifetime, s.release = context.WithCancel(context.Background())
 	s.mcp = newMCPEndpoint(s)
 	s.router = s.routes(newHostGuard(opts.ListenAddr, opts.AllowedHosts), cors)
@@ -162,23 +166,77 @@ func New(store Store, events *Events, opts Options) (*Server, error) {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
-// Drain makes the server refuse new elicitations and new event streams
-// (503) from now on, so a shutdown can settle what is pending without new
-// questions slipping in. Streams already open stay open until the bus closes.
-func (s *Server) Drain() { s.draining.Store(true) }
+// Drain makes the server refuse new elicitations, new event streams and
+// new MCP requests (503) from now on, so a shutdown can settle what is
+// pending without new questions slipping in. Streams already open stay open
+// until the bus closes. An elicitation already past the door goes on: see
+// WaitForCreates.
+func (s *Server) Drain() {
+	s.draining.Store(true)
+	s.creates.close()
+}
+
+// WaitForCreates calls Drain and returns once every elicitation that got in
+// before it has been stored and announced (question.asked published) or has
+// failed, or with ctx's error if ctx ends first. After it, the store holds
+// every question the API will ever create, so a shutdown can end them all.
+func (s *Server) WaitForCreates(ctx context.Context) error {
+	s.Drain()
+	if err := s.creates.closeAndWait(ctx); err != nil {
+		return fmt.Errorf("waiting for questions being created: %w", err)
+	}
+	return nil
+}
 
 // Release lets go of every request still waiting for a question, for a
-// shutdown that keeps pending questions (a durable store): a long-poll
-// answers with the question as it is (pending), and POST /elicit answers 503
-// naming the question, or drops the connection if it has already started its
-// answer, so the agent collects the result with GET /elicitations/{id} once
-// questiond is back. Call it after Drain. It ends no question an agent can
-// still collect; it closes MCP sessions (/mcp), whose waiting tool calls
-// withdraw their questions, since nobody could collect those answers.
-func (s *Server) Release() {
-	s.draining.Store(true)
+// shutdown: a long-poll answers with the question as it is (pending), and
+// POST /elicit answers 503 naming the question, or drops the connection if
+// it has already started its answer, so the agent collects the result with
+// GET /elicitations/{id} once questiond is back (with the memory store, end
+// the pending questions first, and they get their endings instead). It ends
+// no question an agent can still collect. MCP tool calls (/mcp) waiting for
+// an answer withdraw their questions instead, since nobody could collect
+// those answers, and answer with an error naming the question; then every
+// MCP session is closed. It calls Drain.
+//
+// Release returns once every MCP tool call has returned, having withdrawn
+// its question, and every ending already under way (an operator's reply or
+// reject, an agent's withdrawal) has been stored and reported to the store's
+// OnEnd, so its event is published; or with ctx's error if ctx ends first.
+// From then on the API refuses to end questions (503): an ending now could
+// no longer be announced to operators. Endings the store makes on its own
+// (timeouts) are not held back.
+func (s *Server) Release(ctx context.Context) error {
+	s.Drain()
 	s.release()
+	// Tool calls see the release and withdraw their questions. Their
+	// sessions close once the calls' answers (an error naming the question)
+	// have gone out, or after mcpAnswerGrace for a client that does not read.
+	err := s.toolCalls.closeAndWait(ctx)
+	answered, cancel := context.WithTimeout(ctx, mcpAnswerGrace)
+	_ = s.mcp.posts.closeAndWait(answered)
+	cancel()
 	s.mcp.Close()
+	if err != nil {
+		return fmt.Errorf("waiting for MCP tool calls to withdraw their questions: %w", err)
+	}
+	if err := s.endings.closeAndWait(ctx); err != nil {
+		return fmt.Errorf("waiting for question endings under way: %w", err)
+	}
+	return nil
+}
+
+// mcpAnswerGrace bounds how long Release waits for the answers of MCP
+// requests to go out before it closes their sessions.
+const mcpAnswerGrace = time.Second
+
+// settle ends a question through the endings door, which Release closes.
+func (s *Server) settle(ctx context.Context, id string, o pending.Outcome) (*pending.Question, error) {
+	if !s.endings.enter() {
+		return nil, errShuttingDown
+	}
+	defer s.endings.leave()
+	return s.store.Settle(ctx, id, o)
 }
 
 // untilReleased returns a context that also ends on Release.

@@ -78,7 +78,7 @@ func newSurfaceServer() (api *httpapi.Server, store *pending.Memory, stop func()
 		_, _ = store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})
 		err := bus.Close(ctx)
 		if api != nil {
-			api.Release() // ends MCP sessions a fuzzed initialize opened
+			_ = api.Release(ctx) // ends MCP sessions a fuzzed initialize opened
 		}
 		_ = store.Close(ctx)
 		return err

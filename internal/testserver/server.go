@@ -1,19 +1,19 @@
-// Package testserver assembles a real questiond on a loopback port for
-// tests, the way cmd/questiond does (event broker, memory or durable store,
-// HTTP API, http.Server), and stops it the same way.
+// Package testserver runs a real questiond on a loopback port for tests: the
+// daemon cmd/questiond runs (package daemon), started and stopped the same
+// way.
 package testserver
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/daemon"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
@@ -25,7 +25,9 @@ const DefaultStopTimeout = 10 * time.Second
 // Config says how to assemble a server. The zero value is a memory store on
 // 127.0.0.1:0 with every part at its defaults, logging nowhere.
 type Config struct {
-	// API configures the HTTP API; its Logger is Logger.
+	// API configures the HTTP API; its Logger is Logger. When its Sessions
+	// is nil, sessions are kept as the daemon keeps them: in the BoltPath
+	// file when there is one, in memory otherwise.
 	API httpapi.Options
 	// Events configures the event broker; its Logger is Logger.
 	Events sse.Options
@@ -44,6 +46,9 @@ type Config struct {
 	// Wrap, if set, puts a handler in front of the API (fault injection,
 	// counting).
 	Wrap func(http.Handler) http.Handler
+	// WrapStore, if set, puts a store in front of the one the API uses
+	// (fault injection); Stop still ends questions in the real store.
+	WrapStore func(httpapi.Store) httpapi.Store
 	// Logger gets every part's logs; nil means zap.NewNop().
 	Logger *zap.Logger
 	// StopTimeout bounds Stop; zero means DefaultStopTimeout.
@@ -59,11 +64,8 @@ type Server struct {
 	Bus     *sse.Broker
 	Journal *pending.Bolt // the file Config.BoltPath opened; nil otherwise
 
-	durable bool // pending questions outlive Stop
-	log     *zap.Logger
+	daemon  *daemon.Daemon
 	timeout time.Duration
-	http    *http.Server
-	silent  *httpapi.SilentConns
 	served  chan error
 	once    sync.Once
 }
@@ -71,94 +73,50 @@ type Server struct {
 // Start assembles a server and starts serving. On an error nothing is left
 // running.
 func Start(cfg Config) (*Server, error) {
-	if cfg.BoltPath != "" && cfg.Journal != nil {
-		return nil, errors.New("testserver: both BoltPath and Journal are set")
+	timeout := cfg.StopTimeout
+	if timeout == 0 {
+		timeout = DefaultStopTimeout
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	s := &Server{log: log, timeout: cfg.StopTimeout, served: make(chan error, 1)}
-	if s.timeout == 0 {
-		s.timeout = DefaultStopTimeout
-	}
-	cfg.Events.Logger = log
-	bus, err := sse.New(cfg.Events)
+	d, err := daemon.New(context.Background(), daemon.Config{
+		API:            cfg.API,
+		Events:         cfg.Events,
+		Store:          cfg.Store,
+		BoltPath:       cfg.BoltPath,
+		Bolt:           cfg.Bolt,
+		Journal:        cfg.Journal,
+		Addr:           cfg.Addr,
+		Wrap:           cfg.Wrap,
+		WrapStore:      cfg.WrapStore,
+		Logger:         cfg.Logger,
+		FailureTimeout: timeout,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("starting the event broker: %w", err)
+		return nil, fmt.Errorf("testserver: %w", err)
 	}
-	s.Bus = bus
-	events := httpapi.NewEvents(bus, log)
-	if err := s.openStore(cfg, events); err != nil {
-		return nil, errors.Join(err, s.abandon())
+	s := &Server{
+		Addr:    d.Addr().String(),
+		API:     d.API(),
+		Store:   d.Store(),
+		Bus:     d.Bus(),
+		Journal: d.Journal(),
+		daemon:  d,
+		timeout: timeout,
+		served:  make(chan error, 1),
 	}
-	cfg.API.Logger = log
-	if s.API, err = httpapi.New(s.Store, events, cfg.API); err != nil {
-		return nil, errors.Join(fmt.Errorf("building the HTTP API: %w", err), s.abandon())
-	}
-	addr := cfg.Addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("listening on %s: %w", addr, err), s.abandon())
-	}
-	var handler http.Handler = s.API
-	if cfg.Wrap != nil {
-		handler = cfg.Wrap(handler)
-	}
-	s.silent = httpapi.NewSilentConns()
-	s.http = &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          zap.NewStdLog(log.Named("http")),
-		ConnState:         s.silent.Track,
-	}
-	s.Addr = ln.Addr().String()
 	s.URL = "http://" + s.Addr
-	go func() { s.served <- s.http.Serve(ln) }()
+	go func() { s.served <- d.Serve() }()
 	return s, nil
 }
 
-// openStore opens the memory store, or the durable one when cfg names a
-// journal, restoring what the journal holds.
-func (s *Server) openStore(cfg Config, events *httpapi.Events) error {
-	opts := cfg.Store
-	opts.OnEnd, opts.Logger, opts.Journal = events.Ended, s.log, cfg.Journal
-	if cfg.BoltPath != "" {
-		boltOpts := cfg.Bolt
-		boltOpts.Logger = s.log
-		journal, err := pending.OpenBolt(cfg.BoltPath, boltOpts)
-		if err != nil {
-			return fmt.Errorf("opening the question store: %w", err)
-		}
-		s.Journal, opts.Journal = journal, journal
-	}
-	if opts.Journal == nil {
-		s.Store = pending.NewMemory(opts)
-		return nil
-	}
-	s.durable = true
-	store, err := pending.Open(context.Background(), opts)
-	if err != nil {
-		return fmt.Errorf("restoring questions: %w", err)
-	}
-	s.Store = store
-	return nil
-}
-
-// abandon closes what Start opened before it failed; nothing was served.
-func (s *Server) abandon() error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-	defer cancel()
-	errs := []error{s.Bus.Close(ctx)}
-	if s.Store != nil {
-		errs = append(errs, s.Store.Close(ctx))
-	}
-	if s.Journal != nil {
-		errs = append(errs, s.Journal.Close())
-	}
-	return errors.Join(errs...)
+// Stop shuts the server down as cmd/questiond does (daemon.Daemon.Shutdown,
+// within Config.StopTimeout) and waits for serving to end. Only the first
+// call stops the server and reports what went wrong; later calls return nil.
+func (s *Server) Stop() error {
+	err := error(nil)
+	s.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		defer cancel()
+		err = errors.Join(s.daemon.Shutdown(ctx), <-s.served)
+	})
+	return err
 }

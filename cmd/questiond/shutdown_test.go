@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// bigQuestions creates n pending questions whose question.asked frames are
+// nearly a megabyte each, enough to fill the socket buffers of a client
+// that does not read.
+func bigQuestions(t *testing.T, p *daemonProcess, n int) {
+	t.Helper()
+	message := strings.Repeat("x", 900<<10)
+	for range n {
+		body := fmt.Sprintf(`{"message":%q,"requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}`, message)
+		if status, err := p.call(http.MethodPost, "/elicitations", body, nil); err != nil || status != http.StatusCreated {
+			t.Fatalf("creating a big question: %d %v", status, err)
+		}
+	}
+}
+
+// stalledClient sends request on a connection with a tiny receive buffer
+// and never reads the answer, so the server's writes to it block.
+func stalledClient(t *testing.T, p *daemonProcess, path string) {
+	t.Helper()
+	addr := strings.TrimPrefix(p.base, "http://")
+	dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) {
+			err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 1024)
+		}); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	conn, err := dialer.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// frame is one event of an operator's stream.
+type frame struct {
+	Type       string `json:"type"`
+	Properties struct {
+		ID        string `json:"id"`
+		RequestID string `json:"requestID"`
+		Questions []struct {
+			Question string `json:"question"`
+		} `json:"questions"`
+	} `json:"properties"`
+}
+
+// operatorStream reads GET /event until it ends; every frame goes to the
+// channel, which is closed when the stream ends.
+func operatorStream(t *testing.T, p *daemonProcess) <-chan frame {
+	t.Helper()
+	res, err := http.Get(p.base + "/event")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /event: %s", res.Status)
+	}
+	frames := make(chan frame, 64)
+	go func() {
+		defer close(frames)
+		defer res.Body.Close()
+		r := bufio.NewReaderSize(res.Body, 64<<10)
+		for {
+			line, err := r.ReadString('\n')
+			if data, ok := strings.CutPrefix(line, "data: "); ok {
+				var f frame
+				if json.Unmarshal([]byte(data), &f) == nil {
+					frames <- f
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return frames
+}
+
+// TestShutdownWithAStalledStreamAnswersEveryone is the whole shutdown on the
+// durable store: an event client that stopped reading must not eat the
+// budget of the others. A waiting POST /elicit gets the documented 503
+// naming its question, a waiting MCP tool call's question is withdrawn and
+// operators see question.rejected for it, and the process exits 0 within
+// --shutdown-timeout.
+func TestShutdownWithAStalledStreamAnswersEveryone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary")
+	}
+	const timeout = 5 * time.Second
+	p := startProcess(t, "--data-dir", t.TempDir(), "--shutdown-timeout", timeout.String(), "--event-write-timeout", "1m")
+	bigQuestions(t, p, 8)
+	stalledClient(t, p, "/event")
+	frames := operatorStream(t, p)
+
+	type answer struct {
+		status int
+		id     string
+		body   string
+	}
+	agent := make(chan answer, 1)
+	go func() {
+		res, err := http.Post(p.base+"/elicit", "application/json", strings.NewReader(twoQuestions))
+		if err != nil {
+			agent <- answer{body: err.Error()}
+			return
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		agent <- answer{res.StatusCode, res.Header.Get("X-Questiond-Request-Id"), string(body)}
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "shutdown-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.base + "/mcp?session=ses_alpha"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	toolDone := make(chan string, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question", Arguments: map[string]any{
+			"questions": []any{map[string]any{"question": "Deploy now?", "options": []any{
+				map[string]any{"label": "Yes"}, map[string]any{"label": "No"}}}},
+		}})
+		switch {
+		case err != nil:
+			toolDone <- err.Error()
+		case res.IsError:
+			toolDone <- res.Content[0].(*mcp.TextContent).Text
+		default:
+			toolDone <- "succeeded across a shutdown"
+		}
+	}()
+
+	var mcpID, elicitID string
+	for mcpID == "" || elicitID == "" {
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				t.Fatal("the operator's stream ended before both questions were asked")
+			}
+			if f.Type == "question.asked" && len(f.Properties.Questions) > 0 {
+				switch text := f.Properties.Questions[0].Question; {
+				case strings.Contains(text, "Deploy now?"):
+					mcpID = f.Properties.ID
+				case strings.HasPrefix(text, "Diagnose"):
+					elicitID = f.Properties.ID
+				}
+			}
+		case <-ctx.Done():
+			t.Fatal("the questions were never announced")
+		}
+	}
+
+	start := time.Now()
+	if err := p.stop(t, syscall.SIGTERM); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logs.String())
+	}
+	took := time.Since(start)
+	if took >= timeout {
+		t.Errorf("shutdown took %s, not within --shutdown-timeout %s", took, timeout)
+	}
+	t.Logf("stopped in %s", took)
+
+	got := <-agent
+	if got.status != http.StatusServiceUnavailable || got.id != elicitID || !strings.Contains(got.body, elicitID) {
+		t.Errorf("the waiting agent got %d %q (X-Questiond-Request-Id %q), want a 503 naming %s", got.status, got.body, got.id, elicitID)
+	}
+	rejected := false
+	for f := range frames {
+		if f.Type == "question.rejected" && f.Properties.RequestID == mcpID {
+			rejected = true
+		}
+	}
+	if !rejected {
+		t.Errorf("the operator's stream never saw question.rejected for the withdrawn MCP question %s", mcpID)
+	}
+	select {
+	case why := <-toolDone:
+		if !strings.Contains(why, mcpID) || !strings.Contains(why, "withdrawn") {
+			t.Errorf("the MCP tool call ended with %q, want an error saying %s was withdrawn", why, mcpID)
+		}
+	case <-ctx.Done():
+		t.Error("the MCP tool call never ended")
+	}
+	if !strings.Contains(p.logs.String(), "event streams cut off") {
+		t.Errorf("no warning that the stalled stream was cut off:\n%s", p.logs.String())
+	}
+}
+
+// TestSecondSignalExitsAtOnce: a shutdown held up by a client that does not
+// read its answer ends at once, non-zero, on a second SIGTERM.
+func TestSecondSignalExitsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real binary")
+	}
+	p := startProcess(t, "--store", "memory", "--shutdown-timeout", "1m")
+	bigQuestions(t, p, 8)
+	stalledClient(t, p, "/question")
+	// Any request after the stalled one proves it is being answered.
+	if status, err := p.call(http.MethodGet, "/global/health", "", nil); err != nil || status != http.StatusOK {
+		t.Fatalf("health: %d %v", status, err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitForLog(t, p, `"msg":"shutting down"`)
+	start := time.Now()
+	err := p.stop(t, syscall.SIGTERM)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the second signal took %s to stop the process", took)
+	}
+	if err == nil {
+		t.Error("the process exited 0 after a second signal cut its shutdown short")
+	}
+	if !strings.Contains(p.logs.String(), "exiting at once") {
+		t.Errorf("the second signal was not logged:\n%s", p.logs.String())
+	}
+}
+
+// waitForLog waits until the daemon has logged text.
+func waitForLog(t *testing.T, p *daemonProcess, text string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(p.logs.String(), text) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon never logged %s:\n%s", text, p.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond) // polling a real process's log; nothing to synchronise on
+	}
+}

@@ -1,0 +1,288 @@
+// Package daemon assembles a whole questiond (event broker, question store,
+// session registry, HTTP API and server) and shuts it down in the one order
+// that loses no answer and no event; cmd/questiond and the test server both
+// run it.
+package daemon
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/session"
+	"github.com/questiond/questiond/internal/sse"
+)
+
+// Defaults for Config.
+const (
+	// DefaultStreamGrace is how long Shutdown lets event streams write their
+	// last frames: a healthy client takes milliseconds.
+	DefaultStreamGrace = time.Second
+	// DefaultFailureTimeout bounds the shutdown Serve runs when serving fails.
+	DefaultFailureTimeout = 10 * time.Second
+)
+
+// Config says how to assemble a daemon. The zero value is a memory store on
+// 127.0.0.1:0 with every part at its defaults, logging nowhere.
+type Config struct {
+	// API configures the HTTP API. Its Logger is Logger; when its Sessions
+	// is nil, the daemon opens a registry with Sessions.
+	API httpapi.Options
+	// Events configures the event broker; its Logger is Logger.
+	Events sse.Options
+	// Store configures the question store; its OnEnd, Logger and Journal
+	// are the daemon's.
+	Store pending.MemoryOptions
+	// BoltPath, if set, makes the store durable: a bbolt file the daemon
+	// opens with Bolt (whose Logger is Logger), keeps session records in as
+	// well, and closes last.
+	BoltPath string
+	Bolt     pending.BoltOptions
+	// Journal, if set, makes the store durable through a journal the caller
+	// owns and closes after Shutdown. It excludes BoltPath.
+	Journal pending.Journal
+	// Sessions configures the registry the daemon opens when API.Sessions
+	// is nil; its Journal is the BoltPath file when there is one.
+	Sessions session.Options
+	// Addr is where to listen; "" means 127.0.0.1:0. Listener, if set, is
+	// served instead, and the daemon closes it.
+	Addr     string
+	Listener net.Listener
+	// TLS, if set, serves HTTPS.
+	TLS *tls.Config
+	// Wrap, if set, puts a handler in front of the API (fault injection,
+	// counting).
+	Wrap func(http.Handler) http.Handler
+	// WrapStore, if set, puts a store in front of the one the API uses
+	// (fault injection); Shutdown still works on the daemon's own store.
+	WrapStore func(httpapi.Store) httpapi.Store
+	// Logger gets every part's logs; nil means zap.NewNop().
+	Logger *zap.Logger
+	// StreamGrace bounds how long Shutdown waits for event streams to write
+	// their last frames; zero means DefaultStreamGrace.
+	StreamGrace time.Duration
+	// FailureTimeout bounds the shutdown Serve runs itself when serving
+	// fails; zero means DefaultFailureTimeout.
+	FailureTimeout time.Duration
+}
+
+// Daemon is an assembled questiond: New opens every part and listens, Serve
+// serves, Shutdown stops it. Its parts are there to read, not to close.
+type Daemon struct {
+	log            *zap.Logger
+	streamGrace    time.Duration
+	failureTimeout time.Duration
+
+	bus     *sse.Broker
+	store   *pending.Memory
+	journal *pending.Bolt // opened from Config.BoltPath; nil otherwise
+	durable bool          // pending questions outlive Shutdown
+	api     *httpapi.Server
+	http    *http.Server
+	silent  *httpapi.SilentConns
+	ln      net.Listener
+
+	mu       sync.Mutex
+	serving  bool // Serve has taken the listener
+	stopping bool // Shutdown has begun
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// New opens every part of a daemon and binds its listener; nothing is served
+// until Serve. On an error everything opened so far is closed again.
+func New(ctx context.Context, cfg Config) (*Daemon, error) {
+	if cfg.BoltPath != "" && cfg.Journal != nil {
+		return nil, errors.New("daemon: both BoltPath and Journal are set")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	d := &Daemon{log: log, streamGrace: cfg.StreamGrace, failureTimeout: cfg.FailureTimeout}
+	if d.streamGrace <= 0 {
+		d.streamGrace = DefaultStreamGrace
+	}
+	if d.failureTimeout <= 0 {
+		d.failureTimeout = DefaultFailureTimeout
+	}
+	if err := d.open(ctx, cfg); err != nil {
+		return nil, errors.Join(err, d.abandon(cfg.Listener))
+	}
+	return d, nil
+}
+
+// open builds the parts in dependency order, leaving in d what it opened.
+func (d *Daemon) open(ctx context.Context, cfg Config) error {
+	cfg.Events.Logger = d.log
+	bus, err := sse.New(cfg.Events)
+	if err != nil {
+		return fmt.Errorf("starting the event broker: %w", err)
+	}
+	d.bus = bus
+	events := httpapi.NewEvents(bus, d.log)
+	if err := d.openStore(ctx, cfg, events); err != nil {
+		return err
+	}
+	if cfg.API.Sessions == nil {
+		sessions, err := d.openSessions(ctx, cfg.Sessions)
+		if err != nil {
+			return err
+		}
+		cfg.API.Sessions = sessions
+	}
+	var store httpapi.Store = d.store
+	if cfg.WrapStore != nil {
+		store = cfg.WrapStore(store)
+	}
+	cfg.API.Logger = d.log
+	if d.api, err = httpapi.New(store, events, cfg.API); err != nil {
+		return fmt.Errorf("building the HTTP API: %w", err)
+	}
+	if d.ln = cfg.Listener; d.ln == nil {
+		addr := cfg.Addr
+		if addr == "" {
+			addr = "127.0.0.1:0"
+		}
+		if d.ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("listening on %s: %w", addr, err)
+		}
+	}
+	var handler http.Handler = d.api
+	if cfg.Wrap != nil {
+		handler = cfg.Wrap(handler)
+	}
+	d.silent = httpapi.NewSilentConns()
+	d.http = &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		// No WriteTimeout: event streams and long-polls stay open for
+		// minutes; each of them bounds its own writes.
+		ErrorLog:  zap.NewStdLog(d.log.Named("http")),
+		ConnState: d.silent.Track,
+	}
+	if cfg.TLS != nil {
+		d.http.TLSConfig = cfg.TLS
+		d.ln = tls.NewListener(d.ln, cfg.TLS)
+	}
+	return nil
+}
+
+// openStore opens the memory store, or the durable one when cfg names a
+// journal, restoring what the journal holds.
+func (d *Daemon) openStore(ctx context.Context, cfg Config, events *httpapi.Events) error {
+	opts := cfg.Store
+	opts.OnEnd, opts.Logger, opts.Journal = events.Ended, d.log, cfg.Journal
+	if cfg.BoltPath != "" {
+		boltOpts := cfg.Bolt
+		boltOpts.Logger = d.log
+		journal, err := pending.OpenBolt(cfg.BoltPath, boltOpts)
+		if err != nil {
+			return fmt.Errorf("opening the question store: %w", err)
+		}
+		d.journal, opts.Journal = journal, journal
+	}
+	if opts.Journal == nil {
+		d.store = pending.NewMemory(opts)
+		return nil
+	}
+	d.durable = true
+	store, err := pending.Open(ctx, opts)
+	if err != nil {
+		if cfg.BoltPath != "" {
+			return fmt.Errorf("restoring questions from %s: %w", cfg.BoltPath, err)
+		}
+		return fmt.Errorf("restoring questions: %w", err)
+	}
+	d.store = store
+	return nil
+}
+
+// openSessions opens the session registry, in the question database when
+// the daemon opened one: a session set to "none" must stay "none" across
+// restarts.
+func (d *Daemon) openSessions(ctx context.Context, opts session.Options) (*session.Registry, error) {
+	if d.journal != nil {
+		table, err := d.journal.Table("sessions")
+		if err != nil {
+			return nil, fmt.Errorf("opening the session records: %w", err)
+		}
+		opts.Journal = table
+	}
+	registry, err := session.Open(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("opening the session registry: %w", err)
+	}
+	return registry, nil
+}
+
+// abandon closes what New opened before it failed; nothing was served.
+func (d *Daemon) abandon(given net.Listener) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d.failureTimeout)
+	defer cancel()
+	var errs []error
+	if d.ln != nil {
+		errs = append(errs, d.ln.Close())
+	} else if given != nil {
+		errs = append(errs, given.Close())
+	}
+	if d.bus != nil {
+		errs = append(errs, d.bus.Close(ctx))
+	}
+	if d.store != nil {
+		errs = append(errs, d.store.Close(ctx))
+	}
+	if d.journal != nil {
+		errs = append(errs, d.journal.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Addr is the address the daemon listens on.
+func (d *Daemon) Addr() net.Addr { return d.ln.Addr() }
+
+// API is the daemon's HTTP API.
+func (d *Daemon) API() *httpapi.Server { return d.api }
+
+// Store is the daemon's question store.
+func (d *Daemon) Store() *pending.Memory { return d.store }
+
+// Bus is the daemon's event broker.
+func (d *Daemon) Bus() *sse.Broker { return d.bus }
+
+// Journal is the bbolt file Config.BoltPath opened; nil otherwise.
+func (d *Daemon) Journal() *pending.Bolt { return d.journal }
+
+// Serve serves HTTP until Shutdown, then returns nil at once: Shutdown is
+// still running, so wait for it to return before exiting. If serving fails
+// (the listener dies), Serve shuts the daemon down itself, within
+// Config.FailureTimeout, and returns the error with whatever went wrong
+// while shutting down. Call it once.
+func (d *Daemon) Serve() error {
+	d.mu.Lock()
+	if d.stopping {
+		d.mu.Unlock()
+		return nil
+	}
+	d.serving = true
+	d.mu.Unlock()
+	err := d.http.Serve(d.ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	d.log.Error("serving failed; shutting down", zap.Error(err))
+	ctx, cancel := context.WithTimeout(context.Background(), d.failureTimeout)
+	defer cancel()
+	return errors.Join(fmt.Errorf("serving: %w", err), d.Shutdown(ctx))
+}

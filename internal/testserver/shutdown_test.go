@@ -1,0 +1,226 @@
+package testserver_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/testserver"
+)
+
+// event is one frame of an operator's stream.
+type event struct {
+	Type       string `json:"type"`
+	Properties struct {
+		ID        string `json:"id"`
+		RequestID string `json:"requestID"`
+	} `json:"properties"`
+}
+
+// operatorStream reads GET /event until the stream ends; the channel gets
+// every event and is closed at the end.
+func operatorStream(t *testing.T, s *testserver.Server) <-chan event {
+	t.Helper()
+	res, err := http.Get(s.URL + "/event")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /event: %s", res.Status)
+	}
+	events := make(chan event, 64)
+	go func() {
+		defer close(events)
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var e event
+				if json.Unmarshal([]byte(data), &e) == nil {
+					events <- e
+				}
+			}
+		}
+	}()
+	return events
+}
+
+// nextOf returns the next event of type typ.
+func nextOf(t *testing.T, events <-chan event, typ string) event {
+	t.Helper()
+	timeout := time.After(10 * time.Second) // a hang guard, not a speed limit
+	for {
+		select {
+		case e, ok := <-events:
+			if !ok {
+				t.Fatalf("the stream ended before %s", typ)
+			}
+			if e.Type == typ {
+				return e
+			}
+		case <-timeout:
+			t.Fatalf("no %s within 10s", typ)
+		}
+	}
+}
+
+// Defect: with the durable store, an MCP tool call's question was withdrawn
+// after the event broker had closed, so the ending was journaled but
+// operators never got question.rejected, and their TUIs kept a question
+// nobody could answer.
+func TestStopAnnouncesTheWithdrawalOfWaitingMCPToolCalls(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "questiond.db")
+	s := start(t, testserver.Config{BoltPath: path, Bolt: pending.BoltOptions{NoSync: true}})
+	events := operatorStream(t, s)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "stop-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL + "/mcp?session=ses_alpha"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	called := make(chan error, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question", Arguments: map[string]any{
+			"questions": []any{map[string]any{"question": "Deploy now?", "options": []any{
+				map[string]any{"label": "Yes"}, map[string]any{"label": "No"}}}},
+		}})
+		if err == nil && !res.IsError {
+			t.Errorf("the tool call succeeded across a shutdown: %+v", res)
+		}
+		called <- err
+	}()
+	id := nextOf(t, events, "question.asked").Properties.ID
+
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if e := nextOf(t, events, "question.rejected"); e.Properties.RequestID != id {
+		t.Fatalf("question.rejected for %s, want %s", e.Properties.RequestID, id)
+	}
+	<-called
+
+	again := start(t, testserver.Config{BoltPath: path, Bolt: pending.BoltOptions{NoSync: true}})
+	if status, body := send(t, http.MethodGet, again.URL+"/question", ""); status != http.StatusOK || strings.TrimSpace(body) != "[]" {
+		t.Fatalf("GET /question after the restart: %d %s, want no pending question", status, body)
+	}
+	status, body := send(t, http.MethodGet, again.URL+"/elicitations/"+id, "")
+	if status != http.StatusOK || !strings.Contains(body, `"status":"resolved"`) {
+		t.Fatalf("the withdrawn question after the restart: %d %s", status, body)
+	}
+}
+
+// gatedStore parks the first Create until the test lets it go.
+type gatedStore struct {
+	httpapi.Store
+	entered chan struct{}
+	proceed chan struct{}
+}
+
+func (g *gatedStore) Create(ctx context.Context, q *pending.Question) error {
+	select {
+	case g.entered <- struct{}{}:
+		<-g.proceed
+	default:
+	}
+	return g.Store.Create(ctx, q)
+}
+
+// Defect: with the memory store, a create that had got past the door while
+// Stop began stored its question after Stop had ended every pending one;
+// its agent was told 503 "stays pending, collect it with GET …" and the
+// question was then ended and forgotten, its events never sent. Whatever
+// the interleaving, the agent's answer and what operators see must agree.
+func TestACreateUnderWayWhenStopBeginsIsAnsweredConsistently(t *testing.T) {
+	gate := &gatedStore{entered: make(chan struct{}), proceed: make(chan struct{})}
+	s := start(t, testserver.Config{WrapStore: func(st httpapi.Store) httpapi.Store {
+		gate.Store = st
+		return gate
+	}})
+	events := operatorStream(t, s)
+	nextOf(t, events, "server.connected")
+
+	type answer struct {
+		status int
+		id     string
+		body   string
+	}
+	agent := make(chan answer, 1)
+	go func() {
+		res, err := http.Post(s.URL+"/elicit", "application/json", strings.NewReader(form))
+		if err != nil {
+			agent <- answer{body: err.Error()}
+			return
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		agent <- answer{res.StatusCode, res.Header.Get("X-Questiond-Request-Id"), strings.TrimSpace(string(body))}
+	}()
+	<-gate.entered // the create is past the door, before its question is stored
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.Stop() }()
+	// Let the create go on once the server refuses new questions: Stop has begun.
+	for !refusesNewQuestions(s) {
+		time.Sleep(time.Millisecond) // waiting for Stop's first step; nothing to synchronise on from outside
+	}
+	close(gate.proceed)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	got := <-agent
+	var seen []event
+	for e := range events {
+		seen = append(seen, e)
+	}
+	announced := func(typ, id string) int {
+		for i, e := range seen {
+			if e.Type == typ && (e.Properties.ID == id || e.Properties.RequestID == id) {
+				return i
+			}
+		}
+		return -1
+	}
+	switch {
+	case got.status == http.StatusOK:
+		asked, rejected := announced("question.asked", got.id), announced("question.rejected", got.id)
+		if got.body != `{"action":"cancel"}` || asked < 0 || rejected < asked {
+			t.Fatalf("the agent got 200 %s for %s; operators saw %+v: want cancel, announced then rejected", got.body, got.id, seen)
+		}
+	case got.status == http.StatusServiceUnavailable:
+		if strings.Contains(got.body, "stays pending") {
+			t.Fatalf("the memory store forgets every question on shutdown, yet the agent was told: %s", got.body)
+		}
+		for _, e := range seen {
+			if e.Type == "question.asked" {
+				t.Fatalf("the agent was refused (%s), yet operators were asked %+v", got.body, e)
+			}
+		}
+	default:
+		t.Fatalf("the agent got %d %s", got.status, got.body)
+	}
+}
+
+// refusesNewQuestions reports whether the API answers a new elicitation with
+// 503, asking it directly so no connection is needed.
+func refusesNewQuestions(s *testserver.Server) bool {
+	req := httptest.NewRequest(http.MethodPost, "/elicitations", strings.NewReader(`{}`))
+	req.Host = s.Addr
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	s.API.ServeHTTP(rec, req)
+	return rec.Code == http.StatusServiceUnavailable
+}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/questiond/questiond/internal/testenv"
 )
 
 // bigQuestions creates n pending questions whose question.asked frames are
@@ -105,9 +107,7 @@ func operatorStream(t *testing.T, p *daemonProcess) <-chan frame {
 // operators see question.rejected for it, and the process exits 0 within
 // --shutdown-timeout.
 func TestShutdownWithAStalledStreamAnswersEveryone(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real binary")
-	}
+	testenv.Heavy(t, "runs the real binary")
 	const timeout = 5 * time.Second
 	p := startProcess(t, "--data-dir", t.TempDir(), "--shutdown-timeout", timeout.String(), "--event-write-timeout", "1m")
 	bigQuestions(t, p, 8)
@@ -214,9 +214,7 @@ func TestShutdownWithAStalledStreamAnswersEveryone(t *testing.T) {
 // TestSecondSignalExitsAtOnce: a shutdown held up by a client that does not
 // read its answer ends at once, non-zero, on a second SIGTERM.
 func TestSecondSignalExitsAtOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs the real binary")
-	}
+	testenv.Heavy(t, "runs the real binary")
 	p := startProcess(t, "--store", "memory", "--shutdown-timeout", "1m")
 	bigQuestions(t, p, 8)
 	stalledClient(t, p, "/question")

@@ -8,7 +8,10 @@
 // publish events or call back into the store.
 //
 // Ended questions stay readable for [MemoryOptions.Retention] so an agent that
-// reconnects can still collect its result; after that they are forgotten.
+// reconnects can still collect its result; after that they are forgotten. At
+// most [MemoryOptions.MaxRetained] of them are kept: beyond that the one that
+// ended first is forgotten early (evicted), and reads of it fail exactly as
+// for one past retention, so memory does not grow with the request rate.
 //
 // # Durability
 //

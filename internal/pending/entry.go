@@ -33,7 +33,7 @@ type entry struct {
 	timer   *time.Timer // the deadline (or a retry of its commit), or nil
 
 	elem      *list.Element // place in Memory.pending while pending
-	expiresAt time.Time     // zero until the ending is indexed for expiry
+	expiresAt time.Time     // zero until the ending is indexed for expiry; now, once evicted
 	sweeping  bool          // its record is being deleted from the journal
 }
 

@@ -181,7 +181,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // openStore opens the pending store --store asks for. With the durable store
 // it returns the journal too, which the caller closes after the store.
 func openStore(ctx context.Context, cfg *config, getenv func(string) string, events *httpapi.Events, log *zap.Logger) (*pending.Memory, *pending.Bolt, error) {
-	opts := pending.MemoryOptions{Retention: cfg.retention, OnEnd: events.Ended, Logger: log}
+	opts := pending.MemoryOptions{Retention: cfg.retention, MaxRetained: cfg.maxRetained, OnEnd: events.Ended, Logger: log}
 	if cfg.store == "memory" {
 		log.Warn("questions are kept in memory only: a restart loses every pending question (--store bolt keeps them)")
 		return pending.NewMemory(opts), nil, nil

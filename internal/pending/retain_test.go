@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/pending"
 )
 
@@ -464,5 +465,27 @@ func TestEvictionRaces(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A retained result keeps no parsed form: it is most of what a question
+// costs, and only a reply needs it.
+func TestEndedQuestionDropsForm(t *testing.T) {
+	ctx := t.Context()
+	form, err := elicit.NewForm("Pick one", []byte(`{"type":"object","properties":{"pick":{"type":"string","enum":["Red","Blue"]}}}`), elicit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newStore(t, pending.MemoryOptions{})
+	mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Form = form }))
+	if q, err := m.Get(ctx, "que_1"); err != nil || q.Form != form {
+		t.Fatalf("pending question = %+v, %v; want its form", q, err)
+	}
+	settled, err := m.Settle(ctx, "que_1", replied("Red"))
+	if err != nil || settled.Form != nil {
+		t.Fatalf("settle = %+v, %v; want the ended copy without a form", settled, err)
+	}
+	if q, err := m.Get(ctx, "que_1"); err != nil || q.Form != nil || q.Ended == nil {
+		t.Errorf("ended question = %+v, %v; want it without a form", q, err)
 	}
 }

@@ -217,6 +217,10 @@ func (m *Memory) decide(e *entry, o Outcome) (reported, returned *Question) {
 		e.timer = nil // a retained result keeps nothing it no longer needs
 	}
 	close(e.done)
+	// The parsed form is most of what a question costs in memory, and only
+	// a reply needs it: retained results are kept without it. No reader
+	// copies e.q without e.mu, and List and Count no longer see e.
+	e.q.Form = nil
 	reported, returned = e.snapshot(), e.snapshot()
 	e.mu.Unlock()
 

@@ -22,8 +22,10 @@
 // [ErrUnavailable]. Futures stay channels in memory. [Open] restores pending
 // questions (their deadlines keep counting), times out those whose deadline
 // passed meanwhile, and keeps ended ones readable for the rest of their
-// retention. [Bolt] is the embedded journal, one bbolt file; the caller opens
-// it, and closes it after the store.
+// retention, the newest MaxRetained of them. Forgotten questions are deleted
+// from the journal too; one whose deletion a crash interrupted is forgotten
+// again by the next Open. [Bolt] is the embedded journal, one bbolt file; the
+// caller opens it, and closes it after the store.
 //
 // Every method takes a context and returns an error, even where the in-memory
 // store cannot fail, so that a networked backend can implement the same

@@ -40,10 +40,13 @@ const soakForm = `{"message":"Soak","requestedSchema":{"type":"object","properti
 	"symptoms":{"type":"array","items":{"type":"string","enum":["Black smoke","Low power"]}}},"required":["model"]}}`
 
 // TestSoakBoundedMemory is one agent asking and withdrawing as fast as it
-// can, with the default retention (an hour) and --max-retained 1000: the
-// heap must stay within soakSlack of where it was after warm-up, however
+// can, with the default retention (an hour) and --max-retained 1000, on the
+// memory store for soakDuration and then on a bolt file for half as long:
+// the heap must stay within soakSlack of where it was after warm-up, however
 // many results the run ends. Without the bound every result stays for the
-// hour and the heap grows by the run's count of results × their size.
+// hour and the heap grows by the run's count of results × their size
+// (measured with -race: 3.1 → 29.9 MiB over 20 749 results in 60 s, and
+// the test fails within its first 10 s).
 func TestSoakBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak test: a minute of full-speed requests")

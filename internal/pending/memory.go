@@ -15,10 +15,11 @@ import (
 const DefaultRetention = time.Hour
 
 // DefaultMaxRetained is how many ended questions stay readable when
-// MemoryOptions.MaxRetained is zero. An ended question costs a few KiB
-// (its prompt, schema and result), so the default keeps retained results to
-// tens of MiB at any request rate, while covering hours of history at the
-// rate people answer, and as many results as --max-pending holds questions.
+// MemoryOptions.MaxRetained is zero. A retained result of a small form costs
+// about 1 KiB (its prompt, schema, questions and result), so the default
+// keeps them to about 10 MiB at any request rate, while covering hours of
+// history at the rate people answer, and as many results as the daemon's
+// default --max-pending holds questions.
 const DefaultMaxRetained = 10000
 
 // MemoryOptions configure a Memory store. Zero values mean the defaults.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/internal/daemon"
+	"github.com/questiond/questiond/internal/pending"
 )
 
 // config is every setting of the daemon. Each has a flag and a QUESTIOND_*
@@ -28,6 +29,7 @@ type config struct {
 	maxWait           time.Duration
 	keepAlive         time.Duration
 	retention         time.Duration
+	maxRetained       int
 	maxBody           int64
 	maxProperties     int
 	headerLimit       int
@@ -90,6 +92,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.DurationVar(&c.maxWait, "max-wait", 5*time.Minute, "longest `wait` of one GET /elicitations/{id}?wait= long-poll")
 	fs.DurationVar(&c.keepAlive, "keepalive", 20*time.Second, "`interval` of keep-alive whitespace while POST /elicit waits, and of MCP progress notifications while a question tool waits")
 	fs.DurationVar(&c.retention, "retention", time.Hour, "how long an ended question's result stays readable by its agent (`duration`)")
+	fs.IntVar(&c.maxRetained, "max-retained", pending.DefaultMaxRetained, "most ended questions whose `results` stay readable; beyond it the oldest result is forgotten (404) before its --retention is over")
 	fs.Int64Var(&c.maxBody, "max-body", 1<<20, "largest request body in `bytes`")
 	fs.IntVar(&c.maxProperties, "max-properties", 50, "most `properties` (questions) one elicitation may have")
 	fs.IntVar(&c.headerLimit, "header-limit", 30, "longest question header in `runes` (12 for OpenCode TUIs before 1.1.26)")
@@ -236,6 +239,7 @@ func (c *config) check() error {
 	counts := map[string]int64{
 		"max-body": c.maxBody, "max-properties": int64(c.maxProperties), "header-limit": int64(c.headerLimit),
 		"event-queue": int64(c.eventQueue), "max-directories": int64(c.maxDirectories),
+		"max-retained": int64(c.maxRetained),
 	}
 	for name, n := range counts {
 		if n <= 0 {

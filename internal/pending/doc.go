@@ -8,7 +8,10 @@
 // publish events or call back into the store.
 //
 // Ended questions stay readable for [MemoryOptions.Retention] so an agent that
-// reconnects can still collect its result; after that they are forgotten.
+// reconnects can still collect its result; after that they are forgotten. At
+// most [MemoryOptions.MaxRetained] of them are kept: beyond that the one that
+// ended first is forgotten early (evicted), and reads of it fail exactly as
+// for one past retention, so memory does not grow with the request rate.
 //
 // # Durability
 //
@@ -19,8 +22,10 @@
 // [ErrUnavailable]. Futures stay channels in memory. [Open] restores pending
 // questions (their deadlines keep counting), times out those whose deadline
 // passed meanwhile, and keeps ended ones readable for the rest of their
-// retention. [Bolt] is the embedded journal, one bbolt file; the caller opens
-// it, and closes it after the store.
+// retention, the newest MaxRetained of them. Forgotten questions are deleted
+// from the journal too; one whose deletion a crash interrupted is forgotten
+// again by the next Open. [Bolt] is the embedded journal, one bbolt file; the
+// caller opens it, and closes it after the store.
 //
 // Every method takes a context and returns an error, even where the in-memory
 // store cannot fail, so that a networked backend can implement the same

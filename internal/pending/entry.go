@@ -24,7 +24,7 @@ import (
 // commits of different questions run side by side. A channel rather than a
 // mutex, so that a rival waiting for it can give up when its ctx ends.
 type entry struct {
-	q        *Question     // immutable after Create; Ended is always nil here
+	q        *Question     // immutable after Create but for Form, dropped (under mu) when it ends; Ended is always nil here
 	done     chan struct{} // closed when the question ends; wakes every waiter
 	settling chan struct{} // holds a value while an ending commits
 
@@ -33,7 +33,7 @@ type entry struct {
 	timer   *time.Timer // the deadline (or a retry of its commit), or nil
 
 	elem      *list.Element // place in Memory.pending while pending
-	expiresAt time.Time     // zero until the ending is indexed for expiry
+	expiresAt time.Time     // zero until the ending is indexed for expiry; now, once evicted
 	sweeping  bool          // its record is being deleted from the journal
 }
 

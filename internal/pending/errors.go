@@ -6,7 +6,8 @@ import "errors"
 // error, for Wait) with %w and the question id.
 var (
 	// ErrNotFound: no such question, or it has already ended (for Settle), or
-	// its result is past retention (for Get and Wait).
+	// its result is past retention or was evicted by the MaxRetained bound
+	// (for Get and Wait).
 	ErrNotFound = errors.New("question not found")
 	// ErrExists: Create was given an id the store already holds.
 	ErrExists = errors.New("question already exists")

@@ -9,9 +9,11 @@ import (
 )
 
 // janitor forgets ended questions past retention, so the map (and the
-// journal) does not grow with every question ever asked. Get and Wait already hide expired entries,
-// so sweeping once per retention period is enough: an entry lingers in memory
-// for at most twice the retention.
+// journal) does not grow with every question ever asked. Get and Wait
+// already hide expired entries, so sweeping once per retention period is
+// enough: an entry lingers in memory for at most twice the retention. With a
+// journal it also deletes, as soon as it is told, the records of questions
+// evicted by the MaxRetained bound.
 func (m *Memory) janitor() {
 	defer close(m.janitorDone)
 	ticker := time.NewTicker(m.retention)
@@ -22,15 +24,55 @@ func (m *Memory) janitor() {
 			return
 		case <-ticker.C:
 			m.sweep(time.Now())
+		case <-m.sweepSoon:
+			m.sweep(time.Now())
 		}
 	}
 }
 
-// sweep drops the expired prefix of the expiry queue. Entries join the
-// queue with a deadline of now+retention under the write lock, so the queue
-// is ordered by expiry. With a journal, the records go first, in one Delete;
-// if it fails, the entries stay (hidden, since they are expired) and the
-// next sweep tries again.
+// retain queues the freshly ended e for expiry and evicts the oldest ended
+// entries beyond maxRetained. Entries join the queue with a deadline of
+// now+retention under the write lock, so the queue is in ending order and in
+// expiry order at once, and its front is the oldest result. Callers hold mu
+// for writing.
+func (m *Memory) retain(e *entry) {
+	now := time.Now()
+	e.expiresAt = now.Add(m.retention)
+	m.ended = append(m.ended, e)
+	for len(m.ended) > m.maxRetained {
+		oldest := m.ended[0]
+		m.ended[0] = nil // the array outlives the slice; let the entry go
+		m.ended = m.ended[1:]
+		m.evict(oldest, now)
+	}
+}
+
+// evict ends e's retention now: from here on it is expired, so Get, Wait and
+// Settle answer ErrNotFound exactly as for a question past retention. Without
+// a journal it is forgotten at once. With one it stays in the map, hidden,
+// until the janitor has deleted its record (which holds its id against a
+// newcomer whose record the deletion would erase), and the janitor is told.
+// A crash before the deletion leaves one record too many, which Open evicts
+// again. Callers hold mu for writing.
+func (m *Memory) evict(e *entry, now time.Time) {
+	if e.expiresAt.After(now) {
+		e.expiresAt = now
+	}
+	if m.journal == nil {
+		m.forget(e)
+		return
+	}
+	m.evicted = append(m.evicted, e)
+	select {
+	case m.sweepSoon <- struct{}{}:
+	default: // a sweep is already due; it takes every evicted entry
+	}
+}
+
+// sweep forgets the expired prefix of the expiry queue and the evicted
+// entries. With a journal, the records go first, in one Delete; if it fails,
+// the entries stay (hidden, since they are expired) and the next sweep tries
+// again.
 func (m *Memory) sweep(now time.Time) {
 	m.mu.Lock()
 	if m.closed {
@@ -41,10 +83,11 @@ func (m *Memory) sweep(now time.Time) {
 	for n < len(m.ended) && m.ended[n].expired(now) {
 		n++
 	}
-	expired := slices.Clone(m.ended[:n])
+	expired := append(slices.Clone(m.ended[:n]), m.evicted...)
 	clear(m.ended[:n]) // the array outlives the slice; let the entries go
 	m.ended = m.ended[n:]
-	if m.journal == nil || n == 0 {
+	m.evicted = nil
+	if m.journal == nil || len(expired) == 0 {
 		for _, e := range expired {
 			m.forget(e)
 		}
@@ -90,10 +133,9 @@ func (m *Memory) sweep(now time.Time) {
 		m.log.Warn("expired questions not deleted; retrying at the next sweep", zap.Int("questions", len(ids)), zap.Error(err))
 		kept = append(kept, doomed...)
 	}
-	if len(kept) > 0 {
-		// Expired, so they belong at the front of the queue.
-		m.ended = append(kept, m.ended...)
-	}
+	// Expired, so they leave the expiry queue for good; the next sweep
+	// (the next eviction, or the next tick) tries them again.
+	m.evicted = append(m.evicted, kept...)
 	m.sweepDone = nil
 	close(swept)
 	m.mu.Unlock()

@@ -14,11 +14,24 @@ import (
 // MemoryOptions.Retention is zero.
 const DefaultRetention = time.Hour
 
+// DefaultMaxRetained is how many ended questions stay readable when
+// MemoryOptions.MaxRetained is zero. A retained result of a small form costs
+// about 1 KiB (its prompt, schema, questions and result), so the default
+// keeps them to about 10 MiB at any request rate, while covering hours of
+// history at the rate people answer, and as many results as the daemon's
+// default --max-pending holds questions.
+const DefaultMaxRetained = 10000
+
 // MemoryOptions configure a Memory store. Zero values mean the defaults.
 type MemoryOptions struct {
 	// Retention is how long an ended question stays readable through Get and
 	// Wait, so an agent that reconnects can still collect its result. Default 1h.
 	Retention time.Duration
+	// MaxRetained bounds how many ended questions are kept, so that memory
+	// (and the journal) does not grow with the request rate: when one more
+	// question ends, the one that ended first is forgotten at once, exactly
+	// as if its retention were over. Zero or less means DefaultMaxRetained.
+	MaxRetained int
 	// OnEnd is called exactly once for every question that ends, with the
 	// ended copy, after the store's locks are released, in the goroutine that
 	// settled it (a timer goroutine for timeouts). Settle returns only after
@@ -46,18 +59,21 @@ type MemoryOptions struct {
 // Create, Settle and SettleAll also wait for their commit, and pass ctx to
 // the journal. No journal call is made under mu or an entry's mu.
 type Memory struct {
-	retention time.Duration
-	onEnd     func(*Question)
-	log       *zap.Logger
-	journal   Journal // nil: nothing persisted
+	retention   time.Duration
+	maxRetained int
+	onEnd       func(*Question)
+	log         *zap.Logger
+	journal     Journal // nil: nothing persisted
 
 	mu        sync.RWMutex
 	closed    bool
 	entries   map[string]*entry   // pending and retained ended questions
 	pending   *list.List          // pending *entry in creation order, for List
-	ended     []*entry            // ended entries in expiry order, for the janitor
+	ended     []*entry            // ended entries in expiry order (= ending order), at most maxRetained
+	evicted   []*entry            // with a journal: entries evicted or swept whose records are still to delete
 	creating  map[string]struct{} // ids whose creation is being committed
 	sweepDone chan struct{}       // while the janitor deletes records: closed when it is done
+	sweepSoon chan struct{}       // one token: records of evicted entries await deletion
 
 	closing     chan struct{}  // closed by Close: wakes waiters, stops the janitor
 	janitorDone chan struct{}  // closed when the janitor has returned
@@ -87,17 +103,22 @@ func NewMemory(opts MemoryOptions) *Memory {
 func newMemory(opts MemoryOptions) *Memory {
 	m := &Memory{
 		retention:   opts.Retention,
+		maxRetained: opts.MaxRetained,
 		onEnd:       opts.OnEnd,
 		log:         opts.Logger,
 		journal:     opts.Journal,
 		entries:     make(map[string]*entry),
 		pending:     list.New(),
 		creating:    make(map[string]struct{}),
+		sweepSoon:   make(chan struct{}, 1),
 		closing:     make(chan struct{}),
 		janitorDone: make(chan struct{}),
 	}
 	if m.retention <= 0 {
 		m.retention = DefaultRetention
+	}
+	if m.maxRetained <= 0 {
+		m.maxRetained = DefaultMaxRetained
 	}
 	if m.log == nil {
 		m.log = zap.NewNop()
@@ -308,7 +329,9 @@ func (m *Memory) Close(ctx context.Context) error {
 		for el := m.pending.Front(); el != nil; el = el.Next() {
 			armed = append(armed, el.Value.(*entry))
 		}
-		m.entries, m.pending, m.ended = nil, nil, nil
+		// Records of evicted entries not yet deleted stay in the journal;
+		// Open applies the bound again.
+		m.entries, m.pending, m.ended, m.evicted = nil, nil, nil, nil
 		m.mu.Unlock()
 		for _, e := range armed {
 			e.mu.Lock()
@@ -327,7 +350,8 @@ func (m *Memory) Close(ctx context.Context) error {
 	}
 }
 
-// lookup finds a live entry: pending, or ended and within retention.
+// lookup finds a live entry: pending, or ended and within retention. An
+// evicted entry is expired, so it fails here like any other.
 func (m *Memory) lookup(op, id string) (*entry, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()

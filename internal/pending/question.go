@@ -71,8 +71,9 @@ type Question struct {
 	Ended           *Outcome              `json:"ended,omitempty"`
 
 	// Form is the parsed elicitation; nil when the record was loaded from
-	// somewhere that does not keep it (rebuild with elicit.NewForm). The
-	// store shares it between copies: treat it as read-only.
+	// somewhere that does not keep it (rebuild with elicit.NewForm), and once
+	// the question has ended, when nothing needs it. The store shares it
+	// between copies: treat it as read-only.
 	Form *elicit.Form `json:"-"`
 }
 

@@ -22,7 +22,8 @@ import (
 //     the store). If that commit fails they stay pending and are retried like
 //     any timeout whose commit failed.
 //   - Ended questions stay readable until Retention after their Outcome.At;
-//     older ones are deleted from the journal.
+//     older ones are deleted from the journal, and so are the oldest beyond
+//     MaxRetained.
 //
 // Restored questions have no Form. Open fails, with nothing changed, if the
 // journal cannot be read or the expired records cannot be deleted.
@@ -68,18 +69,30 @@ func Open(ctx context.Context, opts MemoryOptions) (*Memory, error) {
 		close(e.done)
 		ended = append(ended, e)
 	}
-	if len(forgotten) > 0 {
-		if err := m.journal.Delete(ctx, forgotten...); err != nil {
-			return nil, fmt.Errorf("open store: delete expired questions: %w", journalError(err))
-		}
-	}
 	slices.SortFunc(pending, func(a, b *entry) int {
 		if c := a.q.CreatedAt.Compare(b.q.CreatedAt); c != 0 {
 			return c
 		}
 		return strings.Compare(a.q.ID, b.q.ID)
 	})
-	slices.SortFunc(ended, func(a, b *entry) int { return a.expiresAt.Compare(b.expiresAt) })
+	slices.SortFunc(ended, func(a, b *entry) int {
+		if c := a.expiresAt.Compare(b.expiresAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.q.ID, b.q.ID)
+	})
+	// The bound holds across restarts too: a store stopped before it deleted
+	// the records it evicted, or a smaller MaxRetained, keeps the newest.
+	evicted := max(0, len(ended)-m.maxRetained)
+	for _, e := range ended[:evicted] {
+		forgotten = append(forgotten, e.q.ID)
+	}
+	ended = ended[evicted:]
+	if len(forgotten) > 0 {
+		if err := m.journal.Delete(ctx, forgotten...); err != nil {
+			return nil, fmt.Errorf("open store: delete expired questions: %w", journalError(err))
+		}
+	}
 
 	var overdue []*entry
 	m.mu.Lock()
@@ -100,7 +113,7 @@ func Open(ctx context.Context, opts MemoryOptions) (*Memory, error) {
 	m.mu.Unlock()
 	go m.janitor()
 	m.log.Info("questions restored", zap.Int("pending", len(pending)-len(overdue)), zap.Int("overdue", len(overdue)),
-		zap.Int("ended", len(ended)), zap.Int("forgotten", len(forgotten)))
+		zap.Int("ended", len(ended)), zap.Int("expired", len(forgotten)-evicted), zap.Int("evicted", evicted))
 
 	m.timeOutOverdue(ctx, overdue)
 	return m, nil

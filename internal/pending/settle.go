@@ -202,9 +202,9 @@ func (m *Memory) endDurably(ctx context.Context, e *entry, o Outcome) (*Question
 
 // decide ends e with o unless it has already ended (then it returns nils).
 // It decides the winner, wakes the waiters and moves the entry from the
-// pending index to the expiry queue in one critical section, so no reader
-// ever sees a question that is both ended and listed. Callers hold mu for
-// writing.
+// pending index to the expiry queue (evicting the oldest result if the queue
+// is full) in one critical section, so no reader ever sees a question that
+// is both ended and listed. Callers hold mu for writing.
 func (m *Memory) decide(e *entry, o Outcome) (reported, returned *Question) {
 	e.mu.Lock()
 	if e.outcome != nil {
@@ -214,8 +214,13 @@ func (m *Memory) decide(e *entry, o Outcome) (reported, returned *Question) {
 	e.outcome = &o
 	if e.timer != nil {
 		e.timer.Stop()
+		e.timer = nil // a retained result keeps nothing it no longer needs
 	}
 	close(e.done)
+	// The parsed form is most of what a question costs in memory, and only
+	// a reply needs it: retained results are kept without it. No reader
+	// copies e.q without e.mu, and List and Count no longer see e.
+	e.q.Form = nil
 	reported, returned = e.snapshot(), e.snapshot()
 	e.mu.Unlock()
 
@@ -224,8 +229,7 @@ func (m *Memory) decide(e *entry, o Outcome) (reported, returned *Question) {
 	// An ended entry is only replaced once expired, so this holds; checked
 	// anyway so that a stale entry can never be queued for a newer one's id.
 	if m.entries[e.q.ID] == e {
-		e.expiresAt = time.Now().Add(m.retention)
-		m.ended = append(m.ended, e)
+		m.retain(e)
 	}
 	return reported, returned
 }

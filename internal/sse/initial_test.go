@@ -23,7 +23,7 @@ func TestInitialFramesComeFirst(t *testing.T) {
 		initial: func(r *http.Request) []sse.Message {
 			return []sse.Message{msg("/d", "pending.1"), msg("/other", "not.mine"), msg("", "pending.2")}
 		},
-		// The hook runs once r3labs registered the subscriber and before
+		// The hook runs once the broker registered the subscriber and before
 		// initial: an event published there is live, and must come after the
 		// initial frames, not be lost.
 		setup: func(b *sse.Broker) {
@@ -127,9 +127,9 @@ func TestNoEventIsLostWhileConnecting(t *testing.T) {
 // The state changes and its event is published after initial took its
 // snapshot, before the subscriber's first frames went out: the event must
 // still arrive, as a live one. initial waits until a watcher on the same
-// stream got the event, so r3labs has certainly handed it out by the time
-// initial returns; had initial run before r3labs registered the subscriber,
-// the subscriber would miss it every time.
+// stream got the event, so the broker has certainly fanned it out by the time
+// initial returns; had initial run before the broker registered the
+// subscriber, the subscriber would miss it every time.
 func TestEventPublishedDuringInitialArrives(t *testing.T) {
 	st := &store{}
 	var h *harness

@@ -46,8 +46,7 @@ func TestEventsGoWhereTheirDirectoryIsWatched(t *testing.T) {
 	}
 }
 
-// A directory stream created by one client keeps working for the next one:
-// streams are never removed while the broker runs.
+// A directory whose last client left works again for the next one.
 func TestDirectoryStreamOutlivesItsClients(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	first := dialStream(t, h, "/event?directory=/d")

@@ -163,3 +163,55 @@ func TestEventPublishedDuringInitialArrives(t *testing.T) {
 		}
 	}
 }
+
+// A long replay never stalls publishers: while a new subscriber's initial
+// func is still running, events for it are published without waiting, and
+// they follow the replayed ones on its stream, in order.
+func TestLongReplayNeverStallsPublishers(t *testing.T) {
+	const replayed, live = 5000, 300
+	published := make(chan struct{})
+	var h *harness
+	h = newHarness(t, harnessConfig{
+		opts: sse.Options{QueueLength: live + 10, Heartbeat: time.Hour},
+		initial: func(r *http.Request) []sse.Message {
+			if r.Header.Get("X-Subject") == "" {
+				return nil
+			}
+			// The publisher runs while initial holds the stream up. Had
+			// Publish waited for this subscriber, it would never finish.
+			go func() {
+				defer close(published)
+				for i := range live {
+					if err := h.b.Publish(context.Background(), msg("/d", fmt.Sprint("live.", i))); err != nil {
+						t.Errorf("publish: %v", err)
+						return
+					}
+				}
+			}()
+			select {
+			case <-published:
+			case <-time.After(patience):
+				t.Error("publishers waited on a subscriber whose replay was running")
+			}
+			out := make([]sse.Message, replayed)
+			for i := range out {
+				out[i] = msg("/d", fmt.Sprint("replayed.", i))
+			}
+			return out
+		},
+	})
+	s := dialStream(t, h, "/event?directory=/d", "X-Subject: yes")
+	if e := s.nextEvent(t); e.Type != "server.connected" {
+		t.Fatalf("first frame %s", e.Type)
+	}
+	for i := range replayed {
+		if e := s.nextEvent(t); e.Type != fmt.Sprint("replayed.", i) {
+			t.Fatalf("frame %d: %s", i+1, e.Type)
+		}
+	}
+	for i := range live {
+		if e := s.nextEvent(t); e.Type != fmt.Sprint("live.", i) {
+			t.Fatalf("live frame %d: %s", i, e.Type)
+		}
+	}
+}

@@ -162,7 +162,8 @@ func (s *subscriber) setDeadlineLocked(t time.Time) {
 		return
 	}
 	s.deadline = t
-	if err := s.rc.SetWriteDeadline(t); err != nil {
+	// Any other error means the connection is gone, and the write fails.
+	if err := s.rc.SetWriteDeadline(t); errors.Is(err, http.ErrNotSupported) {
 		s.deadlines = false
 		s.broker.noDeadlines.Do(func() {
 			s.broker.log.Warn("the ResponseWriter takes no write deadlines (a middleware hides them?): a stalled client keeps its handler until the connection dies", zap.Error(err))

@@ -71,9 +71,9 @@ func TestStalledClientHoldsCloseForItsGraceOnly(t *testing.T) {
 	})
 	dialStalled(t, h, "/event?directory=/p")
 	h.waitJoined(t, 1)
-	// Enough to fill the socket buffers, so the stream is stuck in a write
-	// with frames queued behind it.
-	for i := range 300 {
+	// 6 MB: enough to fill the socket buffers, so the stream is stuck in a
+	// write with frames queued behind it.
+	for i := range 100 {
 		if err := h.b.Publish(context.Background(), bigEvent(i)); err != nil {
 			t.Fatal(err)
 		}

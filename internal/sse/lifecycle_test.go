@@ -261,6 +261,9 @@ func TestSubscribeCyclesReturnToBaseline(t *testing.T) {
 			t.Fatal(err)
 		}
 		br := bufio.NewReader(conn)
+		if status, err := br.ReadString('\n'); status != "HTTP/1.1 200 OK\r\n" {
+			t.Fatalf("cycle %d: %q %v", i, status, err)
+		}
 		for frames := 0; frames < 2; {
 			line, err := br.ReadString('\n')
 			if err != nil {

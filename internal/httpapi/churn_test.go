@@ -100,8 +100,9 @@ func churnForm(directory, session string, extra ...string) string {
 	return string(body)
 }
 
-// Directories of the churn. Each gets an r3labs stream at its first
-// subscriber, which lives as long as the broker: the warm-up creates them all.
+// Directories of the churn. The broker keeps a directory's routes while it
+// has a subscriber and frees them with the last one, so the churn keeps
+// creating and freeing them.
 const (
 	churnReplyDir    = "/churn/a"    // replied over REST; subscribers of /events?directory=
 	churnRejectDir   = "/churn/b"    // rejected; subscribers with x-opencode-directory
@@ -473,7 +474,7 @@ func TestChurnLeavesNothingBehind(t *testing.T) {
 		h.create(form)
 	}
 
-	// A small round first: connection pools, directory streams and the
+	// A small round first: connection pools, the broker's maps and the
 	// runtime's own caches reach their working size.
 	runChurn(t, h, c, 120, 20)
 	if t.Failed() {

@@ -47,8 +47,8 @@ func brokerEvent(typ string) Event {
 	return Event{ID: ident.Ascending(ident.Event), Type: typ, Properties: emptyObject}
 }
 
-// prepare checks e and gives it an id when it has none. An empty payload is
-// refused here because r3labs ends every connection of a stream that gets one.
+// prepare checks e and gives it an id when it has none. An event without a
+// type or properties is refused: OpenCode clients cannot route it.
 func prepare(e *Event) error {
 	if e.Type == "" {
 		return ErrEmptyEvent

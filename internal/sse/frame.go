@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-
-	r3 "github.com/r3labs/sse/v2"
 )
 
 // encodeEvent returns e as one line of compact JSON with the keys in
@@ -55,42 +53,29 @@ func frame(data []byte) []byte {
 	return append(out, "\n\n"...)
 }
 
-// endComment marks the end of a stream when the broker closes. It travels
-// through r3labs as a comment, which is never sent to a client.
-const endComment = "questiond: end of stream"
+// frames is one event framed for both kinds of stream. Every subscriber of
+// a kind shares the same bytes, which nobody changes once built.
+type frames struct {
+	event  []byte // /event
+	global []byte // /global/event
+}
 
-var endMarker = []byte(": " + endComment + "\n\n") // as r3labs writes it
-
-func endOfStream() *r3.Event { return &r3.Event{Comment: []byte(endComment)} }
-
-var (
-	dataField = []byte("data:")
-	newline   = []byte("\n")
-)
-
-// frameFrom turns what r3labs wrote for one event (an "id:" line that it
-// always writes, the "data:" line, maybe "event:", "retry:" and comment lines,
-// then a blank line) into OpenCode's framing: the data lines and a blank line,
-// nothing else. It returns nil when there is no data, such as for a comment.
-func frameFrom(raw []byte) []byte {
-	// What r3labs writes for our events is one "id: \n" line, one data line
-	// and the blank line; the frame is then a tail of raw, no copy needed.
-	if _, rest, ok := bytes.Cut(raw, newline); ok && bytes.HasPrefix(rest, dataField) {
-		if line, tail, ok := bytes.Cut(rest, newline); ok && string(tail) == "\n" && len(line) > 0 {
-			return rest
-		}
+// framesOf encodes m once per kind of stream.
+func (b *Broker) framesOf(m Message) (frames, error) {
+	if err := prepare(&m.Event); err != nil {
+		return frames{}, err
 	}
-	var out []byte
-	for rest := raw; len(rest) > 0; {
-		var line []byte
-		line, rest, _ = bytes.Cut(rest, newline)
-		if bytes.HasPrefix(line, dataField) {
-			out = append(out, line...)
-			out = append(out, '\n')
-		}
+	event, err := encodeEvent(m.Event)
+	if err != nil {
+		return frames{}, err
 	}
-	if out == nil {
-		return nil
+	return frames{event: frame(event), global: frame(encodeGlobal(m.Directory, b.opts.Project, event))}, nil
+}
+
+// of is the frame for a subscriber of sc.
+func (f frames) of(sc scope) []byte {
+	if sc.global {
+		return f.global
 	}
-	return append(out, '\n')
+	return f.event
 }

@@ -108,19 +108,3 @@ func TestProjectOption(t *testing.T) {
 		t.Fatalf("project %v", p)
 	}
 }
-
-// Whatever r3labs writes for one event, only data lines and the closing blank
-// line go out.
-func TestR3labsOutputIsReframed(t *testing.T) {
-	for _, tc := range []struct{ raw, want string }{
-		{"id: \ndata: {\"a\":1}\n\n", "data: {\"a\":1}\n\n"},
-		{"id: 7\ndata: {}\nevent: named\nretry: 10\n: note\n\n", "data: {}\n\n"},
-		{"id: \ndata: a\ndata: b\n\n", "data: a\ndata: b\n\n"},
-		{": keepalive\n\n", ""},
-		{"id: \n\n", ""},
-	} {
-		if got := string(sse.FrameFrom([]byte(tc.raw))); got != tc.want {
-			t.Errorf("%q: got %q, want %q", tc.raw, got, tc.want)
-		}
-	}
-}

@@ -7,9 +7,9 @@ import (
 	"go.uber.org/zap"
 )
 
-// beat publishes one server.heartbeat on every stream per tick, until Close.
-// A stream too busy to take it skips that beat: real traffic already shows
-// clients the connection is alive.
+// beat queues one server.heartbeat for every subscriber per tick, until
+// Close. A subscriber with frames still queued skips that beat: they show
+// the client the connection is alive, and a beat must never cut anyone off.
 func (b *Broker) beat(ticker *time.Ticker) {
 	defer close(b.heartbeatDone)
 	defer ticker.Stop()
@@ -18,7 +18,10 @@ func (b *Broker) beat(ticker *time.Ticker) {
 		case <-b.stopHeartbeat:
 			return
 		case <-ticker.C:
-			err := b.publish(Message{Event: brokerEvent(typeHeartbeat)}, true)
+			f, err := b.framesOf(Message{Event: brokerEvent(typeHeartbeat)})
+			if err == nil {
+				err = b.deliver("", f, true)
+			}
 			if err != nil && !errors.Is(err, ErrClosed) {
 				b.log.Error("heartbeat not sent", zap.Error(err))
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -115,4 +116,39 @@ func TestHeartbeatOverHTTP(t *testing.T) {
 	if len(ids) != 3 {
 		t.Fatalf("ids %v", ids)
 	}
+}
+
+// A subscriber with frames still queued skips a heartbeat rather than being
+// cut off by it, even when its queue is at the bound; once idle again it
+// gets the next one.
+func TestBusySubscriberSkipsAHeartbeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const period = time.Second
+		b, err := sse.New(sse.Options{Heartbeat: period, QueueLength: 1, WriteTimeout: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := newGateWriter(true)
+		done := serveGated(t.Context(), b, w, "/d")
+		synctest.Wait() // writing server.connected, which the client does not take
+		if err := b.Publish(context.Background(), msg("/d", "queued")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(period) // a beat, while the queue is full
+		synctest.Wait()
+		if n := b.Subscribers(); n != 1 {
+			t.Fatalf("%d subscribers: a heartbeat cut the busy one off", n)
+		}
+		w.setShut(false)
+		synctest.Wait()
+		time.Sleep(period)
+		synctest.Wait()
+		if got, want := w.types(t), []string{"server.connected", "queued", "server.heartbeat"}; !slices.Equal(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+		if err := b.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	})
 }

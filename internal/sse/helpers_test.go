@@ -10,9 +10,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -390,4 +392,108 @@ func (m *memWriter) Flush() {
 		m.buf = nil
 		m.onFlush(f)
 	}
+}
+
+// gateWriter is an in-process ResponseWriter that takes write deadlines, as
+// a network connection does, and whose writes block while its gate is shut:
+// a client that stopped reading, in a synctest bubble's fake time.
+type gateWriter struct {
+	header http.Header
+
+	mu       sync.Mutex
+	deadline time.Time
+	changed  chan struct{} // closed when the deadline or the gate changes
+	shut     bool
+	frames   []string
+	ended    bool // the handler returned: nothing may be written any more
+}
+
+func newGateWriter(shut bool) *gateWriter {
+	return &gateWriter{header: http.Header{}, changed: make(chan struct{}), shut: shut}
+}
+
+func (g *gateWriter) signalLocked() {
+	close(g.changed)
+	g.changed = make(chan struct{})
+}
+
+func (g *gateWriter) setShut(shut bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.shut = shut
+	g.signalLocked()
+}
+
+func (g *gateWriter) SetWriteDeadline(t time.Time) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.deadline = t
+	g.signalLocked()
+	return nil
+}
+
+func (g *gateWriter) Header() http.Header { return g.header }
+func (g *gateWriter) WriteHeader(int)     {}
+func (g *gateWriter) Flush()              {}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	for {
+		g.mu.Lock()
+		if g.ended {
+			g.mu.Unlock()
+			panic("write after the handler returned")
+		}
+		d, changed := g.deadline, g.changed
+		if !d.IsZero() && !time.Now().Before(d) {
+			g.mu.Unlock()
+			return 0, fmt.Errorf("gate writer: %w", os.ErrDeadlineExceeded)
+		}
+		if !g.shut {
+			g.frames = append(g.frames, string(p))
+			g.mu.Unlock()
+			return len(p), nil
+		}
+		g.mu.Unlock()
+		var expired <-chan time.Time
+		if !d.IsZero() {
+			timer := time.NewTimer(time.Until(d))
+			defer timer.Stop()
+			expired = timer.C
+		}
+		select {
+		case <-changed:
+		case <-expired:
+		}
+	}
+}
+
+// types returns the event types written so far.
+func (g *gateWriter) types(t testing.TB) []string {
+	t.Helper()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for _, f := range g.frames {
+		var e wireEvent
+		if err := json.Unmarshal([]byte(strings.TrimSuffix(strings.TrimPrefix(f, "data: "), "\n\n")), &e); err != nil {
+			t.Fatalf("frame %q: %v", f, err)
+		}
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+// serveGated runs ServeEvent for directory on g until the handler returns;
+// the returned channel is closed then.
+func serveGated(ctx context.Context, b *sse.Broker, g *gateWriter, directory string) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/event", nil)
+		b.ServeEvent(g, r, directory, nil)
+		g.mu.Lock()
+		g.ended = true
+		g.mu.Unlock()
+	}()
+	return done
 }

@@ -23,7 +23,7 @@ func TestInitialFramesComeFirst(t *testing.T) {
 		initial: func(r *http.Request) []sse.Message {
 			return []sse.Message{msg("/d", "pending.1"), msg("/other", "not.mine"), msg("", "pending.2")}
 		},
-		// The hook runs once r3labs registered the subscriber and before
+		// The hook runs once the broker registered the subscriber and before
 		// initial: an event published there is live, and must come after the
 		// initial frames, not be lost.
 		setup: func(b *sse.Broker) {
@@ -127,9 +127,9 @@ func TestNoEventIsLostWhileConnecting(t *testing.T) {
 // The state changes and its event is published after initial took its
 // snapshot, before the subscriber's first frames went out: the event must
 // still arrive, as a live one. initial waits until a watcher on the same
-// stream got the event, so r3labs has certainly handed it out by the time
-// initial returns; had initial run before r3labs registered the subscriber,
-// the subscriber would miss it every time.
+// stream got the event, so the broker has certainly fanned it out by the time
+// initial returns; had initial run before the broker registered the
+// subscriber, the subscriber would miss it every time.
 func TestEventPublishedDuringInitialArrives(t *testing.T) {
 	st := &store{}
 	var h *harness
@@ -160,6 +160,58 @@ func TestEventPublishedDuringInitialArrives(t *testing.T) {
 	for _, want := range []string{"server.connected", "before", "changed.after.snapshot"} {
 		if got := s.nextEvent(t); got.Type != want {
 			t.Fatalf("got %s, want %s", got.Type, want)
+		}
+	}
+}
+
+// A long replay never stalls publishers: while a new subscriber's initial
+// func is still running, events for it are published without waiting, and
+// they follow the replayed ones on its stream, in order.
+func TestLongReplayNeverStallsPublishers(t *testing.T) {
+	const replayed, live = 5000, 300
+	published := make(chan struct{})
+	var h *harness
+	h = newHarness(t, harnessConfig{
+		opts: sse.Options{QueueLength: live + 10, Heartbeat: time.Hour},
+		initial: func(r *http.Request) []sse.Message {
+			if r.Header.Get("X-Subject") == "" {
+				return nil
+			}
+			// The publisher runs while initial holds the stream up. Had
+			// Publish waited for this subscriber, it would never finish.
+			go func() {
+				defer close(published)
+				for i := range live {
+					if err := h.b.Publish(context.Background(), msg("/d", fmt.Sprint("live.", i))); err != nil {
+						t.Errorf("publish: %v", err)
+						return
+					}
+				}
+			}()
+			select {
+			case <-published:
+			case <-time.After(patience):
+				t.Error("publishers waited on a subscriber whose replay was running")
+			}
+			out := make([]sse.Message, replayed)
+			for i := range out {
+				out[i] = msg("/d", fmt.Sprint("replayed.", i))
+			}
+			return out
+		},
+	})
+	s := dialStream(t, h, "/event?directory=/d", "X-Subject: yes")
+	if e := s.nextEvent(t); e.Type != "server.connected" {
+		t.Fatalf("first frame %s", e.Type)
+	}
+	for i := range replayed {
+		if e := s.nextEvent(t); e.Type != fmt.Sprint("replayed.", i) {
+			t.Fatalf("frame %d: %s", i+1, e.Type)
+		}
+	}
+	for i := range live {
+		if e := s.nextEvent(t); e.Type != fmt.Sprint("live.", i) {
+			t.Fatalf("live frame %d: %s", i, e.Type)
 		}
 	}
 }

@@ -1,13 +1,16 @@
 package sse_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -32,7 +35,8 @@ func TestConnectDisconnectLeavesNoGoroutine(t *testing.T) {
 			t.Fatalf("handler of %s never returned", target)
 		}
 	}
-	// Every stream exists once a client used it; they are not part of the leak.
+	// net/http's pools and the runtime's caches warm up first: they are not
+	// part of the leak.
 	for _, target := range []string{"/event", "/event?directory=/p", "/global/event"} {
 		cycle(target)
 	}
@@ -234,4 +238,81 @@ func TestConcurrentPublishSubscribeAndClose(t *testing.T) {
 		t.Fatal("no subscriber ever got a frame")
 	}
 	t.Logf("%d subscriptions got frames", streamed.Load())
+}
+
+// TestSubscribeCyclesReturnToBaseline: 1 000 clients, each on a directory of
+// its own, connect and leave one after another; goroutines and the live heap
+// come back to where they were, and no directory stays behind.
+func TestSubscribeCyclesReturnToBaseline(t *testing.T) {
+	left := make(chan struct{}, 1)
+	h := newHarness(t, harnessConfig{setup: func(b *sse.Broker) {
+		b.SetHooks(nil, func() { left <- struct{}{} })
+	}})
+	// A bare client: the harness's clientStream stays referenced by its
+	// t.Cleanup, which would look like a leak here.
+	cycle := func(i int) {
+		conn, err := net.Dial("tcp", h.ts.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(patience))
+		dir := fmt.Sprintf("/cycle/%d", i)
+		if _, err := fmt.Fprintf(conn, "GET /event?directory=%s HTTP/1.1\r\nHost: questiond.test\r\n\r\n", dir); err != nil {
+			t.Fatal(err)
+		}
+		br := bufio.NewReader(conn)
+		if status, err := br.ReadString('\n'); status != "HTTP/1.1 200 OK\r\n" {
+			t.Fatalf("cycle %d: %q %v", i, status, err)
+		}
+		for frames := 0; frames < 2; {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatalf("cycle %d: %v", i, err)
+			}
+			if strings.HasPrefix(line, "data: ") {
+				frames++
+				if frames == 1 { // server.connected: registered; now use the queue
+					h.publish(t, dir, "t", `{}`)
+				}
+			}
+		}
+		conn.Close()
+		select {
+		case <-left:
+		case <-time.After(patience):
+			t.Fatalf("handler of cycle %d never returned", i)
+		}
+	}
+	for i := range 50 { // net/http's pools and the runtime's caches warm up
+		cycle(-1 - i)
+	}
+	liveHeap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	ignore := goleak.IgnoreCurrent()
+	goroutines := runtime.NumGoroutine()
+	heap := liveHeap()
+
+	const cycles = 1000
+	for i := range cycles {
+		cycle(i)
+	}
+	if n := h.b.Subscribers(); n != 0 {
+		t.Fatalf("%d subscribers after every client left", n)
+	}
+	goleak.VerifyNone(t, ignore) // retries while net/http tears connections down
+	if n := runtime.NumGoroutine(); n > goroutines {
+		t.Fatalf("%d goroutines, %d before the cycles", n, goroutines)
+	}
+	// A subscriber or a directory kept per cycle would be ≥ 1 KiB each.
+	const tolerance = 256 << 10
+	if after := liveHeap(); after > heap+tolerance {
+		t.Fatalf("live heap %d bytes after %d cycles, %d before", after, cycles, heap)
+	}
+	t.Logf("live heap %d → %d bytes over %d cycles", heap, liveHeap(), cycles)
 }

@@ -11,6 +11,7 @@ import (
 const (
 	DefaultHeartbeat    = 10 * time.Second
 	DefaultWriteTimeout = 10 * time.Second
+	DefaultCloseGrace   = time.Second
 	DefaultQueueLength  = 1024
 	DefaultMaxScopes    = 1024
 	DefaultProject      = "global"
@@ -20,10 +21,14 @@ const (
 type Options struct {
 	Heartbeat    time.Duration // server.heartbeat period on every stream
 	WriteTimeout time.Duration // a frame not written within it cuts that subscriber off
-	QueueLength  int           // frames queued per subscriber before it is cut off
-	MaxScopes    int           // distinct directories with an /event stream; more get 503
-	Project      string        // "project" of /global/event frames
-	Logger       *zap.Logger   // nil means zap.NewNop()
+	// CloseGrace bounds how long each stream may take, once Close is called,
+	// to write what was queued for it (never more than WriteTimeout): one
+	// client that stopped reading cannot hold Close up for longer.
+	CloseGrace  time.Duration
+	QueueLength int         // frames held per subscriber before it is cut off
+	MaxScopes   int         // directories with a connected /event subscriber at once; more get 503
+	Project     string      // "project" of /global/event frames
+	Logger      *zap.Logger // nil means zap.NewNop()
 }
 
 // withDefaults fills zero values and rejects negative ones.
@@ -33,6 +38,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("sse options: negative heartbeat %v", o.Heartbeat)
 	case o.WriteTimeout < 0:
 		return o, fmt.Errorf("sse options: negative write timeout %v", o.WriteTimeout)
+	case o.CloseGrace < 0:
+		return o, fmt.Errorf("sse options: negative close grace %v", o.CloseGrace)
 	case o.QueueLength < 0:
 		return o, fmt.Errorf("sse options: negative queue length %d", o.QueueLength)
 	case o.MaxScopes < 0:
@@ -44,6 +51,10 @@ func (o Options) withDefaults() (Options, error) {
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
+	if o.CloseGrace == 0 {
+		o.CloseGrace = DefaultCloseGrace
+	}
+	o.CloseGrace = min(o.CloseGrace, o.WriteTimeout)
 	if o.QueueLength == 0 {
 		o.QueueLength = DefaultQueueLength
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/questiond/questiond/internal/sse"
 )
 
-// r3labs answers 500 without ?stream=, 400 to a Last-Event-ID that is not a
-// number, and would serve whatever stream a client names.
-func TestRequestsR3labsWouldRefuse(t *testing.T) {
+// A stream is chosen by route and directory only: a stray ?stream= or a
+// Last-Event-ID header (nothing is replayed) changes nothing.
+func TestStreamIgnoresStreamParameterAndLastEventID(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	for _, tc := range []struct {
 		target string

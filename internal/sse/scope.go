@@ -1,17 +1,6 @@
 package sse
 
-import (
-	"fmt"
-	"slices"
-)
-
-// r3labs stream ids. Directory streams get a prefix so that no directory can
-// be mistaken for the two fixed streams.
-const (
-	streamAll       = "all"    // /event without a directory
-	streamGlobal    = "global" // /global/event
-	directoryPrefix = "dir:"
-)
+import "fmt"
 
 // scope is what one subscriber asked for.
 type scope struct {
@@ -36,27 +25,79 @@ func (s scope) String() string {
 	}
 }
 
-// streamFor returns the r3labs stream of sc, creating the stream of a new
-// directory. Streams live until Close: r3labs strands every goroutine of a
-// connected client when a stream is removed under it. The caller holds b.mu.
-func (b *Broker) streamFor(sc scope) (string, error) {
+// subscriberSet is the live subscribers of one scope.
+type subscriberSet map[*subscriber]struct{}
+
+// routes finds the subscribers a message goes to. A directory's set exists
+// exactly while it has a subscriber, so MaxScopes counts live directories.
+// The Broker guards it with its mutex.
+type routes struct {
+	global     subscriberSet            // /global/event
+	undirected subscriberSet            // /event without a directory
+	byDir      map[string]subscriberSet // /event?directory=…
+	count      int
+}
+
+func newRoutes() routes {
+	return routes{global: subscriberSet{}, undirected: subscriberSet{}, byDir: map[string]subscriberSet{}}
+}
+
+// add registers s, unless its directory would be one too many.
+func (r *routes) add(s *subscriber, maxScopes int) error {
+	set := r.setOf(s.scope)
+	if set == nil {
+		if len(r.byDir) >= maxScopes {
+			return fmt.Errorf("too many directories with event streams (limit %d)", maxScopes)
+		}
+		set = subscriberSet{}
+		r.byDir[s.scope.directory] = set
+	}
+	set[s] = struct{}{}
+	r.count++
+	return nil
+}
+
+// remove forgets s and frees its directory's set once empty.
+func (r *routes) remove(s *subscriber) {
+	set := r.setOf(s.scope)
+	if _, ok := set[s]; !ok {
+		return
+	}
+	delete(set, s)
+	r.count--
+	if len(set) == 0 && !s.scope.global && s.scope.directory != "" {
+		delete(r.byDir, s.scope.directory)
+	}
+}
+
+func (r *routes) setOf(sc scope) subscriberSet {
 	switch {
 	case sc.global:
-		return streamGlobal, nil
+		return r.global
 	case sc.directory == "":
-		return streamAll, nil
+		return r.undirected
+	default:
+		return r.byDir[sc.directory]
 	}
-	if id, ok := b.scopes[sc.directory]; ok {
-		return id, nil
+}
+
+// each calls fn for every subscriber a message of directory goes to.
+func (r *routes) each(directory string, fn func(*subscriber)) {
+	for s := range r.global {
+		fn(s)
 	}
-	if len(b.scopes) >= b.opts.MaxScopes {
-		return "", fmt.Errorf("too many directories with event streams (limit %d)", b.opts.MaxScopes)
+	for s := range r.undirected {
+		fn(s)
 	}
-	id := directoryPrefix + sc.directory
-	b.srv.CreateStream(id)
-	b.scopes[sc.directory] = id
-	// A new slice, never an append in place: Publish ranges over the old one
-	// without holding the lock.
-	b.eventStreams = append(slices.Clip(b.eventStreams), id)
-	return id, nil
+	if directory != "" {
+		for s := range r.byDir[directory] {
+			fn(s)
+		}
+		return
+	}
+	for _, set := range r.byDir {
+		for s := range set {
+			fn(s)
+		}
+	}
 }

@@ -1,7 +1,11 @@
 package sse_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
+
+	"github.com/questiond/questiond/internal/sse"
 )
 
 func TestEventsGoWhereTheirDirectoryIsWatched(t *testing.T) {
@@ -46,8 +50,7 @@ func TestEventsGoWhereTheirDirectoryIsWatched(t *testing.T) {
 	}
 }
 
-// A directory stream created by one client keeps working for the next one:
-// streams are never removed while the broker runs.
+// A directory whose last client left works again for the next one.
 func TestDirectoryStreamOutlivesItsClients(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	first := dialStream(t, h, "/event?directory=/d")
@@ -59,5 +62,50 @@ func TestDirectoryStreamOutlivesItsClients(t *testing.T) {
 	h.publish(t, "/d", "again", `{}`)
 	if got := second.nextLive(t); got.Type != "again" {
 		t.Fatalf("got %s", got.Type)
+	}
+}
+
+// MaxScopes counts directories with a live subscriber: one whose last
+// client left is freed, so any number of directories can be used over time.
+func TestDirectoriesAreFreedWithTheirLastSubscriber(t *testing.T) {
+	const limit = 3
+	left := make(chan struct{}, 16)
+	h := newHarness(t, harnessConfig{
+		opts:  sse.Options{MaxScopes: limit},
+		setup: func(b *sse.Broker) { b.SetHooks(nil, func() { left <- struct{}{} }) },
+	})
+	waitLeft := func() {
+		t.Helper()
+		select {
+		case <-left:
+		case <-time.After(patience):
+			t.Fatal("a handler never returned")
+		}
+	}
+	for i := range 4 * limit {
+		s := dialStream(t, h, fmt.Sprintf("/event?directory=/x%d", i))
+		if s.status != "HTTP/1.1 200 OK" {
+			t.Fatalf("directory %d of %d used one after the other: %s %s", i+1, 4*limit, s.status, s.body)
+		}
+		s.next(t)
+		s.close()
+		waitLeft()
+	}
+
+	// The limit still holds for directories watched at the same time, and
+	// a slot comes back when one of them is left.
+	var open []*clientStream
+	for i := range limit {
+		s := dialStream(t, h, fmt.Sprintf("/event?directory=/y%d", i))
+		s.next(t)
+		open = append(open, s)
+	}
+	if s := dialStream(t, h, "/event?directory=/z"); s.status != "HTTP/1.1 503 Service Unavailable" {
+		t.Fatalf("directory beyond the limit: %s", s.status)
+	}
+	open[0].close()
+	waitLeft()
+	if s := dialStream(t, h, "/event?directory=/z"); s.status != "HTTP/1.1 200 OK" {
+		t.Fatalf("directory after one was left: %s %s", s.status, s.body)
 	}
 }

@@ -14,13 +14,14 @@ import (
 // {"id","type","properties"} frames. The first frame is server.connected,
 // then the messages returned by initial (called once the subscriber is
 // registered, so nothing published afterwards is missed), then live events
-// and heartbeats. It returns when the client goes away or the broker closes.
+// and heartbeats. It returns when the client goes away, is cut off, or the
+// broker closes.
 //
-// initial runs on the request's goroutine while live events for the new
-// subscriber already pile up in r3labs (64 of them before r3labs waits for
-// it, and with it every publisher of the stream): keep it quick. Messages it
-// returns that do not belong to the scope are skipped.
-// A closed broker, or a new directory beyond Options.MaxScopes, gets 503.
+// initial runs on the request's goroutine without any broker lock, while live
+// events for the new subscriber queue up (a full queue cuts it off, as for
+// any slow client). Messages it returns that do not belong to the scope are
+// skipped. A closed broker, or a new directory beyond Options.MaxScopes,
+// gets 503.
 func (b *Broker) ServeEvent(w http.ResponseWriter, r *http.Request, directory string, initial func() []Message) {
 	b.serve(w, r, scope{directory: directory}, initial)
 }
@@ -39,11 +40,8 @@ func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial
 		writeJSONError(w, http.StatusInternalServerError, "UnknownError", "streaming is not supported on this connection")
 		return
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	sub := newSubscriber(b, sc, w, cancel, b.log.With(zap.Stringer("scope", sc), zap.String("remote", r.RemoteAddr)))
-	stream, err := b.join(sub)
-	if err != nil {
+	s := newSubscriber(b, sc, w, r.RemoteAddr)
+	if err := b.join(s); err != nil {
 		level := zap.WarnLevel
 		if errors.Is(err, ErrClosed) {
 			level = zap.DebugLevel // shutting down: expected
@@ -52,62 +50,82 @@ func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial
 		writeJSONError(w, http.StatusServiceUnavailable, "ServiceUnavailable", err.Error())
 		return
 	}
-	defer b.leave(sub)
-	sub.log.Debug("event subscriber joined")
-	b.srv.ServeHTTP(&frameWriter{sub: sub, initial: initial}, r3labsRequest(ctx, r, stream))
-	sub.end()
+	defer b.leave(s)
+	s.log(zap.DebugLevel, "event subscriber joined")
+	if hook := b.hooks.registered; hook != nil {
+		hook()
+	}
+	setStreamHeaders(w.Header())
+	s.stream(r.Context(), b.prelude(s.scope, initial))
 }
 
-// r3labsRequest is r as r3labs must see it: our stream whatever the client
-// asked for, no Last-Event-ID (r3labs answers 400 to one that is not a number,
-// and there is nothing to replay), and a context the subscriber can cancel.
-func r3labsRequest(ctx context.Context, r *http.Request, stream string) *http.Request {
-	req := r.Clone(ctx)
-	q := req.URL.Query()
-	q.Set("stream", stream)
-	req.URL.RawQuery = q.Encode()
-	req.Header.Del("Last-Event-ID")
-	return req
+// stream writes prelude, then whatever is queued, until the client goes
+// away, s is cut off, or the broker closed and s's queue is empty.
+func (s *subscriber) stream(ctx context.Context, prelude [][]byte) {
+	for _, f := range prelude {
+		if !s.write(f) {
+			return
+		}
+	}
+	for {
+		batch, state := s.take()
+		if state == subStopped {
+			return
+		}
+		for _, f := range batch {
+			if !s.write(f) {
+				return
+			}
+		}
+		if len(batch) > 0 {
+			s.written(batch)
+			continue
+		}
+		if state == subFinishing {
+			return // clean end: the broker closed and everything queued is out
+		}
+		select {
+		case <-s.wake:
+		case <-ctx.Done():
+			s.log(zap.DebugLevel, "event subscriber left")
+			return
+		}
+	}
 }
 
-// prelude is what sub gets before any live event: server.connected, then
-// the messages initial returns.
-func (b *Broker) prelude(sub *subscriber, initial func() []Message) [][]byte {
-	connected, err := b.frameFor(sub.scope, Message{Event: brokerEvent(typeConnected)})
+// prelude is what a subscriber of sc gets before any live event:
+// server.connected, then the messages initial returns.
+func (b *Broker) prelude(sc scope, initial func() []Message) [][]byte {
+	connected, err := b.framesOf(Message{Event: brokerEvent(typeConnected)})
 	if err != nil {
 		panic(fmt.Sprintf("sse: encoding %s: %v", typeConnected, err)) // a fixed event always encodes
 	}
-	frames := [][]byte{connected}
+	out := [][]byte{connected.of(sc)}
 	if initial == nil {
-		return frames
+		return out
 	}
 	for _, m := range initial() {
-		if !sub.scope.accepts(m.Directory) {
+		if !sc.accepts(m.Directory) {
 			continue
 		}
-		f, err := b.frameFor(sub.scope, m)
+		f, err := b.framesOf(m)
 		if err != nil {
-			sub.log.Error("initial event skipped", zap.Error(err))
+			b.log.Error("initial event skipped", zap.Stringer("scope", sc), zap.Error(err))
 			continue
 		}
-		frames = append(frames, f)
+		out = append(out, f.of(sc))
 	}
-	return frames
+	return out
 }
 
-// frameFor is the frame of m on a stream of sc.
-func (b *Broker) frameFor(sc scope, m Message) ([]byte, error) {
-	if err := prepare(&m.Event); err != nil {
-		return nil, err
-	}
-	event, err := encodeEvent(m.Event)
-	if err != nil {
-		return nil, err
-	}
-	if sc.global {
-		return frame(encodeGlobal(m.Directory, b.opts.Project, event)), nil
-	}
-	return frame(event), nil
+// setStreamHeaders sets OpenCode's stream headers.
+func setStreamHeaders(h http.Header) {
+	h.Del("Connection") // HTTP/1.1 does not need it and HTTP/2 forbids it
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Type", "text/event-stream")
+	h.Del("X-Accel-Buffering")
+	h["x-accel-buffering"] = []string{"no"} // spelled as OpenCode sends it; nginx reads it in any case
 }
 
 // writeJSONError answers in OpenCode's error shape.

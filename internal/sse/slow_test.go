@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,4 +171,84 @@ func TestClientThatStopsReadingIsCutOffAtTheWriteTimeout(t *testing.T) {
 			t.Fatal("never cut off")
 		}
 	}
+}
+
+// TestNeverReadingClientDelaysNobody: 10 000 events go out while one client
+// never reads from its socket. Publishing never waits, the clients that read
+// get every event in order, and the one that does not is cut off.
+func TestNeverReadingClientDelaysNobody(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10 MB through HTTP: seconds under -race")
+	}
+	core, logs := observer.New(zapcore.WarnLevel)
+	left := make(chan struct{}, 16)
+	const writeTimeout = 10 * time.Minute // far longer than the test may take, even under -race on a busy machine
+	h := newHarness(t, harnessConfig{
+		opts:  sse.Options{WriteTimeout: writeTimeout, QueueLength: 256, Heartbeat: time.Hour, Logger: zap.New(core)},
+		setup: func(b *sse.Broker) { b.SetHooks(nil, func() { left <- struct{}{} }) },
+	})
+	dialStalled(t, h, "/event?directory=/p")
+	h.waitJoined(t, 1)
+
+	const total, readers, window = 10_000, 2, 64
+	// 10 MB in all: far more than the stalled connection's socket buffers
+	// and queue hold.
+	pad := strings.Repeat("x", 1<<10)
+	var progress [readers]atomic.Int64 // events each reader got
+	var wg sync.WaitGroup
+	for r := range readers {
+		s := dialStream(t, h, "/event?directory=/p")
+		s.nextEvent(t)
+		wg.Go(func() {
+			for i := range total {
+				if seq := seqOf(t, s.next(t)); seq != i {
+					t.Errorf("reader %d got event %d, want %d", r, seq, i)
+					return
+				}
+				progress[r].Add(1)
+			}
+		})
+	}
+	slowestReader := func() int64 {
+		n := progress[0].Load()
+		for r := range readers {
+			n = min(n, progress[r].Load())
+		}
+		return n
+	}
+
+	// The test, not the broker, keeps the readers' queues from filling: it
+	// stays at most `window` events ahead of the slowest one. The stalled
+	// client gets no such favour.
+	start := time.Now()
+	var slowest time.Duration
+	for i := range total {
+		for int64(i)-slowestReader() >= window && !t.Failed() {
+			time.Sleep(100 * time.Microsecond) // waits for the readers, never orders anything
+		}
+		m := sse.Message{Directory: "/p", Event: sse.Event{Type: "big", Properties: json.RawMessage(fmt.Sprintf(`{"seq":%d,"pad":"%s"}`, i, pad))}}
+		t0 := time.Now()
+		if err := h.b.Publish(context.Background(), m); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+		slowest = max(slowest, time.Since(t0))
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+
+	select {
+	case <-left:
+	case <-time.After(patience):
+		t.Fatal("the client that never reads was never cut off")
+	}
+	if n := h.b.Subscribers(); n != readers {
+		t.Fatalf("%d subscribers, want the %d readers", n, readers)
+	}
+	if logs.FilterMessage("event subscriber cut off").FilterField(zap.String("reason", "queue full: the client does not read fast enough")).Len() != 1 {
+		t.Errorf("want one cut-off log line, got %v", logs.All())
+	}
+	if elapsed >= writeTimeout/2 || slowest >= writeTimeout/2 {
+		t.Fatalf("publishing took %v (slowest publish %v): it waited for the client that does not read", elapsed, slowest)
+	}
+	t.Logf("%d events to %d readers in %v, slowest publish %v", total, readers, elapsed, slowest)
 }

@@ -1,7 +1,6 @@
 package sse
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"os"
@@ -9,12 +8,15 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 )
 
 // Reasons logged when a subscriber is cut off.
 const (
 	reasonQueueFull    = "queue full: the client does not read fast enough"
 	reasonWriteTimeout = "write timed out: the client does not read"
+	reasonCloseGrace   = "broker closed and the client did not take what was queued in time"
+	reasonClosed       = "broker closed before the stream drained"
 )
 
 type subState int
@@ -25,202 +27,220 @@ const (
 	subStopped            // cut off or gone: write nothing more
 )
 
-// subscriber is one connected client. r3labs hands it finished frames through
-// the frameWriter; they wait in a bounded queue for the subscriber's own
-// writer goroutine, which is the only one that writes to the connection. So a
-// client that stops reading fills its own queue and is cut off, and r3labs,
-// publishers and other clients never wait for it.
+// recycleCap is the largest queue slice kept for reuse once written, so a
+// busy subscriber does not allocate one per event while an idle one holds
+// little.
+const recycleCap = 16
+
+// subscriber is one connected client. Publishers append frames to its queue
+// and wake it; the request's goroutine, the only one that writes to the
+// connection, takes the queue and writes it out. The queue grows on demand
+// up to Options.QueueLength, so an idle subscriber costs a few hundred bytes.
 type subscriber struct {
 	broker *Broker
 	scope  scope
+	remote string
 	out    http.ResponseWriter
 	rc     *http.ResponseController
-	cancel context.CancelFunc // ends the r3labs subscription
-	log    *zap.Logger
-	queue  chan []byte
+	wake   chan struct{} // one slot: something was queued, or the state changed
 
-	finishing  chan struct{} // closed on subFinishing
-	stopped    chan struct{} // closed on subStopped
-	writerDone chan struct{}
-	headerSent bool // writer goroutine only
+	headerSent bool // the request's goroutine only
 
 	mu        sync.Mutex
 	state     subState
-	started   bool // the writer goroutine runs
-	ended     bool // the handler is returning: out is no longer ours to touch
-	deadlines bool // out accepts write deadlines
+	queue     [][]byte
+	taken     int       // frames of the batch being written; they count against the bound
+	deadline  time.Time // the write deadline last set
+	finishBy  time.Time // when subFinishing: the end of the close grace
+	deadlines bool      // out accepts write deadlines
+	ended     bool      // the handler is returning: out is no longer ours to touch
 }
 
-func newSubscriber(b *Broker, sc scope, out http.ResponseWriter, cancel context.CancelFunc, log *zap.Logger) *subscriber {
+func newSubscriber(b *Broker, sc scope, w http.ResponseWriter, remote string) *subscriber {
 	return &subscriber{
-		broker:     b,
-		scope:      sc,
-		out:        out,
-		rc:         http.NewResponseController(out),
-		cancel:     cancel,
-		log:        log,
-		queue:      make(chan []byte, b.opts.QueueLength),
-		finishing:  make(chan struct{}),
-		stopped:    make(chan struct{}),
-		writerDone: make(chan struct{}),
-		deadlines:  true,
+		broker:    b,
+		scope:     sc,
+		remote:    remote,
+		out:       w,
+		rc:        http.NewResponseController(w),
+		wake:      make(chan struct{}, 1),
+		deadlines: true,
 	}
 }
 
-// start runs the writer goroutine; prelude goes out before anything queued.
-func (s *subscriber) start(prelude [][]byte) {
-	s.mu.Lock()
-	s.started = true
-	s.mu.Unlock()
-	go s.write(prelude)
-}
-
-// enqueue queues one frame without ever waiting; a full queue cuts the
-// subscriber off.
-func (s *subscriber) enqueue(frame []byte) {
-	s.mu.Lock()
-	if s.state != subActive {
-		s.mu.Unlock()
-		return
-	}
+func (s *subscriber) notify() {
 	select {
-	case s.queue <- frame:
-		s.mu.Unlock()
-		return
+	case s.wake <- struct{}{}:
 	default:
 	}
+}
+
+// enqueue queues one frame without ever waiting and reports whether it cut
+// the subscriber off because its queue is full. A heartbeat is only queued
+// to an idle subscriber: a busy one shows it is alive anyway.
+func (s *subscriber) enqueue(f []byte, heartbeat bool) (cut bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	held := len(s.queue) + s.taken
+	switch {
+	case s.state != subActive, heartbeat && held > 0:
+		return false
+	case held >= s.broker.opts.QueueLength:
+		s.stopLocked()
+		return true
+	}
+	s.queue = append(s.queue, f)
+	s.notify()
+	return false
+}
+
+// take hands the queued frames to the writer.
+func (s *subscriber) take() ([][]byte, subState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == subStopped {
+		return nil, subStopped
+	}
+	batch := s.queue
+	s.queue = nil
+	s.taken = len(batch)
+	return batch, s.state
+}
+
+// written releases a batch the writer is done with.
+func (s *subscriber) written(batch [][]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.taken = 0
+	if s.queue == nil && cap(batch) <= recycleCap {
+		clear(batch)
+		s.queue = batch[:0]
+	}
+}
+
+// finish lets the subscriber write what is queued, by the end of the close
+// grace at the latest, then end its stream.
+func (s *subscriber) finish(by time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != subActive {
+		return
+	}
+	s.state = subFinishing
+	s.finishBy = by
+	if s.deadline.After(by) {
+		s.setDeadlineLocked(by) // a write under way gets the grace, not more
+	}
+	s.notify()
+}
+
+// cutOff stops s at once and says why.
+func (s *subscriber) cutOff(reason string, err error) {
+	s.mu.Lock()
+	stopped := s.state != subStopped
+	s.stopLocked()
 	s.mu.Unlock()
-	s.cutOff(reasonQueueFull, nil)
-}
-
-func (s *subscriber) write(prelude [][]byte) {
-	defer close(s.writerDone)
-	for _, f := range prelude {
-		if !s.send(f) {
-			return
-		}
-	}
-	for {
-		select {
-		case f := <-s.queue:
-			if !s.send(f) {
-				return
-			}
-		case <-s.stopped:
-			return
-		case <-s.finishing:
-			for {
-				select {
-				case f := <-s.queue:
-					if !s.send(f) {
-						return
-					}
-				default:
-					return
-				}
-			}
-		}
+	if stopped {
+		s.logCutOff(reason, err)
 	}
 }
 
-// send writes and flushes one frame within the write timeout.
-func (s *subscriber) send(frame []byte) bool {
+// stopLocked moves s to subStopped and wakes its writer, even one blocked
+// in a write, which then fails at once.
+func (s *subscriber) stopLocked() {
+	if s.state == subStopped {
+		return
+	}
+	s.state = subStopped
+	s.queue = nil
+	s.setDeadlineLocked(time.Now())
+	s.notify()
+}
+
+func (s *subscriber) setDeadlineLocked(t time.Time) {
+	if s.ended || !s.deadlines {
+		return
+	}
+	s.deadline = t
+	// Any other error means the connection is gone, and the write fails.
+	if err := s.rc.SetWriteDeadline(t); errors.Is(err, http.ErrNotSupported) {
+		s.deadlines = false
+		s.broker.noDeadlines.Do(func() {
+			s.broker.log.Warn("the ResponseWriter takes no write deadlines (a middleware hides them?): a stalled client keeps its handler until the connection dies", zap.Error(err))
+		})
+	}
+}
+
+// write writes and flushes one frame within the write timeout (or what is
+// left of the close grace) and reports whether the stream goes on.
+func (s *subscriber) write(f []byte) bool {
 	s.mu.Lock()
 	if s.state == subStopped {
 		s.mu.Unlock()
 		return false
 	}
-	// Set under mu so that a concurrent halt, which moves the deadline to
-	// now, cannot be overwritten by this later one.
 	deadline := time.Now().Add(s.broker.opts.WriteTimeout)
-	if s.deadlines {
-		if err := s.rc.SetWriteDeadline(deadline); err != nil {
-			s.deadlines = false
-			s.broker.noDeadlines.Do(func() {
-				s.log.Warn("the ResponseWriter takes no write deadlines (a middleware hides them?): a stalled client keeps its handler until the connection dies", zap.Error(err))
-			})
-		}
+	if s.state == subFinishing && s.finishBy.Before(deadline) {
+		deadline = s.finishBy
 	}
+	// Under mu, so that a concurrent cut-off, which moves the deadline to
+	// now, cannot be overwritten by this later one.
+	s.setDeadlineLocked(deadline)
 	s.mu.Unlock()
 
 	if !s.headerSent {
 		s.headerSent = true
 		s.out.WriteHeader(http.StatusOK)
 	}
-	_, err := s.out.Write(frame)
+	_, err := s.out.Write(f)
 	if err == nil {
 		err = s.rc.Flush()
 	}
-	if err == nil {
-		return true
-	}
-	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(deadline):
-		// Our own deadline passed, rather than a halt moving it. net/http has
-		// already cancelled the request, so the handler may have halted s
-		// as if the client left: say what really happened.
-		s.halt(false)
-		s.log.Warn("event subscriber cut off", zap.String("reason", reasonWriteTimeout), zap.Error(err))
-	case s.halt(false):
-		s.log.Debug("event subscriber gone", zap.Error(err))
-	}
-	return false
-}
-
-// finish lets the writer send what is queued and end; r3labs stops feeding.
-func (s *subscriber) finish() {
-	s.mu.Lock()
-	if s.state == subActive {
-		s.state = subFinishing
-		close(s.finishing)
-	}
-	s.mu.Unlock()
-	s.cancel()
-}
-
-// cutOff stops s at once and says why.
-func (s *subscriber) cutOff(reason string, err error) {
-	if s.halt(false) {
-		s.log.Warn("event subscriber cut off", zap.String("reason", reason), zap.Error(err))
-	}
-}
-
-// halt moves s to subStopped (only from subActive when onlyActive), wakes a
-// write blocked on the connection, and ends the r3labs subscription. It
-// reports whether it changed anything.
-func (s *subscriber) halt(onlyActive bool) bool {
-	s.mu.Lock()
-	if s.ended || s.state == subStopped || (onlyActive && s.state != subActive) {
-		s.mu.Unlock()
+	if err != nil {
+		s.failed(err)
 		return false
 	}
-	s.state = subStopped
-	close(s.stopped)
-	if s.started && s.deadlines {
-		_ = s.rc.SetWriteDeadline(time.Now())
-	}
-	s.mu.Unlock()
-	s.cancel()
 	return true
 }
 
-// end runs once r3labs has let go of s: it waits for the writer and, on a
-// clean end, leaves net/http time to write the end of the response.
+// failed stops s after a failed write and says why, unless whoever stopped
+// it first already did.
+func (s *subscriber) failed(err error) {
+	s.mu.Lock()
+	was := s.state
+	s.stopLocked()
+	s.mu.Unlock()
+	switch {
+	case was == subStopped:
+	case !errors.Is(err, os.ErrDeadlineExceeded):
+		s.log(zap.DebugLevel, "event subscriber gone", zap.Error(err))
+	case was == subFinishing:
+		s.logCutOff(reasonCloseGrace, err)
+	default:
+		s.logCutOff(reasonWriteTimeout, err)
+	}
+}
+
+// end runs as the handler returns. After a clean finish, net/http still
+// writes the end of the response: it gets the close grace too.
 func (s *subscriber) end() {
-	if s.halt(true) {
-		s.log.Debug("event subscriber left")
-	}
 	s.mu.Lock()
-	started := s.started
-	s.mu.Unlock()
-	if started {
-		<-s.writerDone
+	defer s.mu.Unlock()
+	if s.state == subFinishing {
+		s.setDeadlineLocked(time.Now().Add(s.broker.opts.CloseGrace))
 	}
-	s.mu.Lock()
 	s.ended = true
-	clean := s.state == subFinishing && s.deadlines
-	s.mu.Unlock()
-	if clean {
-		_ = s.rc.SetWriteDeadline(time.Now().Add(s.broker.opts.WriteTimeout))
+	s.state = subStopped
+	s.queue = nil
+}
+
+// log says something about s, naming its scope and client.
+func (s *subscriber) log(level zapcore.Level, msg string, fields ...zap.Field) {
+	if ce := s.broker.log.Check(level, msg); ce != nil {
+		ce.Write(append([]zap.Field{zap.Stringer("scope", s.scope), zap.String("remote", s.remote)}, fields...)...)
 	}
+}
+
+func (s *subscriber) logCutOff(reason string, err error) {
+	s.log(zap.WarnLevel, "event subscriber cut off", zap.String("reason", reason), zap.Error(err))
 }

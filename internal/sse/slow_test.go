@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testenv"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -177,9 +178,7 @@ func TestClientThatStopsReadingIsCutOffAtTheWriteTimeout(t *testing.T) {
 // never reads from its socket. Publishing never waits, the clients that read
 // get every event in order, and the one that does not is cut off.
 func TestNeverReadingClientDelaysNobody(t *testing.T) {
-	if testing.Short() {
-		t.Skip("10 MB through HTTP: seconds under -race")
-	}
+	testenv.Heavy(t, "10 MB through HTTP: seconds under -race")
 	core, logs := observer.New(zapcore.WarnLevel)
 	left := make(chan struct{}, 16)
 	const writeTimeout = 10 * time.Minute // far longer than the test may take, even under -race on a busy machine

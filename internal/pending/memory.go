@@ -53,11 +53,13 @@ type Memory struct {
 
 	mu        sync.RWMutex
 	closed    bool
-	entries   map[string]*entry   // pending and retained ended questions
-	pending   *list.List          // pending *entry in creation order, for List
-	ended     []*entry            // ended entries in expiry order, for the janitor
-	creating  map[string]struct{} // ids whose creation is being committed
-	sweepDone chan struct{}       // while the janitor deletes records: closed when it is done
+	entries   map[string]*entry       // pending and retained ended questions
+	pending   *list.List              // pending *entry in creation order, for List
+	ended     []*entry                // ended entries in expiry order, for the janitor
+	creating  map[string]struct{}     // ids whose creation is being committed
+	keys      map[requestKey]*entry   // the live holder of each Idempotency-Key
+	keying    map[requestKey]struct{} // keys whose creation is being committed
+	sweepDone chan struct{}           // while the janitor deletes records: closed when it is done
 
 	closing     chan struct{}  // closed by Close: wakes waiters, stops the janitor
 	janitorDone chan struct{}  // closed when the janitor has returned
@@ -93,6 +95,8 @@ func newMemory(opts MemoryOptions) *Memory {
 		entries:     make(map[string]*entry),
 		pending:     list.New(),
 		creating:    make(map[string]struct{}),
+		keys:        make(map[requestKey]*entry),
+		keying:      make(map[requestKey]struct{}),
 		closing:     make(chan struct{}),
 		janitorDone: make(chan struct{}),
 	}
@@ -142,6 +146,9 @@ func (m *Memory) Create(ctx context.Context, q *Question) error {
 	if old, ok := m.entries[q.ID]; ok && !old.expired(time.Now()) {
 		return fmt.Errorf("create question %q: %w", q.ID, ErrExists)
 	}
+	if m.keyTaken(q, time.Now()) {
+		return fmt.Errorf("create question %q: idempotency key in use: %w", q.ID, ErrExists)
+	}
 	m.index(e)
 	m.logCreated(e.q)
 	return nil
@@ -152,7 +159,7 @@ func (m *Memory) Create(ctx context.Context, q *Question) error {
 // Settle do not see the question yet.
 func (m *Memory) createDurably(ctx context.Context, e *entry) error {
 	id := e.q.ID
-	if err := m.reserve(ctx, id); err != nil {
+	if err := m.reserve(ctx, e.q); err != nil {
 		return err
 	}
 	defer m.commits.Done()
@@ -160,6 +167,9 @@ func (m *Memory) createDurably(ctx context.Context, e *entry) error {
 
 	m.mu.Lock()
 	delete(m.creating, id)
+	if k, ok := keyOf(e.q); ok {
+		delete(m.keying, k)
+	}
 	if err == nil {
 		// Even if Close has begun: it waits for this commit, and what is
 		// committed must be true in memory too.
@@ -173,11 +183,12 @@ func (m *Memory) createDurably(ctx context.Context, e *entry) error {
 	return nil
 }
 
-// reserve claims id for a Create about to commit and registers the commit
-// with Close. An expired question whose record the janitor is deleting holds
-// its id until the deletion is over, so that the deletion cannot land after,
-// and erase, the newcomer's record.
-func (m *Memory) reserve(ctx context.Context, id string) error {
+// reserve claims q's id (and Idempotency-Key) for a Create about to commit
+// and registers the commit with Close. An expired question whose record the
+// janitor is deleting holds its id until the deletion is over, so that the
+// deletion cannot land after, and erase, the newcomer's record.
+func (m *Memory) reserve(ctx context.Context, q *Question) error {
+	id := q.ID
 	for {
 		m.mu.Lock()
 		if m.closed {
@@ -190,6 +201,9 @@ func (m *Memory) reserve(ctx context.Context, id string) error {
 		case creating || held && !old.expired(time.Now()):
 			m.mu.Unlock()
 			return fmt.Errorf("create question %q: %w", id, ErrExists)
+		case m.keyTaken(q, time.Now()):
+			m.mu.Unlock()
+			return fmt.Errorf("create question %q: idempotency key in use: %w", id, ErrExists)
 		case held && old.sweeping:
 			swept := m.sweepDone
 			m.mu.Unlock()
@@ -201,6 +215,9 @@ func (m *Memory) reserve(ctx context.Context, id string) error {
 			}
 		}
 		m.creating[id] = struct{}{}
+		if k, ok := keyOf(q); ok {
+			m.keying[k] = struct{}{}
+		}
 		m.commits.Add(1)
 		m.mu.Unlock()
 		return nil
@@ -217,6 +234,7 @@ func (m *Memory) index(e *entry) {
 	}
 	e.elem = m.pending.PushBack(e)
 	m.entries[e.q.ID] = e
+	m.indexKey(e)
 }
 
 func (m *Memory) logCreated(q *Question) {
@@ -308,7 +326,7 @@ func (m *Memory) Close(ctx context.Context) error {
 		for el := m.pending.Front(); el != nil; el = el.Next() {
 			armed = append(armed, el.Value.(*entry))
 		}
-		m.entries, m.pending, m.ended = nil, nil, nil
+		m.entries, m.pending, m.ended, m.keys = nil, nil, nil, nil
 		m.mu.Unlock()
 		for _, e := range armed {
 			e.mu.Lock()

@@ -36,17 +36,21 @@ type Store interface {
 	List(ctx context.Context, f pending.Filter) ([]*pending.Question, error)
 	Settle(ctx context.Context, id string, o pending.Outcome) (*pending.Question, error)
 	Wait(ctx context.Context, id string) (*pending.Question, error)
+	// FindKey returns owner's live question asked with Idempotency-Key key,
+	// or an error wrapping pending.ErrNotFound.
+	FindKey(ctx context.Context, owner, key string) (*pending.Question, error)
 }
 
 // Defaults for Options.
 const (
-	DefaultTimeout      = time.Hour
-	DefaultMaxTimeout   = 7 * 24 * time.Hour
-	DefaultMaxWait      = 5 * time.Minute
-	DefaultKeepAlive    = 20 * time.Second
-	DefaultMaxBodyBytes = 1 << 20
-	DefaultVersion      = "0.1.0"
-	DefaultMCPIdle      = time.Hour
+	DefaultTimeout        = time.Hour
+	DefaultMaxTimeout     = 7 * 24 * time.Hour
+	DefaultMaxWait        = 5 * time.Minute
+	DefaultKeepAlive      = 20 * time.Second
+	DefaultMaxBodyBytes   = 1 << 20
+	DefaultVersion        = "0.1.0"
+	DefaultMCPIdle        = time.Hour
+	DefaultReconnectGrace = time.Minute
 )
 
 // Options configure a Server. Zero values mean the defaults.
@@ -64,6 +68,10 @@ type Options struct {
 	// KeepAlive is how often POST /elicit writes a whitespace byte while it
 	// waits, so proxies and HTTP clients with idle timeouts keep the call open.
 	KeepAlive time.Duration
+	// ReconnectGrace is how long a keyed POST /elicit whose connection
+	// dropped keeps its question pending for a retry with the same
+	// Idempotency-Key, before withdrawing it. Default 1m.
+	ReconnectGrace time.Duration
 	// MaxBodyBytes limits request bodies (413 beyond).
 	MaxBodyBytes int64
 	// CORSOrigins are allowed in addition to OpenCode's own allowlist.
@@ -99,9 +107,15 @@ type Server struct {
 	draining atomic.Bool
 	creating atomic.Int64 // elicitations being created right now
 	streams  atomic.Int64 // open event streams
+	claims   keyClaims    // Idempotency-Keys being created
+	graces   graceWaits   // keyed POST /elicit calls, for ReconnectGrace
 	// lifetime ends on Release: requests still waiting for a question let go.
 	lifetime context.Context
 	release  context.CancelFunc
+
+	// Test hooks, always nil in production (see export_test.go).
+	onKeyClaimed func(key string)
+	onGraceArmed func(id string)
 }
 
 // New returns a Server that keeps questions in store and announces them with events.
@@ -129,6 +143,9 @@ func New(store Store, events *Events, opts Options) (*Server, error) {
 	}
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive
+	}
+	if opts.ReconnectGrace <= 0 {
+		opts.ReconnectGrace = DefaultReconnectGrace
 	}
 	if opts.MCPIdleTimeout <= 0 {
 		opts.MCPIdleTimeout = DefaultMCPIdle

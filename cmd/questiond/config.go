@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/questiond/questiond/internal/httpapi"
 )
 
 // config is every setting of the daemon. Each has a flag and a QUESTIOND_*
@@ -25,6 +27,7 @@ type config struct {
 	maxTimeout        time.Duration
 	maxWait           time.Duration
 	keepAlive         time.Duration
+	reconnectGrace    time.Duration
 	retention         time.Duration
 	maxBody           int64
 	maxProperties     int
@@ -87,6 +90,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.DurationVar(&c.maxTimeout, "max-timeout", 7*24*time.Hour, "longest `timeout` a request may ask for")
 	fs.DurationVar(&c.maxWait, "max-wait", 5*time.Minute, "longest `wait` of one GET /elicitations/{id}?wait= long-poll")
 	fs.DurationVar(&c.keepAlive, "keepalive", 20*time.Second, "`interval` of keep-alive whitespace while POST /elicit waits, and of MCP progress notifications while a question tool waits")
+	fs.DurationVar(&c.reconnectGrace, "reconnect-grace", httpapi.DefaultReconnectGrace, "`time` a POST /elicit with an Idempotency-Key whose connection dropped keeps its question for a retry with that key, before withdrawing it")
 	fs.DurationVar(&c.retention, "retention", time.Hour, "how long an ended question's result stays readable by its agent (`duration`)")
 	fs.Int64Var(&c.maxBody, "max-body", 1<<20, "largest request body in `bytes`")
 	fs.IntVar(&c.maxProperties, "max-properties", 50, "most `properties` (questions) one elicitation may have")
@@ -223,7 +227,7 @@ func envName(flagName string) string {
 func (c *config) check() error {
 	positive := map[string]time.Duration{
 		"heartbeat": c.heartbeat, "default-timeout": c.defaultTimeout, "max-timeout": c.maxTimeout,
-		"max-wait": c.maxWait, "keepalive": c.keepAlive, "retention": c.retention,
+		"max-wait": c.maxWait, "keepalive": c.keepAlive, "retention": c.retention, "reconnect-grace": c.reconnectGrace,
 		"event-write-timeout": c.eventWriteTimeout, "shutdown-timeout": c.shutdownTimeout,
 	}
 	for name, d := range positive {

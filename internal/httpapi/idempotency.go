@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"go.uber.org/zap"
+
 	"github.com/questiond/questiond/internal/pending"
 )
 
@@ -198,6 +200,9 @@ func (s *Server) createKeyed(ctx context.Context, p *createParams) (q *pending.Q
 	case err == nil && first.RequestHash != p.key.hash:
 		return nil, false, errKeyReused
 	case err == nil:
+		if ce := s.log.Check(zap.DebugLevel, "create replayed for its Idempotency-Key"); ce != nil {
+			ce.Write(zap.String("id", first.ID), zap.Bool("ended", first.Ended != nil))
+		}
 		return first, true, nil
 	case !isNotFound(err):
 		return nil, false, err

@@ -7,6 +7,9 @@ import (
 	"github.com/questiond/questiond/internal/pending"
 )
 
+// DefaultReconnectGrace is Options.ReconnectGrace when it is zero.
+const DefaultReconnectGrace = time.Minute
+
 // graceWaits counts the keyed POST /elicit calls waiting on each question.
 // When the last one's connection drops, the question is not withdrawn at
 // once: a retry with the same Idempotency-Key within ReconnectGrace attaches

@@ -43,14 +43,13 @@ type Store interface {
 
 // Defaults for Options.
 const (
-	DefaultTimeout        = time.Hour
-	DefaultMaxTimeout     = 7 * 24 * time.Hour
-	DefaultMaxWait        = 5 * time.Minute
-	DefaultKeepAlive      = 20 * time.Second
-	DefaultMaxBodyBytes   = 1 << 20
-	DefaultVersion        = "0.1.0"
-	DefaultMCPIdle        = time.Hour
-	DefaultReconnectGrace = time.Minute
+	DefaultTimeout      = time.Hour
+	DefaultMaxTimeout   = 7 * 24 * time.Hour
+	DefaultMaxWait      = 5 * time.Minute
+	DefaultKeepAlive    = 20 * time.Second
+	DefaultMaxBodyBytes = 1 << 20
+	DefaultVersion      = "0.1.0"
+	DefaultMCPIdle      = time.Hour
 )
 
 // Options configure a Server. Zero values mean the defaults.

@@ -95,6 +95,11 @@ const maxBody = 16 << 20
 // an *Error; a transport failure is returned as it is, for the caller to
 // judge whether it may retry.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, body any) (*exchange, error) {
+	return c.send(ctx, method, path, query, body, nil)
+}
+
+// send is do with extra request headers.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, body any, header http.Header) (*exchange, error) {
 	u := *c.base
 	u.Path += path
 	u.RawQuery = query.Encode()
@@ -109,6 +114,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), reader)
 	if err != nil {
 		return nil, err
+	}
+	for name, values := range header {
+		req.Header[name] = values
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {

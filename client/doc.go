@@ -4,7 +4,9 @@
 // Elicit sends an MCP elicitation (a message and a requestedSchema) and waits
 // for the operator's answer with long-polls. It keeps waiting across dropped
 // connections and daemon restarts — retrying with backoff and resuming by the
-// question's id — and never asks the same question twice. Cancelling its
+// question's id — and never asks the same question twice: every create
+// carries an Idempotency-Key, so one whose answer was lost is sent again and
+// questiond answers with the question it already asked. Cancelling its
 // context withdraws the question. Errors answered by questiond come back as
 // *Error values that match the Err sentinels with errors.Is.
 //

@@ -30,17 +30,18 @@ const (
 // Elicit asks the question and waits for its result, across dropped
 // connections and daemon restarts, and never asks twice.
 //
-// Creating: the POST is sent once. It is sent again only when the failure
-// proves that nothing was created: the connection was refused before
-// anything was sent (the daemon is restarting), questiond answered 503 (it is
-// shutting down, or its store failed and nothing was changed), or 429 with a
-// Retry-After (over the request rate: sent again after that time). After an
-// ambiguous failure — the connection broke after the request went out, a
-// proxy answered 502 — the question may or may not exist, and Elicit returns
-// the error rather than risk a duplicate. A 429 without Retry-After (too many
-// pending questions, freed only by answers) and every other error are
-// returned as they are. With no daemon listening at all, Elicit keeps trying
-// until ctx ends; use Create and Wait to fail at once instead.
+// Creating: the POST carries an Idempotency-Key (a fresh UUIDv7) and is sent
+// again, under the same key, after any failure that may be passing, with
+// capped exponential backoff and jitter: every transport error (a refused
+// connection, one that broke after the request went out, an answer cut
+// mid-body), 502, 503 and 504, and 409 (the first attempt is still being
+// created). questiond answers a retry with the question the first attempt
+// created, so the question is asked once however many attempts it takes. A
+// 429 with Retry-After is sent again after that time; one without (too many
+// pending questions, freed only by answers), 422 (the key was used for
+// another request) and every other error are returned as they are. With no
+// daemon listening at all, Elicit keeps trying until ctx ends; use Create and
+// Wait to fail at once instead.
 //
 // Waiting: Elicit long-polls GET /elicitations/{id}?wait=PollWait until the
 // question ends. Network errors, 5xx answers (a restarting daemon keeps the
@@ -50,11 +51,12 @@ const (
 // beyond the server's retention).
 //
 // Cancelling ctx withdraws the question (a best-effort DELETE with its own
-// short timeout) and returns ctx.Err(). A result that arrives first is
+// short timeout; if ctx ends between attempts of the create, the keyed POST
+// is sent once more to name the question) and returns ctx.Err(). A result that arrives first is
 // returned instead. Use Params.Timeout to bound how long the question may
 // stay pending if the agent dies without withdrawing it.
 func (c *Client) Elicit(ctx context.Context, p Params) (*Result, error) {
-	e, err := c.createOnce(ctx, p)
+	e, err := c.createKeyed(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -73,44 +75,53 @@ func (c *Client) Elicit(ctx context.Context, p Params) (*Result, error) {
 	return res, err
 }
 
-// createOnce creates the elicitation, retrying only failures that prove
-// nothing was created.
-func (c *Client) createOnce(ctx context.Context, p Params) (*Elicitation, error) {
+// createKeyed creates the elicitation, sending it again under one
+// Idempotency-Key until questiond has answered it.
+func (c *Client) createKeyed(ctx context.Context, p Params) (*Elicitation, error) {
 	body := newCreateBody(p)
+	key, err := newIdempotencyKey()
+	if err != nil {
+		return nil, err
+	}
+	mayExist := false // an attempt may have created the question
 	for attempt := 0; ; attempt++ {
 		postCtx, stop := outlive(ctx, createGrace)
-		ex, err := c.do(postCtx, http.MethodPost, "/elicitations", nil, body)
+		ex, err := c.send(postCtx, http.MethodPost, "/elicitations", nil, body, key)
 		stop()
 		if err == nil {
 			return decodeElicitation("creating an elicitation", ex.body)
 		}
+		mayExist = mayExist || ambiguous(err)
 		delay, retry := c.createRetryDelay(err, ex, attempt)
 		switch {
-		case ctx.Err() != nil && retry:
-			return nil, ctx.Err() // nothing was created
 		case ctx.Err() != nil:
-			return nil, fmt.Errorf("questiond: creating an elicitation: cancelled while the request was on its way; the question may have been created: %w", ctx.Err())
-		case !retry && !isServerError(err):
-			return nil, fmt.Errorf("questiond: creating an elicitation: the request may or may not have created a question, and is not sent again lest it ask twice: %w", err)
+			if mayExist {
+				c.withdrawByKey(ctx, body, key)
+			}
+			return nil, ctx.Err()
 		case !retry:
 			return nil, fmt.Errorf("questiond: creating an elicitation: %w", err)
 		}
 		if err := c.pause(ctx, delay); err != nil {
+			if mayExist {
+				c.withdrawByKey(ctx, body, key)
+			}
 			return nil, err
 		}
 	}
 }
 
-// createRetryDelay says whether a failed POST may be sent again, and when.
+// createRetryDelay says whether a failed keyed POST is sent again, and when.
 func (c *Client) createRetryDelay(err error, ex *exchange, attempt int) (time.Duration, bool) {
 	var qe *Error
-	switch {
-	case errors.As(err, &qe) && qe.Status == http.StatusServiceUnavailable:
+	if !errors.As(err, &qe) {
+		return c.backoff(attempt), true // a transport error: the key makes a resend safe
+	}
+	switch qe.Status {
+	case http.StatusConflict, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
 		return c.backoff(attempt), true
-	case errors.As(err, &qe) && qe.Status == http.StatusTooManyRequests:
+	case http.StatusTooManyRequests:
 		return retryAfter(ex)
-	case qe == nil && notSent(err):
-		return c.backoff(attempt), true
 	}
 	return 0, false
 }
@@ -221,6 +232,32 @@ func retryAfter(ex *exchange) (time.Duration, bool) {
 	return 0, false
 }
 
+// withdrawByKey withdraws the question a cancelled Elicit may have created:
+// the keyed POST sent once more names it (creating it, if no attempt did),
+// and it is withdrawn, on a context of its own.
+func (c *Client) withdrawByKey(ctx context.Context, body createBody, key http.Header) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
+	defer cancel()
+	ex, err := c.send(wctx, http.MethodPost, "/elicitations", nil, body, key)
+	if err != nil {
+		return
+	}
+	if e, err := decodeElicitation("creating an elicitation", ex.body); err == nil {
+		_, _ = c.Withdraw(wctx, e.ID)
+	}
+}
+
+// ambiguous reports whether a failed POST may have created the question:
+// the request may have reached questiond (a broken connection, a gateway's
+// error), or another attempt under the key is being created (409).
+func ambiguous(err error) bool {
+	var qe *Error
+	if !errors.As(err, &qe) {
+		return !notSent(err)
+	}
+	return qe.Status == http.StatusConflict || qe.Status == http.StatusBadGateway || qe.Status == http.StatusGatewayTimeout
+}
+
 // notSent reports whether a transport error happened before the request
 // left: the connection could not be made at all. (Go's transport itself
 // resends a request that failed on a reused connection before any byte was
@@ -228,13 +265,6 @@ func retryAfter(ex *exchange) (time.Duration, bool) {
 func notSent(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
-}
-
-// isServerError reports whether err is an answer from the server (as opposed
-// to a transport failure).
-func isServerError(err error) bool {
-	var qe *Error
-	return errors.As(err, &qe)
 }
 
 // outlive returns a context that ends grace after parent does (and keeps its

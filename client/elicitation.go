@@ -117,11 +117,14 @@ func decodeElicitation(what string, body []byte) (*Elicitation, error) {
 
 // Create asks the question and returns at once with the pending
 // elicitation; collect its result with Wait or Get. It sends the request
-// once: it never retries, because a failure after the request was sent
-// cannot tell whether the question was created (Elicit retries where that
-// is known).
+// once, with an Idempotency-Key of its own, and never retries (Elicit
+// retries under one key until it knows the question).
 func (c *Client) Create(ctx context.Context, p Params) (*Elicitation, error) {
-	ex, err := c.do(ctx, "POST", "/elicitations", nil, newCreateBody(p))
+	key, err := newIdempotencyKey()
+	if err != nil {
+		return nil, err
+	}
+	ex, err := c.send(ctx, "POST", "/elicitations", nil, newCreateBody(p), key)
 	if err != nil {
 		return nil, fmt.Errorf("questiond: creating an elicitation: %w", err)
 	}

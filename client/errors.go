@@ -68,6 +68,12 @@ var (
 	// to the operator role, or the request came from a refused browser
 	// origin (403). The Error's Message says which.
 	ErrForbidden error = &sentinel{"questiond: forbidden"}
+	// ErrConflict: a create with the same Idempotency-Key is still being
+	// created (409); Elicit sends it again after a moment.
+	ErrConflict error = &sentinel{"questiond: conflict"}
+	// ErrKeyReused: the Idempotency-Key was already used for a different
+	// request (422).
+	ErrKeyReused error = &sentinel{"questiond: idempotency key reused"}
 	// ErrTooMany: over the request rate, or too many pending questions (429).
 	ErrTooMany error = &sentinel{"questiond: too many requests"}
 	// ErrUnavailable: questiond is shutting down or its store failed; nothing
@@ -102,9 +108,11 @@ var errorTable = []errorClass{
 	{http.StatusForbidden, []string{"Forbidden"}, ErrForbidden.(*sentinel)},
 	{http.StatusNotFound, []string{"QuestionNotFoundError", "NotFoundError"}, ErrNotFound.(*sentinel)},
 	{http.StatusMethodNotAllowed, []string{"MethodNotAllowed"}, nil},
+	{http.StatusConflict, []string{"Conflict"}, ErrConflict.(*sentinel)},
 	{http.StatusRequestEntityTooLarge, []string{"PayloadTooLarge"}, nil},
 	{http.StatusUnsupportedMediaType, []string{"UnsupportedMediaType"}, nil},
 	{http.StatusMisdirectedRequest, []string{"MisdirectedRequest"}, nil},
+	{http.StatusUnprocessableEntity, []string{"UnprocessableContent"}, ErrKeyReused.(*sentinel)},
 	{http.StatusTooManyRequests, []string{"TooManyRequests"}, ErrTooMany.(*sentinel)},
 	{http.StatusInternalServerError, []string{"UnknownError"}, nil},
 	{http.StatusServiceUnavailable, []string{"ServiceUnavailable"}, ErrUnavailable.(*sentinel)},

@@ -33,7 +33,7 @@ type daemon struct {
 	Addr    string
 	api     *httpapi.Server
 	server  *testserver.Server
-	created *atomic.Int64 // 201s answered to POST /elicitations
+	created *atomic.Int64 // questions created by POST /elicitations (201s that are not replays)
 }
 
 // daemonConfig says how to start a daemon. Zero values: memory store, a
@@ -84,7 +84,9 @@ func (d *daemon) stop() {
 	}
 }
 
-// countCreated counts the questions the API created (201 to POST /elicitations).
+// countCreated counts the questions the API created: 201s to POST
+// /elicitations, except those that answer a retry with the question an
+// earlier request under the same Idempotency-Key created.
 func countCreated(next http.Handler, created *atomic.Int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.URL.Path != "/elicitations" {
@@ -93,7 +95,7 @@ func countCreated(next http.Handler, created *atomic.Int64) http.Handler {
 		}
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r)
-		if rec.status == http.StatusCreated {
+		if rec.status == http.StatusCreated && rec.Header().Get("Idempotent-Replayed") == "" {
 			created.Add(1)
 		}
 	})

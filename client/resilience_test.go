@@ -201,11 +201,14 @@ func TestElicitReturnsTooManyPendingQuestions(t *testing.T) {
 }
 
 // A connection reset after the POST went out leaves it unknown whether the
-// question exists: Elicit reports it rather than ask a second time.
-func TestElicitDoesNotRetryAnAmbiguousCreate(t *testing.T) {
+// question exists: Elicit sends the POST again under the same
+// Idempotency-Key, gets the question the first attempt created, and its
+// answer. One question is asked.
+func TestElicitResendsACreateWhoseAnswerWasReset(t *testing.T) {
+	var lost atomic.Bool
 	d := startDaemon(t, daemonConfig{wrap: func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodPost {
+			if r.Method != http.MethodPost || !lost.CompareAndSwap(false, true) {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -218,15 +221,22 @@ func TestElicitDoesNotRetryAnAmbiguousCreate(t *testing.T) {
 			_ = conn.Close() // …and the answer is lost to a reset
 		})
 	}})
+	ops := watch(t, d.URL)
 	c := newClient(t, d.URL, client.Options{})
-	retries := refusePauses(c)
-	_, err := c.Elicit(t.Context(), deployForm(t))
-	var qe *client.Error
-	if err == nil || errors.As(err, &qe) || !strings.Contains(err.Error(), "may or may not have created") {
-		t.Fatalf("Elicit returned %v, want an error saying the question may exist", err)
+	held := holdPauses(t, c)
+	out := elicitAsync(t, t.Context(), c, deployForm(t))
+	q := ops.asked(t)
+	held.next(t) // the reset
+	if list := pendingQuestions(t, d.URL); len(list) != 1 || list[0].ID != q.ID {
+		t.Fatalf("pending %v, want only %s", list, q.ID)
 	}
-	if retries.Load() != 0 || d.created.Load() != 1 || len(pendingQuestions(t, d.URL)) != 1 {
-		t.Fatalf("%d retries, %d created; want no retry and the one question", retries.Load(), d.created.Load())
+	held.openAll()
+	reject(t, d.URL, q.ID, "decline")
+	if o := await(t, out); o.err != nil || o.res.Action != client.ActionDecline {
+		t.Fatalf("Elicit returned %+v, %v", o.res, o.err)
+	}
+	if n := d.created.Load(); n != 1 {
+		t.Fatalf("%d questions created, want 1", n)
 	}
 }
 

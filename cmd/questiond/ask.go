@@ -39,8 +39,10 @@ Usage:
   questiond ask --message TEXT --text|--confirm   [--title T] [--key K] [flags]
 
 The question is either a requestedSchema (a flat JSON object schema, from a
-file or "-" for stdin) or one quick question. It waits for the answer, across
-dropped connections and daemon restarts, and prints the MCP ElicitResult:
+file or "-" for stdin) or one quick question. It is asked once, even when the
+connection drops before the daemon's answer arrives (the request carries an
+Idempotency-Key and is sent again). ask waits for the answer, across dropped
+connections and daemon restarts, and prints the MCP ElicitResult:
   {"action":"accept","content":{"answer":"b"}}
 or, with --content, only the content object (nothing unless accepted).
 

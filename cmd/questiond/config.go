@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/internal/daemon"
+	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
 )
 
@@ -28,6 +29,7 @@ type config struct {
 	maxTimeout        time.Duration
 	maxWait           time.Duration
 	keepAlive         time.Duration
+	reconnectGrace    time.Duration
 	retention         time.Duration
 	maxRetained       int
 	maxBody           int64
@@ -91,6 +93,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.DurationVar(&c.maxTimeout, "max-timeout", 7*24*time.Hour, "longest `timeout` a request may ask for")
 	fs.DurationVar(&c.maxWait, "max-wait", 5*time.Minute, "longest `wait` of one GET /elicitations/{id}?wait= long-poll")
 	fs.DurationVar(&c.keepAlive, "keepalive", 20*time.Second, "`interval` of keep-alive whitespace while POST /elicit waits, and of MCP progress notifications while a question tool waits")
+	fs.DurationVar(&c.reconnectGrace, "reconnect-grace", httpapi.DefaultReconnectGrace, "`time` a POST /elicit with an Idempotency-Key whose connection dropped keeps its question for a retry with that key, before withdrawing it")
 	fs.DurationVar(&c.retention, "retention", time.Hour, "how long an ended question's result stays readable by its agent (`duration`)")
 	fs.IntVar(&c.maxRetained, "max-retained", pending.DefaultMaxRetained, "most ended questions whose `results` stay readable; beyond it the oldest result is forgotten (404) before its --retention is over")
 	fs.Int64Var(&c.maxBody, "max-body", 1<<20, "largest request body in `bytes`")
@@ -228,7 +231,7 @@ func envName(flagName string) string {
 func (c *config) check() error {
 	positive := map[string]time.Duration{
 		"heartbeat": c.heartbeat, "default-timeout": c.defaultTimeout, "max-timeout": c.maxTimeout,
-		"max-wait": c.maxWait, "keepalive": c.keepAlive, "retention": c.retention,
+		"max-wait": c.maxWait, "keepalive": c.keepAlive, "retention": c.retention, "reconnect-grace": c.reconnectGrace,
 		"event-write-timeout": c.eventWriteTimeout, "shutdown-timeout": c.shutdownTimeout,
 	}
 	for name, d := range positive {

@@ -154,6 +154,7 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 			MaxTimeout:     cfg.maxTimeout,
 			MaxWait:        cfg.maxWait,
 			KeepAlive:      cfg.keepAlive,
+			ReconnectGrace: cfg.reconnectGrace,
 			MaxBodyBytes:   cfg.maxBody,
 			CORSOrigins:    cfg.corsOrigins(),
 			OpenAPI:        apidoc.JSON(),

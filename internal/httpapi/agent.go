@@ -79,6 +79,8 @@ func (s *Server) createAs(ctx context.Context, p *createParams, only session.Cap
 		Tool:            v.tool,
 		CreatedAt:       now,
 		Deadline:        now.Add(v.timeout),
+		IdempotencyKey:  p.key.key,
+		RequestHash:     p.key.hash,
 		Form:            form,
 	}
 	s.events.beginAnnounce(id)
@@ -95,7 +97,14 @@ func (s *Server) createAs(ctx context.Context, p *createParams, only session.Cap
 
 // handleElicitationCreate serves POST /elicitations: store, announce, and
 // answer 201 at once; the agent collects the result with GET /elicitations/{id}.
+// A retry with the Idempotency-Key of an earlier create gets 201 with that
+// elicitation as it is now.
 func (s *Server) handleElicitationCreate(w http.ResponseWriter, r *http.Request) {
+	key, err := parseIdempotencyKey(r.Header)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	body, err := readJSONBody(w, r, s.opts.MaxBodyBytes)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -106,10 +115,14 @@ func (s *Server) handleElicitationCreate(w http.ResponseWriter, r *http.Request)
 		s.writeError(w, r, rpcAsBadRequest(err))
 		return
 	}
-	q, err := s.create(r.Context(), params)
+	params.key = newRequestKey(key, routeElicitations, params)
+	q, replayed, err := s.createKeyed(r.Context(), params)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if replayed {
+		w.Header().Set(replayedHeader, "true")
 	}
 	w.Header().Set("Location", "/elicitations/"+q.ID)
 	writeJSON(w, http.StatusCreated, toElicitation(q))
@@ -216,8 +229,14 @@ func (s *Server) handleElicitationDelete(w http.ResponseWriter, r *http.Request)
 // ElicitResult in one call. While it waits it writes a whitespace byte every
 // KeepAlive (leading whitespace is valid JSON) so idle timeouts in clients and
 // proxies do not cut the call; if the caller goes away, the question is
-// withdrawn.
+// withdrawn: at once, or, for a call with an Idempotency-Key, after
+// ReconnectGrace unless a retry with that key comes back to wait for it.
 func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
+	key, err := parseIdempotencyKey(r.Header)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	body, err := readJSONBody(w, r, s.opts.MaxBodyBytes)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -225,10 +244,16 @@ func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
 	}
 	params, rpc, err := parseCreateBody(body)
 	var q *pending.Question
+	replayed := false
 	if err == nil {
-		q, err = s.create(r.Context(), params)
+		params.key = newRequestKey(key, routeElicit, params)
+		q, replayed, err = s.createKeyed(r.Context(), params)
 	}
 	if err != nil {
+		if isKeyError(err) {
+			s.writeError(w, r, err)
+			return
+		}
 		if rpc != nil && rpc.JSONRPC != "" {
 			s.writeRPCError(w, r, rpc, err)
 			return
@@ -237,7 +262,13 @@ func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("X-Questiond-Request-Id", q.ID)
-	ended, committed, err := s.waitWithKeepAlive(w, r, q.ID)
+	if replayed {
+		w.Header().Set(replayedHeader, "true")
+	}
+	ended, committed, err := q, false, error(nil)
+	if q.Ended == nil {
+		ended, committed, err = s.waitWithKeepAlive(w, r, q.ID, key != "")
+	}
 	switch {
 	case err == nil:
 	case s.released() && r.Context().Err() == nil:
@@ -262,9 +293,15 @@ func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
 }
 
 // waitWithKeepAlive waits for question id to end. It returns an error when
-// the caller went away (after withdrawing the question) or when Release let
-// go of it; committed reports whether keep-alive bytes already sent the 200.
-func (s *Server) waitWithKeepAlive(w http.ResponseWriter, r *http.Request, id string) (q *pending.Question, committed bool, err error) {
+// the caller went away (after withdrawing the question, or, for a keyed
+// caller, leaving it to the grace period) or when Release let go of it;
+// committed reports whether keep-alive bytes already sent the 200.
+func (s *Server) waitWithKeepAlive(w http.ResponseWriter, r *http.Request, id string, keyed bool) (q *pending.Question, committed bool, err error) {
+	gone := false // the caller went away
+	if keyed {
+		s.attach(id)
+		defer func() { s.detach(id, gone) }()
+	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{})
 	ctx, cancel := s.untilReleased(r.Context())
@@ -288,7 +325,8 @@ func (s *Server) waitWithKeepAlive(w http.ResponseWriter, r *http.Request, id st
 				q, err := s.withdraw(id, pending.EndDisconnected)
 				return q, committed, err
 			}
-			if !s.draining.Load() {
+			gone = true
+			if !keyed && !s.draining.Load() {
 				_, _ = s.withdraw(id, pending.EndDisconnected)
 			}
 			return nil, committed, got.err

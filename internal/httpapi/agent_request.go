@@ -23,6 +23,8 @@ type createParams struct {
 	Directory       string          `json:"directory"`
 	Timeout         json.RawMessage `json:"timeout"`
 	Tool            *pending.Tool   `json:"tool"`
+
+	key requestKey // from the Idempotency-Key header, not the body
 }
 
 // rpcRequest is a JSON-RPC 2.0 request, or the {"method","params"} wrapper

@@ -36,6 +36,9 @@ type Store interface {
 	List(ctx context.Context, f pending.Filter) ([]*pending.Question, error)
 	Settle(ctx context.Context, id string, o pending.Outcome) (*pending.Question, error)
 	Wait(ctx context.Context, id string) (*pending.Question, error)
+	// FindKey returns owner's live question asked with Idempotency-Key key,
+	// or an error wrapping pending.ErrNotFound.
+	FindKey(ctx context.Context, owner, key string) (*pending.Question, error)
 }
 
 // Defaults for Options.
@@ -64,6 +67,10 @@ type Options struct {
 	// KeepAlive is how often POST /elicit writes a whitespace byte while it
 	// waits, so proxies and HTTP clients with idle timeouts keep the call open.
 	KeepAlive time.Duration
+	// ReconnectGrace is how long a keyed POST /elicit whose connection
+	// dropped keeps its question pending for a retry with the same
+	// Idempotency-Key, before withdrawing it. Default 1m.
+	ReconnectGrace time.Duration
 	// MaxBodyBytes limits request bodies (413 beyond).
 	MaxBodyBytes int64
 	// CORSOrigins are allowed in addition to OpenCode's own allowlist.
@@ -102,9 +109,15 @@ type Server struct {
 	// Doors a shutdown closes and waits at: elicitations being created (Drain
 	// closes it), MCP tool calls, and endings (Release closes those).
 	creates, toolCalls, endings *door
+	claims                      keyClaims  // Idempotency-Keys being created
+	graces                      graceWaits // keyed POST /elicit calls, for ReconnectGrace
 	// lifetime ends on Release: requests still waiting for a question let go.
 	lifetime context.Context
 	release  context.CancelFunc
+
+	// Test hooks, always nil in production (see export_test.go).
+	onKeyClaimed func(key string)
+	onGraceArmed func(id string)
 }
 
 // New returns a Server that keeps questions in store and announces them with events.
@@ -132,6 +145,9 @@ func New(store Store, events *Events, opts Options) (*Server, error) {
 	}
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive
+	}
+	if opts.ReconnectGrace <= 0 {
+		opts.ReconnectGrace = DefaultReconnectGrace
 	}
 	if opts.MCPIdleTimeout <= 0 {
 		opts.MCPIdleTimeout = DefaultMCPIdle

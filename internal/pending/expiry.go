@@ -147,4 +147,5 @@ func (m *Memory) forget(e *entry) {
 	if m.entries[e.q.ID] == e {
 		delete(m.entries, e.q.ID)
 	}
+	m.forgetKey(e)
 }

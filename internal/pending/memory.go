@@ -67,13 +67,15 @@ type Memory struct {
 
 	mu        sync.RWMutex
 	closed    bool
-	entries   map[string]*entry   // pending and retained ended questions
-	pending   *list.List          // pending *entry in creation order, for List
-	ended     []*entry            // ended entries in expiry order (= ending order), at most maxRetained
-	evicted   []*entry            // with a journal: entries evicted or swept whose records are still to delete
-	creating  map[string]struct{} // ids whose creation is being committed
-	sweepDone chan struct{}       // while the janitor deletes records: closed when it is done
-	sweepSoon chan struct{}       // one token: records of evicted entries await deletion
+	entries   map[string]*entry       // pending and retained ended questions
+	pending   *list.List              // pending *entry in creation order, for List
+	ended     []*entry                // ended entries in expiry order (= ending order), at most maxRetained
+	evicted   []*entry                // with a journal: entries evicted or swept whose records are still to delete
+	creating  map[string]struct{}     // ids whose creation is being committed
+	keys      map[requestKey]*entry   // the live holder of each Idempotency-Key
+	keying    map[requestKey]struct{} // keys whose creation is being committed
+	sweepDone chan struct{}           // while the janitor deletes records: closed when it is done
+	sweepSoon chan struct{}           // one token: records of evicted entries await deletion
 
 	closing     chan struct{}  // closed by Close: wakes waiters, stops the janitor
 	janitorDone chan struct{}  // closed when the janitor has returned
@@ -111,6 +113,8 @@ func newMemory(opts MemoryOptions) *Memory {
 		pending:     list.New(),
 		creating:    make(map[string]struct{}),
 		sweepSoon:   make(chan struct{}, 1),
+		keys:        make(map[requestKey]*entry),
+		keying:      make(map[requestKey]struct{}),
 		closing:     make(chan struct{}),
 		janitorDone: make(chan struct{}),
 	}
@@ -163,6 +167,9 @@ func (m *Memory) Create(ctx context.Context, q *Question) error {
 	if old, ok := m.entries[q.ID]; ok && !old.expired(time.Now()) {
 		return fmt.Errorf("create question %q: %w", q.ID, ErrExists)
 	}
+	if m.keyTaken(q, time.Now()) {
+		return fmt.Errorf("create question %q: idempotency key in use: %w", q.ID, ErrExists)
+	}
 	m.index(e)
 	m.logCreated(e.q)
 	return nil
@@ -173,7 +180,7 @@ func (m *Memory) Create(ctx context.Context, q *Question) error {
 // Settle do not see the question yet.
 func (m *Memory) createDurably(ctx context.Context, e *entry) error {
 	id := e.q.ID
-	if err := m.reserve(ctx, id); err != nil {
+	if err := m.reserve(ctx, e.q); err != nil {
 		return err
 	}
 	defer m.commits.Done()
@@ -181,6 +188,9 @@ func (m *Memory) createDurably(ctx context.Context, e *entry) error {
 
 	m.mu.Lock()
 	delete(m.creating, id)
+	if k, ok := keyOf(e.q); ok {
+		delete(m.keying, k)
+	}
 	if err == nil {
 		// Even if Close has begun: it waits for this commit, and what is
 		// committed must be true in memory too.
@@ -194,11 +204,12 @@ func (m *Memory) createDurably(ctx context.Context, e *entry) error {
 	return nil
 }
 
-// reserve claims id for a Create about to commit and registers the commit
-// with Close. An expired question whose record the janitor is deleting holds
-// its id until the deletion is over, so that the deletion cannot land after,
-// and erase, the newcomer's record.
-func (m *Memory) reserve(ctx context.Context, id string) error {
+// reserve claims q's id (and Idempotency-Key) for a Create about to commit
+// and registers the commit with Close. An expired question whose record the
+// janitor is deleting holds its id until the deletion is over, so that the
+// deletion cannot land after, and erase, the newcomer's record.
+func (m *Memory) reserve(ctx context.Context, q *Question) error {
+	id := q.ID
 	for {
 		m.mu.Lock()
 		if m.closed {
@@ -211,6 +222,9 @@ func (m *Memory) reserve(ctx context.Context, id string) error {
 		case creating || held && !old.expired(time.Now()):
 			m.mu.Unlock()
 			return fmt.Errorf("create question %q: %w", id, ErrExists)
+		case m.keyTaken(q, time.Now()):
+			m.mu.Unlock()
+			return fmt.Errorf("create question %q: idempotency key in use: %w", id, ErrExists)
 		case held && old.sweeping:
 			swept := m.sweepDone
 			m.mu.Unlock()
@@ -222,6 +236,9 @@ func (m *Memory) reserve(ctx context.Context, id string) error {
 			}
 		}
 		m.creating[id] = struct{}{}
+		if k, ok := keyOf(q); ok {
+			m.keying[k] = struct{}{}
+		}
 		m.commits.Add(1)
 		m.mu.Unlock()
 		return nil
@@ -238,6 +255,7 @@ func (m *Memory) index(e *entry) {
 	}
 	e.elem = m.pending.PushBack(e)
 	m.entries[e.q.ID] = e
+	m.indexKey(e)
 }
 
 func (m *Memory) logCreated(q *Question) {
@@ -331,7 +349,7 @@ func (m *Memory) Close(ctx context.Context) error {
 		}
 		// Records of evicted entries not yet deleted stay in the journal;
 		// Open applies the bound again.
-		m.entries, m.pending, m.ended, m.evicted = nil, nil, nil, nil
+		m.entries, m.pending, m.ended, m.evicted, m.keys = nil, nil, nil, nil, nil
 		m.mu.Unlock()
 		for _, e := range armed {
 			e.mu.Lock()

@@ -69,6 +69,14 @@ type Question struct {
 	CreatedAt       time.Time             `json:"createdAt"`
 	Deadline        time.Time             `json:"deadline,omitzero"` // zero: no timeout
 	Ended           *Outcome              `json:"ended,omitempty"`
+	// IdempotencyKey is the Idempotency-Key of the request that asked ("":
+	// none). With Owner it names the question for retries of that request:
+	// the store holds at most one live question per owner and key.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+	// RequestHash fingerprints that request, so that a retry can be told
+	// from a different request sent under the same key. The store keeps it
+	// without reading it.
+	RequestHash string `json:"requestHash,omitempty"`
 
 	// Form is the parsed elicitation; nil when the record was loaded from
 	// somewhere that does not keep it (rebuild with elicit.NewForm), and once

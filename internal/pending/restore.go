@@ -24,6 +24,8 @@ import (
 //   - Ended questions stay readable until Retention after their Outcome.At;
 //     older ones are deleted from the journal, and so are the oldest beyond
 //     MaxRetained.
+//   - Idempotency keys come back with the questions that hold them (see
+//     FindKey).
 //
 // Restored questions have no Form. Open fails, with nothing changed, if the
 // journal cannot be read or the expired records cannot be deleted.
@@ -99,12 +101,14 @@ func Open(ctx context.Context, opts MemoryOptions) (*Memory, error) {
 	for _, e := range ended {
 		m.entries[e.q.ID] = e
 		m.ended = append(m.ended, e)
+		m.indexKey(e) // oldest expiry first: a key's newest question wins
 	}
 	for _, e := range pending {
 		if d := e.q.Deadline; !d.IsZero() && !now.Before(d) {
 			// Listed without a timer: ended below, once all is in place.
 			e.elem = m.pending.PushBack(e)
 			m.entries[e.q.ID] = e
+			m.indexKey(e)
 			overdue = append(overdue, e)
 			continue
 		}

@@ -1,0 +1,86 @@
+package httpapi
+
+import (
+	"sync"
+	"time"
+
+	"github.com/questiond/questiond/internal/pending"
+)
+
+// DefaultReconnectGrace is Options.ReconnectGrace when it is zero.
+const DefaultReconnectGrace = time.Minute
+
+// graceWaits counts the keyed POST /elicit calls waiting on each question.
+// When the last one's connection drops, the question is not withdrawn at
+// once: a retry with the same Idempotency-Key within ReconnectGrace attaches
+// to the same wait; only if none comes is the question withdrawn.
+type graceWaits struct {
+	mu    sync.Mutex
+	waits map[string]*graceWait // by question id
+}
+
+type graceWait struct {
+	callers int
+	timer   *time.Timer // armed while nobody waits; nil otherwise
+}
+
+// attach registers a keyed caller waiting on question id, stopping any
+// withdrawal the grace period had scheduled.
+func (s *Server) attach(id string) {
+	g := &s.graces
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.waits == nil {
+		g.waits = make(map[string]*graceWait)
+	}
+	w := g.waits[id]
+	if w == nil {
+		w = &graceWait{}
+		g.waits[id] = w
+	}
+	w.callers++
+	if w.timer != nil {
+		w.timer.Stop() // if it already fired, its callback sees a caller and does nothing
+		w.timer = nil
+	}
+}
+
+// detach unregisters a keyed caller of question id. If it dropped its
+// connection and was the last caller, the question is withdrawn after
+// ReconnectGrace unless a retry attaches first.
+func (s *Server) detach(id string, dropped bool) {
+	g := &s.graces
+	g.mu.Lock()
+	w := g.waits[id]
+	w.callers--
+	if w.callers > 0 {
+		g.mu.Unlock()
+		return
+	}
+	if !dropped {
+		delete(g.waits, id)
+		g.mu.Unlock()
+		return
+	}
+	w.timer = time.AfterFunc(s.opts.ReconnectGrace, func() { s.graceOver(id, w) })
+	g.mu.Unlock()
+	if hook := s.onGraceArmed; hook != nil {
+		hook(id)
+	}
+}
+
+// graceOver withdraws question id if nobody came back for it during the
+// grace period that w armed.
+func (s *Server) graceOver(id string, w *graceWait) {
+	g := &s.graces
+	g.mu.Lock()
+	if g.waits[id] != w || w.callers > 0 {
+		g.mu.Unlock()
+		return
+	}
+	delete(g.waits, id)
+	g.mu.Unlock()
+	if !s.draining.Load() {
+		_, _ = s.withdraw(id, pending.EndDisconnected)
+	}
+}

@@ -1,0 +1,91 @@
+package httpapi
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/pending"
+)
+
+// The grace period on a fake clock: a dropped keyed caller's question waits
+// exactly ReconnectGrace; a retry that attaches in time keeps it, and the
+// grace starts over when that caller drops too.
+func TestReconnectGraceTiming(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := pending.NewMemory(pending.MemoryOptions{})
+		defer store.Close(t.Context())
+		const grace = time.Minute
+		s := &Server{store: store, opts: Options{ReconnectGrace: grace}, log: zap.NewNop()}
+		if err := store.Create(t.Context(), &pending.Question{ID: "que_1"}); err != nil {
+			t.Fatal(err)
+		}
+		ending := func() pending.Ending {
+			synctest.Wait()
+			q, err := store.Get(t.Context(), "que_1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q.Ended == nil {
+				return ""
+			}
+			return q.Ended.Ending
+		}
+
+		s.attach("que_1")
+		s.detach("que_1", true) // the first caller drops
+		time.Sleep(grace - time.Nanosecond)
+		if got := ending(); got != "" {
+			t.Fatalf("ended %q before the grace was over", got)
+		}
+		s.attach("que_1") // the retry, just in time
+		time.Sleep(2 * grace)
+		if got := ending(); got != "" {
+			t.Fatalf("ended %q although a retry is waiting", got)
+		}
+		s.detach("que_1", true) // the retry drops too
+		time.Sleep(grace - time.Nanosecond)
+		if got := ending(); got != "" {
+			t.Fatalf("ended %q before the second grace was over", got)
+		}
+		time.Sleep(time.Nanosecond)
+		if got := ending(); got != pending.EndDisconnected {
+			t.Fatalf("ending %q after the grace, want %q", got, pending.EndDisconnected)
+		}
+		if len(s.graces.waits) != 0 {
+			t.Fatalf("%d grace records left", len(s.graces.waits))
+		}
+	})
+}
+
+// A caller that leaves because its question ended arms nothing, and a
+// draining server withdraws nothing when a grace runs out.
+func TestReconnectGraceLeavesNothingBehind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := pending.NewMemory(pending.MemoryOptions{})
+		defer store.Close(t.Context())
+		s := &Server{store: store, opts: Options{ReconnectGrace: time.Minute}, log: zap.NewNop()}
+		for _, id := range []string{"que_1", "que_2"} {
+			if err := store.Create(t.Context(), &pending.Question{ID: id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.attach("que_1")
+		s.detach("que_1", false)
+		s.attach("que_2")
+		s.detach("que_2", true)
+		s.draining.Store(true)
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		for _, id := range []string{"que_1", "que_2"} {
+			if q, err := store.Get(t.Context(), id); err != nil || q.Ended != nil {
+				t.Fatalf("%s: %+v, %v; want it pending", id, q, err)
+			}
+		}
+		if len(s.graces.waits) != 0 {
+			t.Fatalf("%d grace records left", len(s.graces.waits))
+		}
+	})
+}

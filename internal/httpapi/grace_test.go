@@ -18,7 +18,8 @@ func TestReconnectGraceTiming(t *testing.T) {
 		store := pending.NewMemory(pending.MemoryOptions{})
 		defer store.Close(t.Context())
 		const grace = time.Minute
-		s := &Server{store: store, opts: Options{ReconnectGrace: grace}, log: zap.NewNop()}
+		s := &Server{store: store, opts: Options{ReconnectGrace: grace}, log: zap.NewNop(),
+			creates: newDoor(), toolCalls: newDoor(), endings: newDoor()}
 		if err := store.Create(t.Context(), &pending.Question{ID: "que_1"}); err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +67,8 @@ func TestReconnectGraceLeavesNothingBehind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := pending.NewMemory(pending.MemoryOptions{})
 		defer store.Close(t.Context())
-		s := &Server{store: store, opts: Options{ReconnectGrace: time.Minute}, log: zap.NewNop()}
+		s := &Server{store: store, opts: Options{ReconnectGrace: time.Minute}, log: zap.NewNop(),
+			creates: newDoor(), toolCalls: newDoor(), endings: newDoor()}
 		for _, id := range []string{"que_1", "que_2"} {
 			if err := store.Create(t.Context(), &pending.Question{ID: id}); err != nil {
 				t.Fatal(err)

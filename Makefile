@@ -22,7 +22,7 @@ run:
 test: lint unit fuzz compat
 
 unit:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 # The quick loop while editing: heavy tests (the real binary as a process,
 # soak tests, and later browsers, the OpenCode TUI, PostgreSQL) skip under

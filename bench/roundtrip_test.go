@@ -62,14 +62,20 @@ func BenchmarkRoundTrip(b *testing.B) {
 // reportRatio adds questiond/baseline to the baseline's line, once both
 // sides have run.
 func reportRatio(b *testing.B, name string, values map[string]float64) {
+	reportRatioAs(b, name, values, "")
+}
+
+// reportRatioAs is reportRatio for a second metric on the same lines: its
+// ratios' units start with prefix.
+func reportRatioAs(b *testing.B, name string, values map[string]float64, prefix string) {
 	if name != "baseline" || values["baseline"] <= 0 {
 		return
 	}
 	if values["questiond"] > 0 {
-		b.ReportMetric(values["questiond"]/values["baseline"], "questiond/baseline")
+		b.ReportMetric(values["questiond"]/values["baseline"], prefix+"questiond/baseline")
 	}
 	if values["questiond-bolt"] > 0 {
-		b.ReportMetric(values["questiond-bolt"]/values["baseline"], "questiond-bolt/baseline")
+		b.ReportMetric(values["questiond-bolt"]/values["baseline"], prefix+"questiond-bolt/baseline")
 	}
 }
 

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/questiond/questiond/internal/testenv"
 )
 
 // Bounds on a server process's life, far beyond what a healthy one needs.
@@ -57,10 +59,14 @@ var processServers = []struct {
 // dir and returns the binary's path.
 func buildQuestiond(tb testing.TB, dir string) string {
 	tb.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		testenv.Missing(tb, "the go command", "put the Go toolchain on PATH")
+	}
 	bin := filepath.Join(dir, "questiond")
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "github.com/questiond/questiond/cmd/questiond")
+	cmd := exec.CommandContext(ctx, gobin, "build", "-trimpath", "-o", bin, "github.com/questiond/questiond/cmd/questiond")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("go build ./cmd/questiond: %v\n%s", err, out)

@@ -42,8 +42,9 @@ compat:
 	./test/opencode-sdk/run.sh
 	./test/mcp-sdk/run.sh
 
+# BENCH selects benchmarks (a -bench pattern), PKG the packages, COUNT the runs.
 bench:
-	$(GO) test -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -count=$(or $(COUNT),1) ./...
+	$(GO) test -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -count=$(or $(COUNT),1) $(or $(PKG),./...)
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

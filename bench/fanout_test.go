@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -28,10 +29,13 @@ const deliveryTimeout = 30 * time.Second
 // go negative. ms/create (the publisher's own wait) is reported beside them.
 //
 // Metrics, averaged over iterations: ms/last-delivery (until the last
-// subscriber has the frame), ms/p50-delivery (the median subscriber), and on
-// the baseline's line questiond/baseline of ms/last-delivery.
+// subscriber has the frame), ms/p50-delivery (the median subscriber); over
+// every (subscriber, iteration) sample: ms/p99-delivery. On the baseline's
+// line: questiond/baseline of ms/last-delivery, and p99-questiond/baseline
+// of ms/p99-delivery.
 func BenchmarkFanout1000(b *testing.B) {
 	last := make(map[string]float64)
+	p99 := make(map[string]float64)
 	for _, srv := range servers {
 		var f *fanout
 		b.Run(srv.name, func(b *testing.B) {
@@ -39,6 +43,7 @@ func BenchmarkFanout1000(b *testing.B) {
 				f = newFanout(b, srv.start, fanoutSubscribers)
 			}
 			var total delivery
+			samples := make([]time.Duration, 0, b.N*fanoutSubscribers)
 			b.ResetTimer()
 			for range b.N {
 				d, err := f.publish()
@@ -46,14 +51,19 @@ func BenchmarkFanout1000(b *testing.B) {
 					b.Fatal(err)
 				}
 				total.add(d)
+				samples = append(samples, d.seen...)
 			}
 			b.StopTimer()
 			n := float64(b.N)
+			slices.Sort(samples)
 			b.ReportMetric(ms(total.last)/n, "ms/last-delivery")
 			b.ReportMetric(ms(total.p50)/n, "ms/p50-delivery")
+			b.ReportMetric(ms(percentile(samples, 0.99)), "ms/p99-delivery")
 			b.ReportMetric(ms(total.create)/n, "ms/create")
 			last[srv.name] = ms(total.last) / n
+			p99[srv.name] = ms(percentile(samples, 0.99))
 			reportRatio(b, srv.name, last)
+			reportRatioAs(b, srv.name, p99, "p99-")
 		})
 		if f != nil {
 			f.close()
@@ -61,6 +71,17 @@ func BenchmarkFanout1000(b *testing.B) {
 	}
 	b.Logf("last of %d subscribers: questiond %.2f ms, baseline %.2f ms, questiond/baseline %.3f",
 		fanoutSubscribers, last["questiond"], last["baseline"], last["questiond"]/last["baseline"])
+	b.Logf("p99 of %d subscribers: questiond %.2f ms, baseline %.2f ms, questiond/baseline %.3f",
+		fanoutSubscribers, p99["questiond"], p99["baseline"], p99["questiond"]/p99["baseline"])
+}
+
+// percentile is the nearest-rank p-quantile (0 < p ≤ 1) of sorted samples.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p * float64(len(sorted))))
+	return sorted[max(rank, 1)-1]
 }
 
 // TestFanout runs the benchmark's rounds against each server with a few
@@ -75,8 +96,11 @@ func TestFanout(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if d.p50 > d.last || d.last <= 0 {
+				if d.p50 > d.last || d.last <= 0 || len(d.seen) != 5 {
 					t.Fatalf("delivery times out of order: %+v", d)
+				}
+				if p := percentile(d.seen, 0.99); p != d.last {
+					t.Fatalf("p99 of 5 samples is %v, want the last, %v", p, d.last)
 				}
 			}
 		})
@@ -86,9 +110,10 @@ func TestFanout(t *testing.T) {
 // delivery is how one question reached the subscribers, counted from the
 // moment its create request was sent.
 type delivery struct {
-	create time.Duration // until the publisher had the 201
-	p50    time.Duration // until half the subscribers had the frame
-	last   time.Duration // until every subscriber had it
+	create time.Duration   // until the publisher had the 201
+	p50    time.Duration   // until half the subscribers had the frame
+	last   time.Duration   // until every subscriber had it
+	seen   []time.Duration // when each subscriber had it, in order
 }
 
 func (d *delivery) add(o delivery) {
@@ -181,7 +206,7 @@ func (f *fanout) publish() (delivery, error) {
 		return delivery{}, fmt.Errorf("only %d of %d subscribers saw the question within %v", r.got.Load(), len(r.seen), deliveryTimeout)
 	}
 	slices.Sort(r.seen)
-	return delivery{create: created, p50: r.seen[len(r.seen)/2], last: r.seen[len(r.seen)-1]}, nil
+	return delivery{create: created, p50: r.seen[len(r.seen)/2], last: r.seen[len(r.seen)-1], seen: r.seen}, nil
 }
 
 func (f *fanout) close() {

@@ -18,9 +18,10 @@ var agentCounts = []int{1, 64, 512}
 // operatorQueue is the event queue both servers get in this benchmark. Each
 // agent has at most one question in flight, worth two frames (asked, replied)
 // on the operator's stream, so with this queue no server can cut the
-// operator off. With the default of 256 both servers did so at 512 agents on
-// two cores: the operator's one reader goroutine is starved of CPU by 512
-// agents, 512 reply workers and the server itself.
+// operator off. With a queue of 256 frames (the default until commit 7fa4f97
+// raised it to 1 024) both servers did so at 512 agents on two cores: the
+// operator's one reader goroutine is starved of CPU by 512 agents, 512 reply
+// workers and the server itself.
 func operatorQueue(agents int) int { return max(2*agents, sse.DefaultQueueLength) }
 
 // BenchmarkRoundTrip measures whole round trips per second: an agent asks
@@ -62,14 +63,20 @@ func BenchmarkRoundTrip(b *testing.B) {
 // reportRatio adds questiond/baseline to the baseline's line, once both
 // sides have run.
 func reportRatio(b *testing.B, name string, values map[string]float64) {
+	reportRatioAs(b, name, values, "")
+}
+
+// reportRatioAs is reportRatio for a second metric on the same lines: its
+// ratios' units start with prefix.
+func reportRatioAs(b *testing.B, name string, values map[string]float64, prefix string) {
 	if name != "baseline" || values["baseline"] <= 0 {
 		return
 	}
 	if values["questiond"] > 0 {
-		b.ReportMetric(values["questiond"]/values["baseline"], "questiond/baseline")
+		b.ReportMetric(values["questiond"]/values["baseline"], prefix+"questiond/baseline")
 	}
 	if values["questiond-bolt"] > 0 {
-		b.ReportMetric(values["questiond-bolt"]/values["baseline"], "questiond-bolt/baseline")
+		b.ReportMetric(values["questiond-bolt"]/values["baseline"], prefix+"questiond-bolt/baseline")
 	}
 }
 

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/internal/daemon"
+	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/sse"
 )
 
 // config is every setting of the daemon. Each has a flag and a QUESTIOND_*
@@ -88,20 +90,20 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.StringVar(&c.dataDir, "data-dir", "", "`directory` of the durable store (default $XDG_STATE_HOME/questiond, or ~/.local/state/questiond)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.StringVar(&c.logFormat, "log-format", "auto", "log `format`: console, json, or auto (console on a terminal, JSON otherwise)")
-	fs.DurationVar(&c.heartbeat, "heartbeat", 10*time.Second, "`interval` of server.heartbeat events on event streams")
-	fs.DurationVar(&c.defaultTimeout, "default-timeout", time.Hour, "`time` after which an unanswered question ends as cancel, unless the request sets its own timeout")
-	fs.DurationVar(&c.maxTimeout, "max-timeout", 7*24*time.Hour, "longest `timeout` a request may ask for")
-	fs.DurationVar(&c.maxWait, "max-wait", 5*time.Minute, "longest `wait` of one GET /elicitations/{id}?wait= long-poll")
-	fs.DurationVar(&c.keepAlive, "keepalive", 20*time.Second, "`interval` of keep-alive whitespace while POST /elicit waits, and of MCP progress notifications while a question tool waits")
+	fs.DurationVar(&c.heartbeat, "heartbeat", sse.DefaultHeartbeat, "`interval` of server.heartbeat events on event streams")
+	fs.DurationVar(&c.defaultTimeout, "default-timeout", httpapi.DefaultTimeout, "`time` after which an unanswered question ends as cancel, unless the request sets its own timeout")
+	fs.DurationVar(&c.maxTimeout, "max-timeout", httpapi.DefaultMaxTimeout, "longest `timeout` a request may ask for")
+	fs.DurationVar(&c.maxWait, "max-wait", httpapi.DefaultMaxWait, "longest `wait` of one GET /elicitations/{id}?wait= long-poll")
+	fs.DurationVar(&c.keepAlive, "keepalive", httpapi.DefaultKeepAlive, "`interval` of keep-alive whitespace while POST /elicit waits, and of MCP progress notifications while a question tool waits")
 	fs.DurationVar(&c.reconnectGrace, "reconnect-grace", httpapi.DefaultReconnectGrace, "`time` a POST /elicit with an Idempotency-Key whose connection dropped keeps its question for a retry with that key, before withdrawing it")
-	fs.DurationVar(&c.retention, "retention", time.Hour, "how long an ended question's result stays readable by its agent (`duration`)")
+	fs.DurationVar(&c.retention, "retention", pending.DefaultRetention, "how long an ended question's result stays readable by its agent (`duration`)")
 	fs.IntVar(&c.maxRetained, "max-retained", pending.DefaultMaxRetained, "most ended questions whose `results` stay readable; beyond it the oldest result is forgotten (404) before its --retention is over")
-	fs.Int64Var(&c.maxBody, "max-body", 1<<20, "largest request body in `bytes`")
-	fs.IntVar(&c.maxProperties, "max-properties", 50, "most `properties` (questions) one elicitation may have")
-	fs.IntVar(&c.headerLimit, "header-limit", 30, "longest question header in `runes` (12 for OpenCode TUIs before 1.1.26)")
-	fs.IntVar(&c.eventQueue, "event-queue", 1024, "`frames` queued for one event subscriber before it is cut off as too slow")
-	fs.DurationVar(&c.eventWriteTimeout, "event-write-timeout", 10*time.Second, "`time` allowed to write one event frame before the subscriber is cut off")
-	fs.IntVar(&c.maxDirectories, "max-directories", 1024, "most distinct `directories` with a live /event stream")
+	fs.Int64Var(&c.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in `bytes`")
+	fs.IntVar(&c.maxProperties, "max-properties", elicit.DefaultMaxProperties, "most `properties` (questions) one elicitation may have")
+	fs.IntVar(&c.headerLimit, "header-limit", elicit.DefaultHeaderLimit, "longest question header in `runes` (12 for OpenCode TUIs before 1.1.26)")
+	fs.IntVar(&c.eventQueue, "event-queue", sse.DefaultQueueLength, "`frames` queued for one event subscriber before it is cut off as too slow")
+	fs.DurationVar(&c.eventWriteTimeout, "event-write-timeout", sse.DefaultWriteTimeout, "`time` allowed to write one event frame before the subscriber is cut off")
+	fs.IntVar(&c.maxDirectories, "max-directories", sse.DefaultMaxScopes, "most distinct `directories` with a live /event stream")
 	fs.StringVar(&c.cors, "cors", "", "extra allowed browser `origins`, comma-separated (OpenCode's own allowlist always applies)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, fmt.Sprintf("longest `time` a graceful shutdown may take (event streams get at most %s of it to send their last events; a second SIGINT or SIGTERM exits at once)", daemon.DefaultStreamGrace))
 	fs.StringVar(&c.allowedHosts, "allowed-hosts", "", "extra `names` this server is reached by, comma-separated; other Host headers get 421 (DNS-rebinding guard)")
@@ -116,7 +118,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.StringVar(&c.defaultCapability, "default-question-capability", "user", "question `capability` of sessions nobody set with PUT /sessions/{id}: user (may ask the operator) or none (may ask nobody)")
 	fs.IntVar(&c.maxSessions, "max-sessions", 100000, "most session records kept by PUT /sessions/{id} (429 beyond)")
 	fs.IntVar(&c.maxMCPSessions, "max-mcp-sessions", 1000, "most live MCP sessions on /mcp (503 beyond)")
-	fs.DurationVar(&c.mcpIdleTimeout, "mcp-idle-timeout", time.Hour, "close an MCP session (/mcp) after this `duration` without requests; a tool call in progress keeps it open")
+	fs.DurationVar(&c.mcpIdleTimeout, "mcp-idle-timeout", httpapi.DefaultMCPIdle, "close an MCP session (/mcp) after this `duration` without requests; a tool call in progress keeps it open")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 
 	fs.Usage = func() {

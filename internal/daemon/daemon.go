@@ -25,8 +25,9 @@ import (
 // Defaults for Config.
 const (
 	// DefaultStreamGrace is how long Shutdown lets event streams write their
-	// last frames: a healthy client takes milliseconds.
-	DefaultStreamGrace = time.Second
+	// last frames: a healthy client takes milliseconds. It is the broker's own
+	// grace per stream, so the two bounds are one number.
+	DefaultStreamGrace = sse.DefaultCloseGrace
 	// DefaultFailureTimeout bounds the shutdown Serve runs when serving fails.
 	DefaultFailureTimeout = 10 * time.Second
 )

@@ -206,8 +206,12 @@ func TestShutdownWithAStalledStreamAnswersEveryone(t *testing.T) {
 	case <-ctx.Done():
 		t.Error("the MCP tool call never ended")
 	}
-	if !strings.Contains(p.logs.String(), "event streams cut off") {
-		t.Errorf("no warning that the stalled stream was cut off:\n%s", p.logs.String())
+	// The stalled stream is cut off by its own close grace (the broker's
+	// warning) or, if that races the daemon's deadline for all streams, by
+	// the daemon (its warning): either way it is logged, and not an error.
+	logs := p.logs.String()
+	if !strings.Contains(logs, "event subscriber cut off") && !strings.Contains(logs, "event streams cut off") {
+		t.Errorf("no warning that the stalled stream was cut off:\n%s", logs)
 	}
 }
 

@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -39,7 +40,7 @@ func (s *subscriber) takeOver(w http.ResponseWriter, r *http.Request) bool {
 	s.mu.Lock()
 	s.conn, s.head = conn, head
 	if s.state == subStopped {
-		_ = conn.Close() // cut off while connecting: the reader ends the stream at once
+		_ = conn.SetDeadline(time.Now()) // cut off while connecting: the reader ends the stream at once
 	}
 	s.mu.Unlock()
 	s.writers.Add(1) // the handler, until the prelude is out
@@ -139,6 +140,7 @@ func (s *subscriber) endCleanly() {
 		return
 	}
 	s.mu.Lock()
+	s.clean = true
 	s.stopLocked()
 	s.mu.Unlock()
 }
@@ -146,8 +148,9 @@ func (s *subscriber) endCleanly() {
 // watch is the reader of a stream in conn mode: a client of an event
 // stream sends nothing once its request is in, so anything it reads (data,
 // end of file, an error) means the client is gone or misbehaving, or the
-// stream closed the connection. It then ends the stream: once no writer is
-// left, s leaves the broker and the stream's slot is released.
+// stream was stopped (stopLocked wakes it with a deadline). It then ends
+// the stream: once no writer is left, it closes the connection, s leaves
+// the broker and the stream's end is reported.
 func (s *subscriber) watch() {
 	var probe [1]byte
 	n, err := s.conn.Read(probe[:])
@@ -163,8 +166,22 @@ func (s *subscriber) watch() {
 		s.log(zap.DebugLevel, "event subscriber left", zap.Error(err))
 	}
 	s.writers.Wait()
+	s.mu.Lock()
+	clean := s.clean
+	s.mu.Unlock()
+	closeConn(s.conn, clean)
 	s.broker.leave(s)
 	if s.onEnd != nil {
 		s.onEnd()
 	}
+}
+
+// closeConn closes conn. A TLS connection that ended cleanly says so
+// (close_notify, which may wait for the client up to five seconds); one cut
+// off is dropped at once, as its client may not be reading at all.
+func closeConn(conn net.Conn, clean bool) {
+	if tc, ok := conn.(*tls.Conn); ok && !clean {
+		conn = tc.NetConn()
+	}
+	_ = conn.Close()
 }

@@ -68,7 +68,8 @@ type subscriber struct {
 	finishBy  time.Time // when subFinishing: the end of the close grace
 	deadlines bool      // out accepts write deadlines
 	ended     bool      // the handler is returning: out is no longer ours to touch
-	conn      net.Conn  // conn mode: the connection taken over; set once, closed by stopLocked
+	conn      net.Conn  // conn mode: the connection taken over; set once, closed by the reader
+	clean     bool      // conn mode: the response ended with its last chunk
 	parked    bool      // conn mode: no writer runs; the next frame or state change starts one
 }
 
@@ -169,8 +170,9 @@ func (s *subscriber) cutOff(reason string, err error) {
 }
 
 // stopLocked moves s to subStopped and wakes its writer, even one blocked
-// in a write, which then fails at once. In conn mode it closes the
-// connection, which also ends the reader, and with it the stream.
+// in a write, which then fails at once. In conn mode it wakes the reader
+// too, which ends the stream; it does not close the connection itself, as
+// closing a TLS connection may write, and stopLocked never waits.
 func (s *subscriber) stopLocked() {
 	if s.state == subStopped {
 		return
@@ -178,7 +180,7 @@ func (s *subscriber) stopLocked() {
 	s.state = subStopped
 	s.queue = nil
 	if s.conn != nil {
-		_ = s.conn.Close()
+		_ = s.conn.SetDeadline(time.Now()) // fails only once closed
 	} else {
 		s.setDeadlineLocked(time.Now())
 	}

@@ -372,3 +372,43 @@ func TestCloseContextEndCutsOffHijackedStreams(t *testing.T) {
 	h.ts.Close()
 	goleak.VerifyNone(t, ignore)
 }
+
+// A stream cut off between its registration and the takeover of its
+// connection ends at once: no response, the connection closed, nothing
+// left behind.
+func TestCutOffWhileConnectingClosesTheConnection(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	left := make(chan struct{}, 1)
+	var h *harness
+	h = newHarness(t, harnessConfig{setup: func(b *sse.Broker) {
+		b.SetHooks(func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // the subscriber is registered: Close can only cut it off
+			if err := b.Close(ctx); !errors.Is(err, context.Canceled) {
+				t.Errorf("close: %v", err)
+			}
+		}, func() { left <- struct{}{} })
+	}})
+	conn, err := net.Dial("tcp", h.ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(patience))
+	if _, err := io.WriteString(conn, "GET /event HTTP/1.1\r\nHost: questiond.test\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := io.ReadAll(conn); len(got) != 0 || err != nil {
+		t.Fatalf("read %q, %v; want the connection closed without a response", got, err)
+	}
+	select {
+	case <-left:
+	case <-time.After(patience):
+		t.Fatal("the stream never ended")
+	}
+	if n := h.b.Subscribers(); n != 0 {
+		t.Fatalf("%d subscribers", n)
+	}
+	h.ts.Close()
+	goleak.VerifyNone(t, ignore)
+}

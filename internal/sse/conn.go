@@ -102,7 +102,10 @@ func (s *subscriber) run(prelude [][]byte) {
 			s.endCleanly()
 			return
 		case len(batch) == 0:
-			return // parked
+			if hook := s.broker.hooks.parked; hook != nil {
+				hook()
+			}
+			return
 		}
 		for _, f := range batch {
 			if !s.write(f) {

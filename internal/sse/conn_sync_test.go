@@ -29,7 +29,9 @@ type pipeWriter struct {
 }
 
 func (p *pipeWriter) Header() http.Header { return p.header }
-func (p *pipeWriter) WriteHeader(int)     { panic("response written through the ResponseWriter of a hijacked stream") }
+func (p *pipeWriter) WriteHeader(int) {
+	panic("response written through the ResponseWriter of a hijacked stream")
+}
 func (p *pipeWriter) Write([]byte) (int, error) {
 	panic("response written through the ResponseWriter of a hijacked stream")
 }

@@ -21,17 +21,19 @@ func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.serveStream(w, r, func() { s.events.bus.ServeEvent(w, r, dir, s.pendingAsked(dir)) })
+	s.serveStream(w, r, func(r *http.Request) { s.events.bus.ServeEvent(w, r, dir, s.pendingAsked(dir)) })
 }
 
 // handleGlobalEvent serves GET /global/event: every directory, wrapped.
 func (s *Server) handleGlobalEvent(w http.ResponseWriter, r *http.Request) {
-	s.serveStream(w, r, func() { s.events.bus.ServeGlobal(w, r, s.pendingAsked("")) })
+	s.serveStream(w, r, func(r *http.Request) { s.events.bus.ServeGlobal(w, r, s.pendingAsked("")) })
 }
 
 // serveStream runs serve in one of the stream slots, unless questiond is
-// shutting down or every slot is taken.
-func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, serve func()) {
+// shutting down or every slot is taken. The slot is held until the stream is
+// over, which may be after serve returned: the bus releases it (see
+// sse.WithStreamEnd).
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, serve func(*http.Request)) {
 	if s.draining.Load() {
 		s.writeError(w, r, errShuttingDown)
 		return
@@ -41,8 +43,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, serve func(
 		s.writeError(w, r, err)
 		return
 	}
-	defer release()
-	serve()
+	serve(sse.WithStreamEnd(r, release))
 }
 
 // pendingAsked returns the first frames of a new stream: question.asked for

@@ -11,7 +11,8 @@ import (
 
 // Broker fans events out to Server-Sent Event subscribers. Publishing only
 // queues frames, so it never waits for a client; each subscriber's own
-// request goroutine writes them out.
+// writer (its request's goroutine, or one started for what was queued on a
+// connection taken over) writes them out.
 type Broker struct {
 	opts        Options
 	log         *zap.Logger
@@ -26,7 +27,7 @@ type Broker struct {
 	closed    bool
 	routes    routes
 	drainOnce sync.Once
-	drained   chan struct{} // closed once closed and every handler has left
+	drained   chan struct{} // closed once closed and every stream is over
 
 	stopHeartbeat chan struct{}
 	heartbeatDone chan struct{}
@@ -35,7 +36,8 @@ type Broker struct {
 // testHooks let tests force interleavings. Every field is nil in production.
 type testHooks struct {
 	registered func() // a subscriber is registered; initial has not run yet
-	left       func() // a subscriber's handler is returning
+	left       func() // a subscriber's stream is over: its handler returns, or its connection is closed and its goroutines are done
+	parked     func() // a writer of a hijacked stream found nothing queued and is returning
 }
 
 // New returns a running broker (heartbeats start at once).
@@ -108,7 +110,7 @@ func (b *Broker) join(s *subscriber) error {
 	return b.routes.add(s, b.opts.MaxScopes)
 }
 
-// leave forgets s as its handler returns.
+// leave forgets s once its stream is over.
 func (b *Broker) leave(s *subscriber) {
 	s.end()
 	b.mu.Lock()
@@ -126,12 +128,14 @@ func (b *Broker) leave(s *subscriber) {
 func (b *Broker) drain() { b.drainOnce.Do(func() { close(b.drained) }) }
 
 // Close ends every stream cleanly and stops heartbeats; it returns once every
-// handler has returned, or ctx ends. It may be called more than once.
+// stream is over (its handler returned, or its connection is closed and its
+// writer and reader are done), or ctx ends. It may be called more than once.
 //
 // Each subscriber gets what was queued for it before Close, within
 // Options.CloseGrace, then its response ends; one that does not take it in
 // time is cut off. If ctx ends first, every remaining stream is cut off at
-// once and Close returns ctx's error; their handlers return right after.
+// once and Close returns ctx's error; their handlers return, and their
+// connections close, right after.
 func (b *Broker) Close(ctx context.Context) error {
 	b.mu.Lock()
 	if !b.closed {

@@ -5,3 +5,6 @@ package sse
 func (b *Broker) SetHooks(registered, left func()) {
 	b.hooks = testHooks{registered: registered, left: left}
 }
+
+// SetParkHook sets the parked hook; see testHooks.
+func (b *Broker) SetParkHook(parked func()) { b.hooks.parked = parked }

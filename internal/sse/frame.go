@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 )
 
 // encodeEvent returns e as one line of compact JSON with the keys in
@@ -45,13 +46,26 @@ func appendJSONString(dst []byte, s string) []byte {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
-// frame is the exact bytes of one event on the wire.
+// frame is one event on the wire, already cut as one HTTP/1.1 chunk:
+// "<size in hex>\r\n" "data: <data>\n\n" "\r\n". A stream on a connection of
+// its own writes it as it is; one served through a ResponseWriter writes its
+// payload and lets net/http add the same chunk framing.
 func frame(data []byte) []byte {
-	out := make([]byte, 0, len(data)+8)
-	out = append(out, "data: "...)
+	size := len("data: ") + len(data) + len("\n\n")
+	out := make([]byte, 0, size+16)
+	out = strconv.AppendInt(out, int64(size), 16)
+	out = append(out, "\r\ndata: "...)
 	out = append(out, data...)
-	return append(out, "\n\n"...)
+	return append(out, "\n\n\r\n"...)
 }
+
+// payload is the event text of a frame, without its chunk framing.
+func payload(f []byte) []byte {
+	return f[bytes.IndexByte(f, '\n')+1 : len(f)-len("\r\n")]
+}
+
+// lastChunk ends a chunked response.
+var lastChunk = []byte("0\r\n\r\n")
 
 // frames is one event framed for both kinds of stream. Every subscriber of
 // a kind shares the same bytes, which nobody changes once built.

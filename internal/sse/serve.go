@@ -14,8 +14,11 @@ import (
 // {"id","type","properties"} frames. The first frame is server.connected,
 // then the messages returned by initial (called once the subscriber is
 // registered, so nothing published afterwards is missed), then live events
-// and heartbeats. It returns when the client goes away, is cut off, or the
-// broker closes.
+// and heartbeats. The stream ends when the client goes away, is cut off, or
+// the broker closes. On an HTTP/1.1 connection ServeEvent takes the
+// connection over and returns once the first frames are out, and the
+// stream goes on without it (its end: see WithStreamEnd); otherwise it
+// returns when the stream ends.
 //
 // initial runs on the request's goroutine without any broker lock, while live
 // events for the new subscriber queue up (a full queue cuts it off, as for
@@ -34,6 +37,13 @@ func (b *Broker) ServeGlobal(w http.ResponseWriter, r *http.Request, initial fun
 }
 
 func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial func() []Message) {
+	onEnd, _ := r.Context().Value(streamEndKey{}).(func())
+	kept := false // the stream outlives this call: it calls onEnd itself
+	defer func() {
+		if !kept && onEnd != nil {
+			onEnd()
+		}
+	}()
 	if _, ok := w.(http.Flusher); !ok {
 		b.log.Error("event stream refused: the ResponseWriter cannot flush (every middleware on a stream must keep http.Flusher)",
 			zap.Stringer("scope", sc), zap.String("writer", fmt.Sprintf("%T", w)))
@@ -50,14 +60,31 @@ func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial
 		writeJSONError(w, http.StatusServiceUnavailable, "ServiceUnavailable", err.Error())
 		return
 	}
-	defer b.leave(s)
 	s.log(zap.DebugLevel, "event subscriber joined")
 	if hook := b.hooks.registered; hook != nil {
 		hook()
 	}
 	setStreamHeaders(w.Header())
+	s.onEnd = onEnd
+	if s.takeOver(w, r) {
+		kept = true
+		s.run(b.prelude(s.scope, initial))
+		return
+	}
+	defer b.leave(s)
 	s.stream(r.Context(), b.prelude(s.scope, initial))
 }
+
+// WithStreamEnd returns r carrying end, which the broker serving r as an
+// event stream calls exactly once, when the stream is over, even one it
+// refused. That can be long after ServeEvent or ServeGlobal returned: a
+// stream on an HTTP/1.1 connection lives on without its handler. Whoever
+// counts open streams must count them until end.
+func WithStreamEnd(r *http.Request, end func()) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), streamEndKey{}, end))
+}
+
+type streamEndKey struct{}
 
 // stream writes prelude, then whatever is queued, until the client goes
 // away, s is cut off, or the broker closed and s's queue is empty.
@@ -68,7 +95,7 @@ func (s *subscriber) stream(ctx context.Context, prelude [][]byte) {
 		}
 	}
 	for {
-		batch, state := s.take()
+		batch, state := s.take(false)
 		if state == subStopped {
 			return
 		}

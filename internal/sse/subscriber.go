@@ -2,6 +2,7 @@ package sse
 
 import (
 	"errors"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -33,9 +34,16 @@ const (
 const recycleCap = 16
 
 // subscriber is one connected client. Publishers append frames to its queue
-// and wake it; the request's goroutine, the only one that writes to the
-// connection, takes the queue and writes it out. The queue grows on demand
-// up to Options.QueueLength, so an idle subscriber costs a few hundred bytes.
+// and wake its writer, the only goroutine that writes to the client. The
+// queue grows on demand up to Options.QueueLength, so an idle subscriber
+// costs a few hundred bytes.
+//
+// A subscriber is served one of two ways. On an HTTP/1.1 connection it takes
+// over (conn mode, see conn.go), its handler returns once the prelude is
+// out, and a writer goroutine runs only while something is queued; a reader
+// goroutine notices the client leaving. Otherwise (HTTP/2, a ResponseWriter
+// that cannot hijack) the request's goroutine is the writer for the whole
+// stream and waits on wake between frames.
 type subscriber struct {
 	broker *Broker
 	scope  scope
@@ -43,8 +51,14 @@ type subscriber struct {
 	out    http.ResponseWriter
 	rc     *http.ResponseController
 	wake   chan struct{} // one slot: something was queued, or the state changed
+	onEnd  func()        // see WithStreamEnd; conn mode calls it, nil otherwise
 
-	headerSent bool // the request's goroutine only
+	headerSent bool   // the writer only
+	head       []byte // conn mode, the writer only: the response head, sent with the first frame
+
+	// writers counts the goroutines that may write to conn (at most one
+	// at a time); the reader waits for them before the stream is gone.
+	writers sync.WaitGroup
 
 	mu        sync.Mutex
 	state     subState
@@ -54,6 +68,9 @@ type subscriber struct {
 	finishBy  time.Time // when subFinishing: the end of the close grace
 	deadlines bool      // out accepts write deadlines
 	ended     bool      // the handler is returning: out is no longer ours to touch
+	conn      net.Conn  // conn mode: the connection taken over; set once, closed by the reader
+	clean     bool      // conn mode: the response ended with its last chunk
+	parked    bool      // conn mode: no writer runs; the next frame or state change starts one
 }
 
 func newSubscriber(b *Broker, sc scope, w http.ResponseWriter, remote string) *subscriber {
@@ -91,11 +108,14 @@ func (s *subscriber) enqueue(f []byte, heartbeat bool) (cut bool) {
 	}
 	s.queue = append(s.queue, f)
 	s.notify()
+	s.unparkLocked()
 	return false
 }
 
-// take hands the queued frames to the writer.
-func (s *subscriber) take() ([][]byte, subState) {
+// take hands the queued frames to the writer. In conn mode, a writer that
+// finds nothing to do while the stream goes on parks: it must return then,
+// and the next enqueue starts another.
+func (s *subscriber) take(park bool) ([][]byte, subState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state == subStopped {
@@ -104,6 +124,9 @@ func (s *subscriber) take() ([][]byte, subState) {
 	batch := s.queue
 	s.queue = nil
 	s.taken = len(batch)
+	if park && len(batch) == 0 && s.state == subActive {
+		s.parked = true
+	}
 	return batch, s.state
 }
 
@@ -132,6 +155,7 @@ func (s *subscriber) finish(by time.Time) {
 		s.setDeadlineLocked(by) // a write under way gets the grace, not more
 	}
 	s.notify()
+	s.unparkLocked() // to end the stream
 }
 
 // cutOff stops s at once and says why.
@@ -146,14 +170,20 @@ func (s *subscriber) cutOff(reason string, err error) {
 }
 
 // stopLocked moves s to subStopped and wakes its writer, even one blocked
-// in a write, which then fails at once.
+// in a write, which then fails at once. In conn mode it wakes the reader
+// too, which ends the stream; it does not close the connection itself, as
+// closing a TLS connection may write, and stopLocked never waits.
 func (s *subscriber) stopLocked() {
 	if s.state == subStopped {
 		return
 	}
 	s.state = subStopped
 	s.queue = nil
-	s.setDeadlineLocked(time.Now())
+	if s.conn != nil {
+		_ = s.conn.SetDeadline(time.Now()) // fails only once closed
+	} else {
+		s.setDeadlineLocked(time.Now())
+	}
 	s.notify()
 }
 
@@ -162,6 +192,10 @@ func (s *subscriber) setDeadlineLocked(t time.Time) {
 		return
 	}
 	s.deadline = t
+	if s.conn != nil {
+		_ = s.conn.SetWriteDeadline(t) // fails only once closed, and so does the write
+		return
+	}
 	// Any other error means the connection is gone, and the write fails.
 	if err := s.rc.SetWriteDeadline(t); errors.Is(err, http.ErrNotSupported) {
 		s.deadlines = false
@@ -186,21 +220,32 @@ func (s *subscriber) write(f []byte) bool {
 	// Under mu, so that a concurrent cut-off, which moves the deadline to
 	// now, cannot be overwritten by this later one.
 	s.setDeadlineLocked(deadline)
+	conn := s.conn
 	s.mu.Unlock()
 
-	if !s.headerSent {
-		s.headerSent = true
-		s.out.WriteHeader(http.StatusOK)
-	}
-	_, err := s.out.Write(f)
-	if err == nil {
-		err = s.rc.Flush()
+	var err error
+	if conn != nil {
+		err = s.writeConn(conn, f)
+	} else {
+		err = s.writeResponse(f)
 	}
 	if err != nil {
 		s.failed(err)
 		return false
 	}
 	return true
+}
+
+// writeResponse writes f through the ResponseWriter, which frames it.
+func (s *subscriber) writeResponse(f []byte) error {
+	if !s.headerSent {
+		s.headerSent = true
+		s.out.WriteHeader(http.StatusOK)
+	}
+	if _, err := s.out.Write(payload(f)); err != nil {
+		return err
+	}
+	return s.rc.Flush()
 }
 
 // failed stops s after a failed write and says why, unless whoever stopped
@@ -221,8 +266,9 @@ func (s *subscriber) failed(err error) {
 	}
 }
 
-// end runs as the handler returns. After a clean finish, net/http still
-// writes the end of the response: it gets the close grace too.
+// end runs as the stream is over: its handler returns (after a clean
+// finish, net/http still writes the end of the response: it gets the close
+// grace too), or, in conn mode, its connection is closed.
 func (s *subscriber) end() {
 	s.mu.Lock()
 	defer s.mu.Unlock()

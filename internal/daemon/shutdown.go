@@ -25,9 +25,12 @@ import (
 //     POST /elicit answers 503 naming the question. Either way, MCP tool
 //     calls withdraw their questions (nobody could collect those answers),
 //     and Shutdown waits until they have.
-//  4. Every ending made by then, including operators' replies already under
-//     way, has been published (question.replied or question.rejected);
-//     endings asked for from now on are refused with 503.
+//  4. Every ending made by then, including operators' replies and timeouts
+//     already under way, has been published (question.replied or
+//     question.rejected); endings asked for from now on are refused with
+//     503, and deadlines end nothing any more (an ending now could not be
+//     announced: a durable store's question whose deadline passes meanwhile
+//     stays pending, and the next start ends it as timed out).
 //  5. It closes the event broker: each stream gets every event published
 //     before, then ends. The broker gets its own short deadline,
 //     Config.StreamGrace or what is left of ctx if less, so a client that
@@ -38,9 +41,7 @@ import (
 //     then the bbolt file it opened, if any.
 //
 // Shutdown does not end the pending questions of a durable store, and does
-// not close a Journal the caller owns. Endings the store makes by itself (a
-// question timing out between steps 4 and 6) are stored but may not be
-// announced.
+// not close a Journal the caller owns.
 //
 // If ctx ends first, the remaining waits give up at once: connections still
 // open are closed, the store and the file are closed anyway, and Shutdown
@@ -91,6 +92,9 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 	}
 	if err := d.api.Release(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("releasing waiting agents: %w", err))
+	}
+	if err := d.store.StopTimeouts(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stopping question deadlines: %w", err))
 	}
 
 	// 5. Close the event streams, on a deadline of their own.

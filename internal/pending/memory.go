@@ -80,6 +80,7 @@ type Memory struct {
 	closing     chan struct{}  // closed by Close: wakes waiters, stops the janitor
 	janitorDone chan struct{}  // closed when the janitor has returned
 	timers      sync.WaitGroup // deadline callbacks that got past the closed check
+	noTimeouts  bool           // StopTimeouts was called: deadlines end nothing any more (under mu)
 	commits     sync.WaitGroup // journal commits of Create and endings that got past the closed check
 
 	// Test hooks, always nil in production. They are called outside every
@@ -251,7 +252,9 @@ func (m *Memory) index(e *entry) {
 	if !e.q.Deadline.IsZero() {
 		// The callback needs mu before it can touch e, so it cannot run
 		// before e is fully indexed, even for a deadline in the past.
-		e.timer = time.AfterFunc(time.Until(e.q.Deadline), func() { m.timeOut(e, 0) })
+		if !m.noTimeouts {
+			e.timer = time.AfterFunc(time.Until(e.q.Deadline), func() { m.timeOut(e, 0) })
+		}
 	}
 	e.elem = m.pending.PushBack(e)
 	m.entries[e.q.ID] = e

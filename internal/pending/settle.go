@@ -81,7 +81,7 @@ func timeoutRetryDelay(attempt int) time.Duration {
 // attempt counts the earlier tries whose commit failed.
 func (m *Memory) timeOut(e *entry, attempt int) {
 	m.mu.RLock()
-	if m.closed {
+	if m.closed || m.noTimeouts {
 		m.mu.RUnlock()
 		return
 	}
@@ -112,7 +112,7 @@ func (m *Memory) timeOut(e *entry, attempt int) {
 func (m *Memory) retryTimeOut(e *entry, delay time.Duration, attempt int) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	if m.closed {
+	if m.closed || m.noTimeouts {
 		return
 	}
 	e.mu.Lock()
@@ -241,5 +241,48 @@ func (m *Memory) report(q *Question) {
 	}
 	if m.onEnd != nil {
 		m.onEnd(q)
+	}
+}
+
+// StopTimeouts makes deadlines end nothing from now on, and returns once
+// every timeout already under way has ended its question (and OnEnd has
+// returned), or ctx ends. The store stays open otherwise: reads, replies and
+// withdrawals work as before.
+//
+// A shutdown calls it before it stops announcing endings: with a durable
+// store, a question whose deadline passed later would be stored as ended
+// while its stream was already closing. Left pending, it is ended as timed
+// out by the next start (restored questions past their deadline end so).
+func (m *Memory) StopTimeouts(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return fmt.Errorf("stop timeouts: %w", ErrClosed)
+	}
+	m.noTimeouts = true
+	var armed []*entry
+	for el := m.pending.Front(); el != nil; el = el.Next() {
+		armed = append(armed, el.Value.(*entry))
+	}
+	m.mu.Unlock()
+	for _, e := range armed {
+		e.mu.Lock()
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+		e.mu.Unlock()
+	}
+	// A callback that got past the check before noTimeouts was set is
+	// counted in timers (it registers under the read lock).
+	done := make(chan struct{})
+	go func() {
+		m.timers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("stop timeouts: %w", ctx.Err())
 	}
 }

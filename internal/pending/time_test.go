@@ -345,3 +345,68 @@ func sameOutcome(got *pending.Outcome, want pending.Outcome) bool {
 	return got != nil && got.Ending == want.Ending && got.Result.Action == want.Result.Action &&
 		len(got.Result.Content) == 0 && got.At.Equal(want.At)
 }
+
+// After StopTimeouts a deadline ends nothing: the question stays pending
+// (a durable store's next start times it out, and announces that), while
+// replies still work and a closed store refuses the call.
+func TestStopTimeoutsLeavesOverdueQuestionsPending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		var ends endLog
+		m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+		for _, id := range []string{"que_1", "que_2"} {
+			mustCreate(t, m, ask(id, func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
+		}
+		if err := m.StopTimeouts(ctx); err != nil {
+			t.Fatalf("stop timeouts: %v", err)
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if n := ends.total(); n != 0 {
+			t.Fatalf("%d questions ended after StopTimeouts, want none", n)
+		}
+		if l, _ := m.List(ctx, pending.Filter{}); len(l) != 2 {
+			t.Fatalf("pending after the deadline = %v, want both", ids(l))
+		}
+		if _, err := m.Settle(ctx, "que_1", replied("Red")); err != nil {
+			t.Fatalf("a reply after StopTimeouts: %v", err)
+		}
+		if n := ends.count("que_1"); n != 1 {
+			t.Errorf("OnEnd called %d times for the reply, want 1", n)
+		}
+		if err := m.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.StopTimeouts(ctx); !errors.Is(err, pending.ErrClosed) {
+			t.Errorf("StopTimeouts on a closed store: %v, want ErrClosed", err)
+		}
+	})
+}
+
+// A timeout that is already ending when StopTimeouts is called has ended,
+// and been reported, by the time StopTimeouts returns.
+func TestStopTimeoutsWaitsForATimeoutUnderWay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		entered, release := make(chan struct{}), make(chan struct{})
+		m := newStore(t, pending.MemoryOptions{OnEnd: func(*pending.Question) {
+			close(entered)
+			<-release
+		}})
+		mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
+		time.Sleep(time.Minute)
+		<-entered // the timeout is reporting its ending
+		stopped := make(chan error, 1)
+		go func() { stopped <- m.StopTimeouts(ctx) }()
+		synctest.Wait()
+		select {
+		case err := <-stopped:
+			t.Fatalf("StopTimeouts returned (%v) while a timeout was still reporting", err)
+		default:
+		}
+		close(release)
+		if err := <-stopped; err != nil {
+			t.Fatalf("stop timeouts: %v", err)
+		}
+	})
+}

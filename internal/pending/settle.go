@@ -251,8 +251,9 @@ func (m *Memory) report(q *Question) {
 //
 // A shutdown calls it before it stops announcing endings: with a durable
 // store, a question whose deadline passed later would be stored as ended
-// while its stream was already closing. Left pending, it is ended as timed
-// out by the next start (restored questions past their deadline end so).
+// but never announced, as event streams are closing. Left pending, it is
+// ended as timed out by the next start (restored questions past their
+// deadline end so).
 func (m *Memory) StopTimeouts(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {

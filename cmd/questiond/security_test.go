@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -132,7 +133,7 @@ func TestDaemonWithCredentials(t *testing.T) {
 func TestServesTLS(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := writeSelfSigned(t, dir)
-	base, _ := startDaemon(t, nil, "--store", "memory", "--tls-cert", certFile, "--tls-key", keyFile)
+	base, stop := startDaemon(t, nil, "--store", "memory", "--tls-cert", certFile, "--tls-key", keyFile)
 	base = strings.Replace(base, "http://", "https://", 1)
 	pool := x509.NewCertPool()
 	caPEM, _ := os.ReadFile(certFile)
@@ -146,6 +147,45 @@ func TestServesTLS(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK || res.TLS == nil {
 		t.Fatalf("health over TLS: %d, TLS %v", res.StatusCode, res.TLS != nil)
+	}
+
+	// An event stream over TLS (its connection taken over by the stream)
+	// gets its frames, and ends cleanly when the daemon stops.
+	res, err = client.Get(base + "/event")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	lines := bufio.NewScanner(res.Body)
+	next := func() string {
+		for lines.Scan() {
+			if line := lines.Text(); line != "" {
+				return line
+			}
+		}
+		return ""
+	}
+	if line := next(); !strings.Contains(line, `"server.connected"`) {
+		t.Fatalf("first frame over TLS: %q", line)
+	}
+	created, err := client.Post(base+"/elicitations", "application/json", strings.NewReader(twoQuestions))
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Body.Close()
+	if line := next(); !strings.Contains(line, `"question.asked"`) {
+		t.Fatalf("frame after a create over TLS: %q", line)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("stopping the daemon with a TLS stream open: %v", err)
+	}
+	for line := next(); line != ""; line = next() {
+		if !strings.Contains(line, `"question.rejected"`) && !strings.Contains(line, `"server.heartbeat"`) {
+			t.Errorf("frame after stop: %q", line)
+		}
+	}
+	if err := lines.Err(); err != nil {
+		t.Errorf("the TLS stream did not end cleanly: %v", err)
 	}
 	if _, err := parseConfig([]string{"--tls-cert", certFile}, envOf(nil), io.Discard); err == nil {
 		t.Fatal("--tls-cert without --tls-key was accepted")

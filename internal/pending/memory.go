@@ -278,7 +278,8 @@ func (m *Memory) Get(ctx context.Context, id string) (*Question, error) {
 	return e.snapshot(), nil
 }
 
-// Count returns how many pending questions match f, without copying them.
+// Count returns how many pending questions match f (with f.Ended, and
+// retained ended ones), without copying them.
 func (m *Memory) Count(ctx context.Context, f Filter) (int, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -294,11 +295,15 @@ func (m *Memory) Count(ctx context.Context, f Filter) (int, error) {
 			n++
 		}
 	}
+	if f.Ended {
+		m.eachRetained(f, func(*entry) { n++ })
+	}
 	return n, nil
 }
 
-// List returns the pending questions that match f, oldest first, never nil.
-// It walks only pending questions, in creation order, so it costs O(pending).
+// List returns the pending questions that match f, oldest first, never nil,
+// then with f.Ended the retained ended ones in ending order. Without f.Ended
+// it walks only pending questions, so it costs O(pending).
 func (m *Memory) List(ctx context.Context, f Filter) ([]*Question, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -320,7 +325,26 @@ func (m *Memory) List(ctx context.Context, f Filter) ([]*Question, error) {
 	for i := range found {
 		list[i] = &found[i]
 	}
+	if f.Ended {
+		m.eachRetained(f, func(e *entry) {
+			e.mu.Lock()
+			list = append(list, e.snapshot())
+			e.mu.Unlock()
+		})
+	}
 	return list, nil
+}
+
+// eachRetained calls fn, in ending order, for each ended question that
+// matches f and whose result is still retained (not expired, not evicted).
+// Callers hold mu (read or write).
+func (m *Memory) eachRetained(f Filter, fn func(*entry)) {
+	now := time.Now()
+	for _, e := range m.ended {
+		if !e.expired(now) && f.Matches(e.q) {
+			fn(e)
+		}
+	}
 }
 
 // Close stops timers and background work without ending any question;

@@ -87,6 +87,9 @@ type Question struct {
 
 // Filter selects pending questions for List. Empty fields match everything.
 type Filter struct {
+	// Ended also selects ended questions whose results are still retained:
+	// List returns them after the pending ones, in the order they ended.
+	Ended bool
 	// Directory scopes the list the way OpenCode clients expect: a question
 	// created with directory D is listed for D and for callers that give no
 	// directory; a question created without one is listed for every caller.

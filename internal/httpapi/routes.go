@@ -25,6 +25,18 @@ func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
 		r.Get("/event", s.handleEvent)
 		r.Get("/events", s.handleEvent)
 		r.Get("/global/event", s.handleGlobalEvent)
+
+		// The operator console: what the OpenCode TUI needs to attach.
+		r.Get("/config", s.handleConfig)
+		r.Get("/config/providers", s.handleConfigProviders)
+		r.Get("/provider", s.handleProviders)
+		r.Get("/agent", s.handleAgents)
+		r.Get("/session", s.handleSessionList)
+		r.Post("/session", s.handlePromptRefused)
+		r.Get("/session/status", s.handleSessionStatus)
+		r.Get("/session/{sessionID}", s.handleSessionInfo)
+		r.Get("/session/{sessionID}/message", s.handleSessionMessages)
+		r.Post("/session/{sessionID}/message", s.handlePromptRefused)
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(s.anyRole)

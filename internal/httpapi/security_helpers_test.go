@@ -250,6 +250,7 @@ func mustJSON(v any) string {
 
 var (
 	replyBody  = `{"answers":[["SY215C"],["Low power"]]}`
+	promptBody = `{"agent":"questiond","parts":[{"type":"text","text":"hello"}]}`
 	createBody = mustJSON(seedForm())
 	// elicitBody times out quickly: a POST /elicit that is let through
 	// answers cancel instead of waiting for an operator.
@@ -268,6 +269,18 @@ var everyRoute = []route{
 	{operatorRoute, http.MethodGet, "/event", "", http.StatusOK},
 	{operatorRoute, http.MethodGet, "/events", "", http.StatusOK},
 	{operatorRoute, http.MethodGet, "/global/event", "", http.StatusOK},
+	// The console: an operator's request succeeds with these statuses; a
+	// typed prompt's refusal and an unknown session's 404 are the answers.
+	{operatorRoute, http.MethodGet, "/config", "", http.StatusOK},
+	{operatorRoute, http.MethodGet, "/config/providers", "", http.StatusOK},
+	{operatorRoute, http.MethodGet, "/provider", "", http.StatusOK},
+	{operatorRoute, http.MethodGet, "/agent", "", http.StatusOK},
+	{operatorRoute, http.MethodGet, "/session", "", http.StatusOK},
+	{operatorRoute, http.MethodGet, "/session/status", "", http.StatusOK},
+	{operatorRoute, http.MethodGet, "/session/ses_{id}", "", http.StatusNotFound},
+	{operatorRoute, http.MethodGet, "/session/ses_{id}/message", "", http.StatusNotFound},
+	{operatorRoute, http.MethodPost, "/session", promptBody, http.StatusBadRequest},
+	{operatorRoute, http.MethodPost, "/session/ses_{id}/message", promptBody, http.StatusBadRequest},
 	{sharedRoute, http.MethodGet, "/global/health", "", http.StatusOK},
 	{sharedRoute, http.MethodGet, "/doc", "", http.StatusOK},
 	{agentRoute, http.MethodPost, "/elicitations", createBody, http.StatusCreated},

@@ -1,0 +1,278 @@
+package httpapi
+
+import (
+	"cmp"
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/questiond/questiond/internal/pending"
+)
+
+// The operator console: the routes the OpenCode TUI (opencode attach URL)
+// needs before it shows questiond's questions. They hold no state of their
+// own. A session is a projection of the store: every session with a pending
+// question or a retained ended one is an OpenCode root session, and leaves
+// the list when its last result leaves retention.
+
+// titleMaxRunes bounds the part of a title taken from a question's message.
+const titleMaxRunes = 60
+
+// pendingMarker starts the title of a session that waits for the operator.
+const pendingMarker = "[?] "
+
+func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+func (s *Server) handleConfigProviders(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		Providers []consoleProvider `json:"providers"`
+		Default   map[string]string `json:"default"`
+	}{consoleProviders(), consoleDefaultModel()})
+}
+
+func (s *Server) handleProviders(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, struct {
+		All       []consoleProvider `json:"all"`
+		Default   map[string]string `json:"default"`
+		Connected []string          `json:"connected"`
+	}{consoleProviders(), consoleDefaultModel(), []string{consoleProviderID}})
+}
+
+func (s *Server) handleAgents(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, []consoleAgentInfo{{
+		Name: consoleAgent, Description: "Shows agents' questions to the operator; it runs no prompts",
+		Mode: "primary", Native: true, Permission: []string{},
+	}})
+}
+
+// handlePromptRefused answers POST /session and POST /session/{id}/message:
+// questiond runs no agent, so a typed prompt has nowhere to go.
+func (s *Server) handlePromptRefused(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, errConsolePrompt)
+}
+
+// consoleSession is one session as the console shows it: its questions,
+// pending and retained, oldest first.
+type consoleSession struct {
+	id        string
+	questions []*pending.Question
+}
+
+// consoleSessions groups the questions in the caller's directory scope by
+// session, with dir as GET /question scopes it.
+func (s *Server) consoleSessions(ctx context.Context, f pending.Filter) ([]*consoleSession, error) {
+	f.Ended = true
+	questions, err := s.store.List(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	bySession := map[string]*consoleSession{}
+	var sessions []*consoleSession
+	for _, q := range questions {
+		cs := bySession[q.SessionID]
+		if cs == nil {
+			cs = &consoleSession{id: q.SessionID}
+			bySession[q.SessionID] = cs
+			sessions = append(sessions, cs)
+		}
+		cs.questions = append(cs.questions, q)
+	}
+	for _, cs := range sessions {
+		// Question ids ascend with creation.
+		slices.SortFunc(cs.questions, func(a, b *pending.Question) int { return strings.Compare(a.ID, b.ID) })
+	}
+	return sessions, nil
+}
+
+func (cs *consoleSession) pending() bool {
+	return slices.ContainsFunc(cs.questions, func(q *pending.Question) bool { return q.Ended == nil })
+}
+
+// info is the session as OpenCode's Session. Its directory is the one its
+// questions share; questions from several directories (or none) give "",
+// which the TUI sends back unscoped, so its replies reach every question.
+func (cs *consoleSession) info(version string) sessionInfo {
+	first := cs.questions[0]
+	dir := first.Directory
+	var updated int64
+	for _, q := range cs.questions {
+		if q.Directory != dir {
+			dir = ""
+		}
+		updated = max(updated, q.CreatedAt.UnixMilli())
+		if q.Ended != nil {
+			updated = max(updated, q.Ended.At.UnixMilli())
+		}
+	}
+	title := consoleTitle(first)
+	if cs.pending() {
+		title = pendingMarker + title
+	}
+	slug := first.Owner
+	if slug == "" {
+		slug = consoleAgent
+	}
+	return sessionInfo{
+		ID: cs.id, Slug: slug, ProjectID: consoleProjectID, Directory: dir, Title: title, Version: version,
+		Time: sessionTime{Created: first.CreatedAt.UnixMilli(), Updated: updated},
+	}
+}
+
+// consoleTitle says who asks and what about: the asking agent's token name,
+// if any, and the first line of its first question's message.
+func consoleTitle(q *pending.Question) string {
+	what := strings.TrimSpace(q.Message)
+	if what == "" && len(q.Questions) > 0 {
+		what = strings.TrimSpace(q.Questions[0].Question)
+	}
+	if line, _, ok := strings.Cut(what, "\n"); ok {
+		what = strings.TrimSpace(line)
+	}
+	if utf8.RuneCountInString(what) > titleMaxRunes {
+		runes := []rune(what)
+		what = strings.TrimSpace(string(runes[:titleMaxRunes-1])) + "…"
+	}
+	switch {
+	case q.Owner != "" && what != "":
+		return q.Owner + ": " + what
+	case q.Owner != "":
+		return q.Owner
+	case what != "":
+		return what
+	}
+	return "question " + q.ID
+}
+
+// handleSessionList serves GET /session with the TUI's queries: start (ms:
+// sessions updated at or after), search (a case-insensitive title
+// substring) and limit, newest update first. Every session is a root, so
+// roots=true changes nothing.
+func (s *Server) handleSessionList(w http.ResponseWriter, r *http.Request) {
+	dir, err := requestDirectory(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	query := r.URL.Query()
+	start, err := optionalInt(query.Get("start"), "start", 0)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit, err := optionalInt(query.Get("limit"), "limit", 1)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	search := strings.ToLower(query.Get("search"))
+	sessions, err := s.consoleSessions(r.Context(), pending.Filter{Directory: dir})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]sessionInfo, 0, len(sessions))
+	for _, cs := range sessions {
+		info := cs.info(s.opts.Version)
+		if info.Time.Updated < start || !strings.Contains(strings.ToLower(info.Title), search) {
+			continue
+		}
+		out = append(out, info)
+	}
+	slices.SortFunc(out, func(a, b sessionInfo) int {
+		return cmp.Or(cmp.Compare(b.Time.Updated, a.Time.Updated), strings.Compare(a.ID, b.ID))
+	})
+	if limit > 0 && int64(len(out)) > limit {
+		out = out[:limit]
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// optionalInt parses a non-negative integer query parameter at least min;
+// "" is 0.
+func optionalInt(v, name string, min int64) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < min {
+		return 0, newBadRequest(kindQuery, "Expected an integer of at least %d, got %q\n  at [%q]", min, v, name)
+	}
+	return n, nil
+}
+
+// handleSessionStatus serves GET /session/status: busy for every session
+// that waits for the operator; OpenCode omits idle sessions.
+func (s *Server) handleSessionStatus(w http.ResponseWriter, r *http.Request) {
+	dir, err := requestDirectory(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	questions, err := s.store.List(r.Context(), pending.Filter{Directory: dir})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := map[string]sessionStatus{}
+	for _, q := range questions {
+		out[q.SessionID] = sessionStatus{Type: "busy"}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// consoleSession finds the session in the URL, or OpenCode's 404.
+func (s *Server) consoleSession(r *http.Request) (*consoleSession, error) {
+	dir, err := requestDirectory(r)
+	if err != nil {
+		return nil, err
+	}
+	id := chi.URLParam(r, "sessionID")
+	sessions, err := s.consoleSessions(r.Context(), pending.Filter{Directory: dir, SessionID: id})
+	if err != nil {
+		return nil, err
+	}
+	if len(sessions) == 0 {
+		return nil, &statusError{http.StatusNotFound, "NotFoundError", "Session not found: " + id}
+	}
+	return sessions[0], nil
+}
+
+func (s *Server) handleSessionInfo(w http.ResponseWriter, r *http.Request) {
+	cs, err := s.consoleSession(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, cs.info(s.opts.Version))
+}
+
+// handleSessionMessages serves GET /session/{id}/message: one assistant
+// message per question, oldest first; limit keeps the newest.
+func (s *Server) handleSessionMessages(w http.ResponseWriter, r *http.Request) {
+	limit, err := optionalInt(r.URL.Query().Get("limit"), "limit", 0)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	cs, err := s.consoleSession(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	questions := cs.questions
+	if limit > 0 && int64(len(questions)) > limit {
+		questions = questions[int64(len(questions))-limit:]
+	}
+	out := make([]consoleMessage, len(questions))
+	for i, q := range questions {
+		out[i] = questionMessage(q)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -689,8 +689,9 @@ func TestLiveResponsesFollowTheDocument(t *testing.T) {
 	l.do(t, exchange{method: "POST", path: "/elicit", body: badSchema}, 400)
 	l.do(t, exchange{method: "POST", path: "/elicit", body: deployBody, header: []string{"Content-Type", "text/plain"}, brokenRequest: true}, 415)
 
-	// Session capabilities, and asking through /mcp.
+	// Session capabilities, the operator console, and asking through /mcp.
 	exerciseSessions(t, l, events)
+	exerciseConsole(t, l, events)
 	exerciseMCP(t, l, events)
 	resetSessions(t, l)
 
@@ -727,6 +728,9 @@ func TestLiveResponsesFollowTheDocument(t *testing.T) {
 		"elicitation.mcpPost 413", "elicitation.mcpPost 415", "elicitation.mcpPost 503",
 		"elicitation.mcpStream 200", "elicitation.mcpStream 400", "elicitation.mcpStream 404", "elicitation.mcpStream 503",
 		"elicitation.mcpEnd 204", "elicitation.mcpEnd 400", "elicitation.mcpEnd 404", "elicitation.mcpEnd 503",
+		"config.get 200", "config.providers 200", "provider.list 200", "app.agents 200",
+		"session.list 200", "session.list 400", "session.status 200", "session.get 200", "session.get 404",
+		"session.messages 200", "session.messages 400", "session.messages 404", "session.create 400", "session.prompt 400",
 	})
 }
 
@@ -768,6 +772,9 @@ func (l *liveServer) assertCovered(t *testing.T, want []string) {
 	for _, item := range l.doc.Paths.Map() {
 		for _, op := range item.Operations() {
 			ok := slices.ContainsFunc([]string{"200", "201", "202", "204"}, func(s string) bool { return l.checked[op.OperationID+" "+s] })
+			if refusedOperations[op.OperationID] {
+				ok = l.checked[op.OperationID+" 400"]
+			}
 			if !ok {
 				missing = append(missing, op.OperationID)
 			}
@@ -813,6 +820,16 @@ func everyRoute(id string) []exchange {
 		{method: "GET", path: "/global/event"},
 		{method: "GET", path: "/global/health"},
 		{method: "GET", path: "/doc"},
+		{method: "GET", path: "/config"},
+		{method: "GET", path: "/config/providers"},
+		{method: "GET", path: "/provider"},
+		{method: "GET", path: "/agent"},
+		{method: "GET", path: "/session"},
+		{method: "POST", path: "/session", body: promptBody},
+		{method: "GET", path: "/session/status"},
+		{method: "GET", path: "/session/ses_every"},
+		{method: "GET", path: "/session/ses_every/message"},
+		{method: "POST", path: "/session/ses_every/message", body: promptBody},
 		{method: "POST", path: "/elicitations", body: deployBody},
 		{method: "GET", path: "/elicitations/" + id},
 		{method: "DELETE", path: "/elicitations/" + id},
@@ -953,6 +970,7 @@ func TestLiveAccessControlFollowsTheDocument(t *testing.T) {
 	events.next(t, "question.rejected")
 	l.elicitAndAnswer(t, events, deployBody, "reply", goodAnswers)
 	exerciseAgentsApart(t, l, asAgentA, asAgentB)
+	exerciseConsole(t, l, events)
 
 	var want []string
 	for _, id := range l.operationIDs() {

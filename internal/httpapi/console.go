@@ -65,8 +65,9 @@ type consoleSession struct {
 	questions []*pending.Question
 }
 
-// consoleSessions groups the questions in the caller's directory scope by
-// session, with dir as GET /question scopes it.
+// consoleSessions groups the pending and retained questions that f selects
+// by session. Sessions come in no particular order; each one's questions are
+// oldest first.
 func (s *Server) consoleSessions(ctx context.Context, f pending.Filter) ([]*consoleSession, error) {
 	f.Ended = true
 	questions, err := s.store.List(ctx, f)
@@ -194,15 +195,15 @@ func (s *Server) handleSessionList(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// optionalInt parses a non-negative integer query parameter at least min;
-// "" is 0.
-func optionalInt(v, name string, min int64) (int64, error) {
+// optionalInt parses an integer query parameter that must be at least
+// least; an absent one is 0.
+func optionalInt(v, name string, least int64) (int64, error) {
 	if v == "" {
 		return 0, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < min {
-		return 0, newBadRequest(kindQuery, "Expected an integer of at least %d, got %q\n  at [%q]", min, v, name)
+	if err != nil || n < least {
+		return 0, newBadRequest(kindQuery, "Expected an integer of at least %d, got %q\n  at [%q]", least, v, name)
 	}
 	return n, nil
 }

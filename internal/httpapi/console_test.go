@@ -404,3 +404,23 @@ func TestConsoleRejectsBadQueries(t *testing.T) {
 		wantStatusError(t, "GET "+path, c.operator(http.MethodGet, path, nil), http.StatusBadRequest, "BadRequest")
 	}
 }
+
+// A session whose questions come from several directories shows none, so
+// the TUI's replies, sent with the session's directory, reach every one.
+func TestConsoleSessionDirectoryIsTheSharedOne(t *testing.T) {
+	c := newConsole(t, tuning{})
+	c.ask(alphaToken, map[string]any{"sessionID": "ses_one", "directory": "/work/a"})
+	c.ask(alphaToken, map[string]any{"sessionID": "ses_one", "directory": "/work/a/"})
+	c.ask(alphaToken, map[string]any{"sessionID": "ses_mixed", "directory": "/work/a"})
+	second := c.ask(alphaToken, map[string]any{"sessionID": "ses_mixed", "directory": "/work/b"})
+	var one, mixed consoleSessionView
+	c.get("/session/ses_one", &one)
+	c.get("/session/ses_mixed", &mixed)
+	if one.Directory != "/work/a" || mixed.Directory != "" {
+		t.Errorf("directories %q and %q, want /work/a and \"\"", one.Directory, mixed.Directory)
+	}
+	path := "/question/" + second + "/reply?directory=" + url.QueryEscape(mixed.Directory)
+	if res := c.operator(http.MethodPost, path, map[string]any{"answers": [][]string{{"SY215C"}, {}}}); res.Status != http.StatusOK {
+		t.Errorf("reply with the session's directory: %d %s", res.Status, res.Body)
+	}
+}

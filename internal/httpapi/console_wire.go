@@ -1,6 +1,10 @@
 package httpapi
 
-import "github.com/questiond/questiond/internal/elicit"
+import (
+	"net/http"
+
+	"github.com/questiond/questiond/internal/elicit"
+)
 
 // The shapes the OpenCode TUI reads when it attaches to questiond as its
 // operator console (opencode attach URL). Field names and nesting are
@@ -17,7 +21,7 @@ const (
 
 // errConsolePrompt refuses what the TUI sends when the operator types a
 // prompt; the TUI shows data.message in a toast.
-var errConsolePrompt = &statusError{400, "BadRequest", "this console answers agents' questions; it does not run an agent"}
+var errConsolePrompt = &statusError{http.StatusBadRequest, "BadRequest", "this console answers agents' questions; it does not run an agent"}
 
 type consoleCost struct {
 	Input  float64            `json:"input"`

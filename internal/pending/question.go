@@ -85,7 +85,8 @@ type Question struct {
 	Form *elicit.Form `json:"-"`
 }
 
-// Filter selects pending questions for List. Empty fields match everything.
+// Filter selects questions for List and Count: pending ones, and with Ended
+// retained ended ones too. Empty fields match everything.
 type Filter struct {
 	// Ended also selects ended questions whose results are still retained:
 	// List returns them after the pending ones, in the order they ended.

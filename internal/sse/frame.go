@@ -74,16 +74,34 @@ type frames struct {
 	global []byte // /global/event
 }
 
-// framesOf encodes m once per kind of stream.
+// framesOf encodes m once per kind of stream, for a publish that reaches
+// both.
 func (b *Broker) framesOf(m Message) (frames, error) {
-	if err := prepare(&m.Event); err != nil {
-		return frames{}, err
-	}
-	event, err := encodeEvent(m.Event)
+	event, err := encoded(m)
 	if err != nil {
 		return frames{}, err
 	}
 	return frames{event: frame(event), global: frame(encodeGlobal(m.Directory, b.opts.Project, event))}, nil
+}
+
+// frameFor encodes m for one subscriber of sc only, as its replay needs.
+func (b *Broker) frameFor(sc scope, m Message) ([]byte, error) {
+	event, err := encoded(m)
+	if err != nil {
+		return nil, err
+	}
+	if sc.global {
+		return frame(encodeGlobal(m.Directory, b.opts.Project, event)), nil
+	}
+	return frame(event), nil
+}
+
+// encoded checks m's event, gives it an id if it has none, and encodes it.
+func encoded(m Message) ([]byte, error) {
+	if err := prepare(&m.Event); err != nil {
+		return nil, err
+	}
+	return encodeEvent(m.Event)
 }
 
 // of is the frame for a subscriber of sc.

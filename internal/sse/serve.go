@@ -123,11 +123,11 @@ func (s *subscriber) stream(ctx context.Context, prelude [][]byte) {
 // prelude is what a subscriber of sc gets before any live event:
 // server.connected, then the messages initial returns.
 func (b *Broker) prelude(sc scope, initial func() []Message) [][]byte {
-	connected, err := b.framesOf(Message{Event: brokerEvent(typeConnected)})
+	connected, err := b.frameFor(sc, Message{Event: brokerEvent(typeConnected)})
 	if err != nil {
 		panic(fmt.Sprintf("sse: encoding %s: %v", typeConnected, err)) // a fixed event always encodes
 	}
-	out := [][]byte{connected.of(sc)}
+	out := [][]byte{connected}
 	if initial == nil {
 		return out
 	}
@@ -135,12 +135,12 @@ func (b *Broker) prelude(sc scope, initial func() []Message) [][]byte {
 		if !sc.accepts(m.Directory) {
 			continue
 		}
-		f, err := b.framesOf(m)
+		f, err := b.frameFor(sc, m)
 		if err != nil {
 			b.log.Error("initial event skipped", zap.Stringer("scope", sc), zap.Error(err))
 			continue
 		}
-		out = append(out, f.of(sc))
+		out = append(out, f)
 	}
 	return out
 }

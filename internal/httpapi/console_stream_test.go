@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -207,6 +208,54 @@ func TestConsoleStaysWithoutFollow(t *testing.T) {
 	for _, s := range seen {
 		if strings.HasPrefix(s, "tui.session.select") {
 			t.Fatalf("the console was moved without --console-follow: %v", seen)
+		}
+	}
+}
+
+// Questions of one session asked and answered concurrently never show the
+// console two at a time, nor a question after its ending, and every one of
+// them is shown before it ends or not at all.
+func TestConsoleOrderUnderConcurrency(t *testing.T) {
+	c := newConsole(t, tuning{})
+	tui := c.consoleStream()
+	const n = 12
+	ids := make(chan string, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ids <- c.ask(alphaToken, map[string]any{"sessionID": "ses_busy"})
+		}()
+	}
+	// Answer every question as soon as it exists, racing the next asks.
+	go func() { wg.Wait(); close(ids) }()
+	for id := range ids {
+		go func() {
+			res := c.operator(http.MethodPost, "/question/"+id+"/reply", map[string]any{"answers": [][]string{{"SY215C"}, {}}})
+			if res.Status != http.StatusOK {
+				t.Errorf("reply %s: %d %s", id, res.Status, res.Body)
+			}
+		}()
+	}
+	shown, ended := "", map[string]bool{}
+	for len(ended) < n {
+		f := tui.next(t)
+		id := eventSubject(f)
+		switch f.Type {
+		case "question.asked":
+			if shown != "" {
+				t.Fatalf("%s shown while %s is still shown", id, shown)
+			}
+			if ended[id] {
+				t.Fatalf("%s shown after it ended", id)
+			}
+			shown = id
+		case "question.replied":
+			ended[id] = true
+			if shown == id {
+				shown = ""
+			}
 		}
 	}
 }

@@ -89,7 +89,9 @@ func isConsole(r *http.Request) bool {
 // consoleView decides what consoles are shown and when. Its lock orders
 // everything it publishes: an ending always goes out before the next
 // question of its session, and a question is never announced to consoles
-// after its ending.
+// after its ending. While no console is connected it does no work beyond
+// publishing endings: a console that connects is shown the state of the
+// store then (replay), and the bus counts it before its replay is made.
 type consoleView struct {
 	srv    *Server
 	events *Events
@@ -114,6 +116,9 @@ func newConsoleView(srv *Server, events *Events, follow bool) *consoleView {
 func (c *consoleView) asked(q *pending.Question) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.events.bus.Watching(sse.Console) {
+		return // a console that connects later is shown its replay
+	}
 	if _, busy := c.shown[q.SessionID]; !busy {
 		c.shown[q.SessionID] = q.ID
 		c.publish(q.Directory, eventAsked, toQuestionRequest(q))
@@ -132,6 +137,12 @@ func (c *consoleView) ended(q *pending.Question) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.events.publishEnding(q, sse.Everyone)
+	if !c.events.bus.Watching(sse.Console) {
+		if c.shown[q.SessionID] == q.ID {
+			delete(c.shown, q.SessionID)
+		}
+		return // a console that connects later is shown its replay
+	}
 	c.publishMessage(q)
 	waiting := c.publishSession(q, false)
 	if c.shown[q.SessionID] == q.ID {

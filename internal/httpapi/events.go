@@ -18,6 +18,8 @@ import (
 // by several replicas later. Publish must not wait for slow subscribers.
 type Bus interface {
 	Publish(ctx context.Context, m sse.Message) error
+	// Watching reports whether a stream of audience's kind is connected.
+	Watching(audience sse.Audience) bool
 	ServeEvent(w http.ResponseWriter, r *http.Request, directory string, audience sse.Audience, initial func() []sse.Message)
 	ServeGlobal(w http.ResponseWriter, r *http.Request, audience sse.Audience, initial func() []sse.Message)
 	Close(ctx context.Context) error

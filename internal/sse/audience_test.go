@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/questiond/questiond/internal/sse"
 )
@@ -83,5 +84,30 @@ func TestInitialFramesFollowTheAudience(t *testing.T) {
 		if got := s.nextEvent(t); got.Type != "live" {
 			t.Fatalf("%s got %s after its replay, want live", target, got.Type)
 		}
+	}
+}
+
+func TestWatchingCountsEachKind(t *testing.T) {
+	h := newHarness(t, harnessConfig{})
+	if h.b.Watching(sse.Everyone) || h.b.Watching(sse.Console) || h.b.Watching(sse.Standard) {
+		t.Fatal("a broker without streams is watched")
+	}
+	console := dialStream(t, h, "/global/event?console=1")
+	console.next(t)
+	if !h.b.Watching(sse.Console) || h.b.Watching(sse.Standard) || !h.b.Watching(sse.Everyone) {
+		t.Fatal("one console stream: want Console and Everyone only")
+	}
+	standard := dialStream(t, h, "/event?directory=/d")
+	standard.next(t)
+	if !h.b.Watching(sse.Standard) {
+		t.Fatal("a standard stream is not counted")
+	}
+	console.close()
+	deadline := time.Now().Add(5 * time.Second)
+	for h.b.Watching(sse.Console) {
+		if time.Now().After(deadline) {
+			t.Fatal("a console stream that left is still counted")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

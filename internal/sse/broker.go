@@ -100,6 +100,21 @@ func (b *Broker) Subscribers() int {
 	return b.routes.count
 }
 
+// Watching reports whether a stream of audience's kind is connected
+// (Everyone: any stream). A stream counts from the moment it is registered,
+// before its first frames are made.
+func (b *Broker) Watching(audience Audience) bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	switch audience {
+	case Console:
+		return b.routes.consoles > 0
+	case Standard:
+		return b.routes.count > b.routes.consoles
+	}
+	return b.routes.count > 0
+}
+
 // join registers s, so that it gets every event published from now on.
 func (b *Broker) join(s *subscriber) error {
 	b.mu.Lock()

@@ -43,6 +43,7 @@ type routes struct {
 	undirected subscriberSet            // /event without a directory
 	byDir      map[string]subscriberSet // /event?directory=…
 	count      int
+	consoles   int // subscribers whose audience is Console
 }
 
 func newRoutes() routes {
@@ -61,6 +62,9 @@ func (r *routes) add(s *subscriber, maxScopes int) error {
 	}
 	set[s] = struct{}{}
 	r.count++
+	if s.scope.audience == Console {
+		r.consoles++
+	}
 	return nil
 }
 
@@ -72,6 +76,9 @@ func (r *routes) remove(s *subscriber) {
 	}
 	delete(set, s)
 	r.count--
+	if s.scope.audience == Console {
+		r.consoles--
+	}
 	if len(set) == 0 && !s.scope.global && s.scope.directory != "" {
 		delete(r.byDir, s.scope.directory)
 	}

@@ -46,6 +46,13 @@ const (
 	eventSessionSelect  = "tui.session.select"
 )
 
+// A new console stream is told how the last consoleEndingsReplayed
+// questions that ended within consoleEndingsWithin ended.
+const (
+	consoleEndingsReplayed = 256
+	consoleEndingsWithin   = 15 * time.Minute
+)
+
 // toastDuration is how long the TUI shows a new question's toast, in ms.
 const toastDuration = 8000
 
@@ -196,14 +203,34 @@ func (c *consoleView) selectNext() {
 	c.publish(next.Directory, eventSessionSelect, sessionIDEvent{SessionID: next.SessionID})
 }
 
-// replay is the first frames of a new console stream: for each session with
-// a pending question, its title and the question it is shown.
+// replay is the first frames of a new console stream: the endings of
+// questions that ended lately (a TUI that reconnects after a restart or a
+// dropped connection still shows their panels, and only an ending closes
+// one), then, for each session with a pending question, the question it is
+// shown.
 func (c *consoleView) replay() []sse.Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	questions, err := c.list(pending.Filter{})
+	all, err := c.list(pending.Filter{Ended: true})
 	if err != nil {
 		return nil
+	}
+	var questions, ended []*pending.Question
+	since := time.Now().Add(-consoleEndingsWithin)
+	for _, q := range all {
+		switch {
+		case q.Ended == nil:
+			questions = append(questions, q)
+		case q.Ended.At.After(since):
+			ended = append(ended, q) // in the order they ended
+		}
+	}
+	ended = ended[max(0, len(ended)-consoleEndingsReplayed):]
+	out := make([]sse.Message, 0, len(ended)+len(questions))
+	for _, q := range ended {
+		if m, ok := c.ending(q); ok {
+			out = append(out, m)
+		}
 	}
 	bySession := map[string]*pending.Question{}
 	for _, q := range questions {
@@ -211,7 +238,6 @@ func (c *consoleView) replay() []sse.Message {
 			bySession[q.SessionID] = q
 		}
 	}
-	var out []sse.Message
 	for sessionID, first := range bySession {
 		shown := first
 		if id, ok := c.shown[sessionID]; ok {
@@ -298,6 +324,18 @@ func (c *consoleView) list(f pending.Filter) ([]*pending.Question, error) {
 
 func (c *consoleView) publish(directory, typ string, properties any) {
 	c.events.publish(context.Background(), directory, sse.Console, typ, properties)
+}
+
+// ending is q's question.replied or question.rejected, for a console.
+func (c *consoleView) ending(q *pending.Question) (sse.Message, bool) {
+	if q.Ended.Ending == pending.EndReplied {
+		answers := q.Ended.Answers
+		if answers == nil {
+			answers = [][]string{}
+		}
+		return c.message(q.Directory, eventReplied, questionReplied{SessionID: q.SessionID, RequestID: q.ID, Answers: answers})
+	}
+	return c.message(q.Directory, eventRejected, questionRejected{SessionID: q.SessionID, RequestID: q.ID})
 }
 
 func (c *consoleView) message(directory, typ string, properties any) (sse.Message, bool) {

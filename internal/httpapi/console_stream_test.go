@@ -110,8 +110,8 @@ func TestConsoleShowsOneQuestionPerSession(t *testing.T) {
 
 	// A new TUI stream is shown the session's current question only.
 	late := c.consoleStream()
-	f := late.next(t)
-	if f.Type != "question.asked" || eventSubject(f) != second {
+	late.expect(t, "question.replied") // the first one's ending, see TestConsoleReplayTellsRecentEndings
+	if f := late.next(t); f.Type != "question.asked" || eventSubject(f) != second {
 		t.Fatalf("a new console stream's first question: %s", f.Raw)
 	}
 }
@@ -257,5 +257,30 @@ func TestConsoleOrderUnderConcurrency(t *testing.T) {
 				shown = ""
 			}
 		}
+	}
+}
+
+// A TUI that connects (again) is told how questions ended lately, so a panel
+// it kept across a restart or a dropped connection closes; other clients are
+// not.
+func TestConsoleReplayTellsRecentEndings(t *testing.T) {
+	c := newConsole(t, tuning{})
+	replied := c.ask(alphaToken, map[string]any{"sessionID": "ses_r"})
+	c.reply(replied, [][]string{{"SY215C"}, {}})
+	withdrawn := c.ask(alphaToken, map[string]any{"sessionID": "ses_r"})
+	if res := c.h.do(http.MethodDelete, "/elicitations/"+withdrawn, nil, "Authorization", bearerAuth(alphaToken)); res.Status != http.StatusOK {
+		t.Fatalf("withdraw: %d %s", res.Status, res.Body)
+	}
+	waiting := c.ask(alphaToken, map[string]any{"sessionID": "ses_w"})
+
+	tui := c.consoleStream()
+	for _, want := range []string{"question.replied " + replied, "question.rejected " + withdrawn, "question.asked " + waiting} {
+		if f := tui.next(t); f.Type+" "+eventSubject(f) != want {
+			t.Fatalf("console replay: got %s, want %s", f.Raw, want)
+		}
+	}
+	sdk := c.standardStream()
+	if f := sdk.next(t); f.Type != "question.asked" || eventSubject(f) != waiting {
+		t.Fatalf("standard replay: got %s, want only the pending question", f.Raw)
 	}
 }

@@ -63,6 +63,8 @@ func (s *Server) handlePromptRefused(w http.ResponseWriter, r *http.Request) {
 type consoleSession struct {
 	id        string
 	questions []*pending.Question
+	inbox     bool   // an agent's inbox: its questions asked without a session
+	agent     string // the inbox's agent
 }
 
 // consoleSessions groups the pending and retained questions that f selects
@@ -80,6 +82,10 @@ func (s *Server) consoleSessions(ctx context.Context, f pending.Filter) ([]*cons
 		cs := bySession[q.SessionID]
 		if cs == nil {
 			cs = &consoleSession{id: q.SessionID}
+			cs.agent, cs.inbox = s.inboxes[q.SessionID]
+			if !cs.inbox && q.SessionID == inboxSession(q.Owner) {
+				cs.agent, cs.inbox = q.Owner, true // an agent no longer configured
+			}
 			bySession[q.SessionID] = cs
 			sessions = append(sessions, cs)
 		}
@@ -113,6 +119,9 @@ func (cs *consoleSession) info(version string) sessionInfo {
 		}
 	}
 	title := consoleTitle(first)
+	if cs.inbox {
+		title = inboxTitle(cs.agent)
+	}
 	if cs.pending() {
 		title = pendingMarker + title
 	}

@@ -339,12 +339,12 @@ func TestConsoleSessionsAreTheStoresSessions(t *testing.T) {
 
 func TestConsoleTitleWithoutTokens(t *testing.T) {
 	c := &console{t: t, h: newHarness(t, httpapi.Options{})}
-	c.ask("", map[string]any{"message": "\n  Which database?  \nDetails follow"})
+	c.ask("", map[string]any{"sessionID": "ses_plain", "message": "\n  Which database?  \nDetails follow"})
 	var list []consoleSessionView
 	res := c.h.do(http.MethodGet, "/session", nil)
 	res.json(t, &list)
 	if res.Status != http.StatusOK || len(list) != 1 || list[0].Title != "[?] Which database?" || list[0].Directory != "" ||
-		!strings.HasPrefix(list[0].ID, "ses_") {
+		list[0].ID != "ses_plain" {
 		t.Errorf("GET /session without tokens: %d %s", res.Status, res.Body)
 	}
 }

@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/questiond/questiond/internal/httpapi"
@@ -111,5 +113,27 @@ func TestInboxIsItsAgentsToConfigure(t *testing.T) {
 	wantStatusError(t, "alpha asking without a session once its inbox is none", res, http.StatusForbidden, "Forbidden")
 	if beta := c.sessionOf(betaToken, c.ask(betaToken, nil)); beta == inbox {
 		t.Errorf("beta's question went to alpha's inbox")
+	}
+}
+
+// An MCP session is one conversation: connecting without a session still
+// gives each connection a session of its own, not the inbox.
+func TestMCPConnectionsWithoutASessionKeepTheirOwn(t *testing.T) {
+	h := newHarness(t, httpapi.Options{})
+	inbox := h.create(seedForm()).SessionID
+	askThroughMCP(t, h, &mcp.Implementation{Name: "first", Version: "1"}, "", "")
+	askThroughMCP(t, h, &mcp.Implementation{Name: "second", Version: "1"}, "", "")
+	var sessions []string
+	for deadline := time.Now().Add(10 * time.Second); len(sessions) < 3 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var list []struct{ SessionID string }
+		h.do(http.MethodGet, "/question", nil).json(t, &list)
+		sessions = sessions[:0]
+		for _, q := range list {
+			sessions = append(sessions, q.SessionID)
+		}
+	}
+	slices.Sort(sessions)
+	if len(slices.Compact(slices.Clone(sessions))) != 3 || !slices.Contains(sessions, inbox) {
+		t.Errorf("sessions %q, want the inbox and one of each MCP connection's own", sessions)
 	}
 }

@@ -40,7 +40,13 @@ func attach(t *testing.T, name, url string, args ...string) *tui {
 	t.Helper()
 	needTmux(t)
 	bin := opencodeBinary(t)
-	dir := t.TempDir()
+	// Not t.TempDir: the TUI shows its directory, and a test's name in it
+	// would match what tests look for on screen.
+	dir, err := os.MkdirTemp("", "qd-tui-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
 	for _, sub := range []string{"home", "config", "data", "cache", "state", "proj"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 			t.Fatal(err)

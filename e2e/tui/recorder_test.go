@@ -56,6 +56,12 @@ func record(t *testing.T, name, target string) *recorder {
 		rec.mu.Unlock()
 		return nil
 	}
+	proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		rec.mu.Lock()
+		rec.all = append(rec.all, exchange{Method: r.Method, Path: r.URL.RequestURI(), Status: http.StatusBadGateway, Body: err.Error()})
+		rec.mu.Unlock()
+		w.WriteHeader(http.StatusBadGateway)
+	}
 	srv := httptest.NewServer(proxy)
 	rec.URL = srv.URL
 	t.Cleanup(func() {

@@ -79,7 +79,7 @@ func attach(t *testing.T, name, url string, args ...string) *tui {
 		"cd " + shellQuote(filepath.Join(dir, "proj")),
 		"echo $$ > " + shellQuote(u.pidPath),
 		"exec " + shellQuote(bin) + " attach " + shellQuote(url) + " " + strings.Join(quoted, " ") +
-			" --print-logs 2>> " + shellQuote(u.logPath),
+			" --print-logs --log-level DEBUG 2>> " + shellQuote(u.logPath),
 		"",
 	}, "\n")
 	scriptPath := filepath.Join(dir, "attach.sh")
@@ -123,6 +123,13 @@ func (u *tui) kill() {
 	cmd := exec.Command("tmux", "-L", u.socket, "kill-server")
 	cmd.Env = cleanEnv()
 	_ = cmd.Run()
+	// OpenCode writes its own log files under XDG_DATA_HOME; keep them.
+	logs, _ := filepath.Glob(filepath.Join(u.dir, "data", "opencode", "log", "*.log"))
+	for _, l := range logs {
+		if data, err := os.ReadFile(l); err == nil {
+			_ = os.WriteFile(filepath.Join(u.t.ArtifactDir(), u.name+"-opencode-"+filepath.Base(l)), data, 0o644)
+		}
+	}
 }
 
 // capture returns the pane's text now.

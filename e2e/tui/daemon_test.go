@@ -56,7 +56,7 @@ func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 func (d *daemon) start() {
 	d.t.Helper()
 	args := append([]string{"--addr", d.addr, "--log-format", "json", "--log-level", "debug"}, d.opts.args...)
-	cmd := exec.Command(daemonBin, args...)
+	cmd := exec.Command(daemonBinary(d.t), args...)
 	cmd.Env = cleanEnv()
 	if d.opts.password != "" {
 		cmd.Env = append(cmd.Env, "QUESTIOND_OPERATOR_PASSWORD="+d.opts.password)

@@ -23,6 +23,10 @@ func exerciseConsole(t *testing.T, l *liveServer, events *liveStream) {
 		l.do(t, exchange{method: "GET", path: path}, 200)
 	}
 
+	// The OpenCode TUI's own stream: everything it gets is documented too.
+	console := l.open(t, "/global/event", "User-Agent", "opencode/1.18.33")
+	console.next(t, "server.connected")
+
 	inSession := strings.Replace(deployBody, `{"message"`, `{"sessionID":"ses_console","directory":"/console","message"`, 1)
 	var first, second struct{ ID string }
 	l.do(t, exchange{method: "POST", path: "/elicitations", body: inSession}, 201).decode(t, &first)
@@ -65,4 +69,8 @@ func exerciseConsole(t *testing.T, l *liveServer, events *liveStream) {
 
 	l.do(t, exchange{method: "POST", path: "/question/" + second.ID + "/reject"}, 200)
 	events.next(t, "question.rejected")
+	for _, typ := range []string{"question.asked", "message.updated", "message.part.updated", "session.updated",
+		"session.status", "tui.toast.show", "question.replied", "question.rejected", "session.idle"} {
+		console.next(t, typ)
+	}
 }

@@ -393,10 +393,10 @@ type liveStream struct {
 	frames chan []byte // closed when the stream ends
 }
 
-func (l *liveServer) open(t *testing.T, path string) *liveStream {
+func (l *liveServer) open(t *testing.T, path string, header ...string) *liveStream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	x := exchange{method: http.MethodGet, path: path}
+	x := exchange{method: http.MethodGet, path: path, header: header}
 	req, err := l.newRequest(ctx, x)
 	if err != nil {
 		t.Fatal(err)

@@ -46,6 +46,7 @@ type config struct {
 
 	allowedHosts       string
 	insecure           bool
+	consoleFollow      bool
 	tlsCert, tlsKey    string
 	agentTokenFile     string
 	maxPending         int
@@ -107,6 +108,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.StringVar(&c.cors, "cors", "", "extra allowed browser `origins`, comma-separated (OpenCode's own allowlist always applies)")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, fmt.Sprintf("longest `time` a graceful shutdown may take (event streams get at most %s of it to send their last events; a second SIGINT or SIGTERM exits at once)", daemon.DefaultStreamGrace))
 	fs.StringVar(&c.allowedHosts, "allowed-hosts", "", "extra `names` this server is reached by, comma-separated; other Host headers get 421 (DNS-rebinding guard)")
+	fs.BoolVar(&c.consoleFollow, "console-follow", false, "after the operator answers a session's last question, move every attached OpenCode TUI to the next session with a pending question")
 	fs.BoolVar(&c.insecure, "insecure", false, "allow listening beyond loopback without operator and agent credentials (dangerous)")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate `file` (PEM); with --tls-key, serve HTTPS")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key `file` (PEM)")

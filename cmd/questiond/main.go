@@ -163,8 +163,9 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 				OperatorPassword: cfg.operatorPassword,
 				AgentTokens:      cfg.agentTokens,
 			},
-			ListenAddr:   cfg.addr,
-			AllowedHosts: cfg.splitList(cfg.allowedHosts),
+			ListenAddr:    cfg.addr,
+			AllowedHosts:  cfg.splitList(cfg.allowedHosts),
+			ConsoleFollow: cfg.consoleFollow,
 			Limits: httpapi.Limits{
 				MaxPending:         cfg.maxPending,
 				MaxPendingPerAgent: cfg.maxPendingPerAgent,

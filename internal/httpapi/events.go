@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -17,8 +18,10 @@ import (
 // by several replicas later. Publish must not wait for slow subscribers.
 type Bus interface {
 	Publish(ctx context.Context, m sse.Message) error
-	ServeEvent(w http.ResponseWriter, r *http.Request, directory string, initial func() []sse.Message)
-	ServeGlobal(w http.ResponseWriter, r *http.Request, initial func() []sse.Message)
+	// Watching reports whether a stream of audience's kind is connected.
+	Watching(audience sse.Audience) bool
+	ServeEvent(w http.ResponseWriter, r *http.Request, directory string, audience sse.Audience, initial func() []sse.Message)
+	ServeGlobal(w http.ResponseWriter, r *http.Request, audience sse.Audience, initial func() []sse.Message)
 	Close(ctx context.Context) error
 }
 
@@ -44,6 +47,11 @@ type Events struct {
 
 	mu         sync.Mutex
 	announcing map[string]chan struct{} // closed once question.asked is published
+
+	// console shows the OpenCode TUI its own view of the questions; set by
+	// New. Until then (a store restoring its questions) every stream gets
+	// every event.
+	console atomic.Pointer[consoleView]
 }
 
 // NewEvents returns the announcer for bus. Pass its Ended method to the store
@@ -72,9 +80,16 @@ func (e *Events) finishAnnounce(id string) {
 	e.mu.Unlock()
 }
 
-// asked publishes question.asked for q.
+// asked publishes question.asked for q: at once on every stream but the
+// consoles', which show it when its session's turn comes.
 func (e *Events) asked(ctx context.Context, q *pending.Question) {
-	e.publish(ctx, q.Directory, eventAsked, toQuestionRequest(q))
+	c := e.console.Load()
+	if c == nil {
+		e.publish(ctx, q.Directory, sse.Everyone, eventAsked, toQuestionRequest(q))
+		return
+	}
+	e.publish(ctx, q.Directory, sse.Standard, eventAsked, toQuestionRequest(q))
+	c.asked(q)
 }
 
 // Ended publishes how q ended: question.replied for an operator's answer,
@@ -91,22 +106,32 @@ func (e *Events) Ended(q *pending.Question) {
 			e.log.Warn("question ended before it was announced", zap.String("id", q.ID))
 		}
 	}
+	if c := e.console.Load(); c != nil {
+		c.ended(q)
+		return
+	}
+	e.publishEnding(q, sse.Everyone)
+}
+
+// publishEnding publishes question.replied or question.rejected for q to
+// audience.
+func (e *Events) publishEnding(q *pending.Question, audience sse.Audience) {
 	ctx := context.Background()
 	if q.Ended != nil && q.Ended.Ending == pending.EndReplied {
 		answers := q.Ended.Answers
 		if answers == nil {
 			answers = [][]string{}
 		}
-		e.publish(ctx, q.Directory, eventReplied, questionReplied{SessionID: q.SessionID, RequestID: q.ID, Answers: answers})
+		e.publish(ctx, q.Directory, audience, eventReplied, questionReplied{SessionID: q.SessionID, RequestID: q.ID, Answers: answers})
 		return
 	}
-	e.publish(ctx, q.Directory, eventRejected, questionRejected{SessionID: q.SessionID, RequestID: q.ID})
+	e.publish(ctx, q.Directory, audience, eventRejected, questionRejected{SessionID: q.SessionID, RequestID: q.ID})
 }
 
-func (e *Events) publish(ctx context.Context, directory, typ string, properties any) {
+func (e *Events) publish(ctx context.Context, directory string, audience sse.Audience, typ string, properties any) {
 	body, err := json.Marshal(properties)
 	if err == nil {
-		err = e.bus.Publish(ctx, sse.Message{Directory: directory, Event: sse.Event{Type: typ, Properties: body}})
+		err = e.bus.Publish(ctx, sse.Message{Directory: directory, Audience: audience, Event: sse.Event{Type: typ, Properties: body}})
 	}
 	if err != nil {
 		e.log.Warn("could not publish event", zap.String("type", typ), zap.Error(err))

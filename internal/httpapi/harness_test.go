@@ -152,12 +152,15 @@ type stream struct {
 	cancel context.CancelFunc
 }
 
-// openStream connects to an event route and parses its frames. /global/event
-// frames are unwrapped to their payload.
-func (h *harness) openStream(path string) *stream {
+// openStream connects to an event route, with headers (name, value, ...),
+// and parses its frames. /global/event frames are unwrapped to their payload.
+func (h *harness) openStream(path string, headers ...string) *stream {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, h.URL+path, nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		cancel()

@@ -91,6 +91,10 @@ type Options struct {
 	// AllowedHosts it decides which Host headers are served (421 otherwise).
 	ListenAddr   string
 	AllowedHosts []string
+	// ConsoleFollow moves every attached OpenCode TUI to the next session
+	// with a pending question after the operator answers the last one of a
+	// session (tui.session.select).
+	ConsoleFollow bool
 }
 
 // Server is the HTTP face of questiond. It is an http.Handler.
@@ -103,6 +107,7 @@ type Server struct {
 	router   chi.Router
 	auth     *authenticator
 	mcp      *mcpEndpoint
+	console  *consoleView
 	draining atomic.Bool
 	creating atomic.Int64 // elicitations being created right now, for the pending limits
 	streams  atomic.Int64 // open event streams
@@ -175,6 +180,8 @@ func New(store Store, events *Events, opts Options) (*Server, error) {
 		creates: newDoor(), toolCalls: newDoor(), endings: newDoor()}
 	s.lifetime, s.release = context.WithCancel(context.Background())
 	s.mcp = newMCPEndpoint(s)
+	s.console = newConsoleView(s, events, opts.ConsoleFollow)
+	events.console.Store(s.console)
 	s.router = s.routes(newHostGuard(opts.ListenAddr, opts.AllowedHosts), cors)
 	return s, nil
 }
@@ -239,6 +246,7 @@ func (s *Server) Release(ctx context.Context) error {
 	if err := s.endings.closeAndWait(ctx); err != nil {
 		return fmt.Errorf("waiting for question endings under way: %w", err)
 	}
+	s.console.close()
 	return nil
 }
 

@@ -21,12 +21,28 @@ func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.serveStream(w, r, func(r *http.Request) { s.events.bus.ServeEvent(w, r, dir, s.pendingAsked(dir)) })
+	s.serveStream(w, r, func(r *http.Request) {
+		audience, initial := s.streamView(r, dir)
+		s.events.bus.ServeEvent(w, r, dir, audience, initial)
+	})
 }
 
 // handleGlobalEvent serves GET /global/event: every directory, wrapped.
 func (s *Server) handleGlobalEvent(w http.ResponseWriter, r *http.Request) {
-	s.serveStream(w, r, func(r *http.Request) { s.events.bus.ServeGlobal(w, r, s.pendingAsked("")) })
+	s.serveStream(w, r, func(r *http.Request) {
+		audience, initial := s.streamView(r, "")
+		s.events.bus.ServeGlobal(w, r, audience, initial)
+	})
+}
+
+// streamView is the kind of stream r opens and its first frames: the
+// OpenCode TUI gets the console's view (see consoleView), every other client
+// every pending question of its scope.
+func (s *Server) streamView(r *http.Request, dir string) (sse.Audience, func() []sse.Message) {
+	if isConsole(r) {
+		return sse.Console, s.console.replay
+	}
+	return sse.Standard, s.pendingAsked(dir)
 }
 
 // serveStream runs serve in one of the stream slots, unless questiond is

@@ -33,6 +33,8 @@ type entry struct {
 	timer   *time.Timer // the deadline (or a retry of its commit), or nil
 
 	elem      *list.Element // place in Memory.pending while pending
+	listedAt  uint64        // when it joined Memory.pending, in Memory.seq ticks
+	endedAt   uint64        // when it joined Memory.ended, in Memory.seq ticks
 	expiresAt time.Time     // zero until the ending is indexed for expiry; now, once evicted
 	sweeping  bool          // its record is being deleted from the journal
 }

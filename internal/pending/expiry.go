@@ -38,7 +38,7 @@ func (m *Memory) janitor() {
 func (m *Memory) retain(e *entry) {
 	now := time.Now()
 	e.expiresAt = now.Add(m.retention)
-	m.ended = append(m.ended, e)
+	m.listEnded(e)
 	for len(m.ended) > m.maxRetained {
 		oldest := m.ended[0]
 		m.ended[0] = nil // the array outlives the slice; let the entry go
@@ -148,4 +148,5 @@ func (m *Memory) forget(e *entry) {
 		delete(m.entries, e.q.ID)
 	}
 	m.forgetKey(e)
+	m.forgetSession(e)
 }

@@ -69,6 +69,8 @@ type Memory struct {
 	closed    bool
 	entries   map[string]*entry       // pending and retained ended questions
 	pending   *list.List              // pending *entry in creation order, for List
+	sessions  map[string]sessionSet   // the entries of each session, pending and ended
+	seq       uint64                  // ticks once per entry joining pending or ended, to order a session's entries like those lists
 	ended     []*entry                // ended entries in expiry order (= ending order), at most maxRetained
 	evicted   []*entry                // with a journal: entries evicted or swept whose records are still to delete
 	creating  map[string]struct{}     // ids whose creation is being committed
@@ -112,6 +114,7 @@ func newMemory(opts MemoryOptions) *Memory {
 		journal:     opts.Journal,
 		entries:     make(map[string]*entry),
 		pending:     list.New(),
+		sessions:    make(map[string]sessionSet),
 		creating:    make(map[string]struct{}),
 		sweepSoon:   make(chan struct{}, 1),
 		keys:        make(map[requestKey]*entry),
@@ -256,9 +259,8 @@ func (m *Memory) index(e *entry) {
 			e.timer = time.AfterFunc(time.Until(e.q.Deadline), func() { m.timeOut(e, 0) })
 		}
 	}
-	e.elem = m.pending.PushBack(e)
-	m.entries[e.q.ID] = e
-	m.indexKey(e)
+	m.listPending(e)
+	m.track(e)
 }
 
 func (m *Memory) logCreated(q *Question) {
@@ -309,6 +311,9 @@ func (m *Memory) List(ctx context.Context, f Filter) ([]*Question, error) {
 	defer m.mu.RUnlock()
 	if m.closed {
 		return nil, fmt.Errorf("list questions: %w", ErrClosed)
+	}
+	if f.SessionID != "" {
+		return m.listSession(f), nil
 	}
 	var found []Question
 	if f == (Filter{}) {

@@ -99,16 +99,14 @@ func Open(ctx context.Context, opts MemoryOptions) (*Memory, error) {
 	var overdue []*entry
 	m.mu.Lock()
 	for _, e := range ended {
-		m.entries[e.q.ID] = e
-		m.ended = append(m.ended, e)
-		m.indexKey(e) // oldest expiry first: a key's newest question wins
+		m.listEnded(e)
+		m.track(e) // oldest expiry first: a key's newest question wins
 	}
 	for _, e := range pending {
 		if d := e.q.Deadline; !d.IsZero() && !now.Before(d) {
 			// Listed without a timer: ended below, once all is in place.
-			e.elem = m.pending.PushBack(e)
-			m.entries[e.q.ID] = e
-			m.indexKey(e)
+			m.listPending(e)
+			m.track(e)
 			overdue = append(overdue, e)
 			continue
 		}

@@ -42,7 +42,7 @@ func benchFanout(b *testing.B, subscribers, size int) {
 	for range subscribers {
 		wg.Go(func() {
 			r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/event", nil)
-			br.ServeEvent(newMemWriter(onFlush), r, "/bench", nil)
+			br.ServeEvent(newMemWriter(onFlush), r, "/bench", sse.Standard, nil)
 		})
 	}
 	<-allIn // every server.connected is out: all are registered

@@ -69,7 +69,7 @@ func (b *Broker) Publish(ctx context.Context, m Message) error {
 	}
 	f, err := b.framesOf(m)
 	if err == nil {
-		err = b.deliver(m.Directory, f, false)
+		err = b.deliver(m.Directory, m.Audience, f, false)
 	}
 	if err != nil {
 		return fmt.Errorf("publishing %q: %w", m.Event.Type, err)
@@ -77,15 +77,15 @@ func (b *Broker) Publish(ctx context.Context, m Message) error {
 	return nil
 }
 
-// deliver queues f for every subscriber of directory ("" = all of them). A
-// heartbeat only goes to subscribers with nothing queued.
-func (b *Broker) deliver(directory string, f frames, heartbeat bool) error {
+// deliver queues f for every subscriber of directory ("" = all of them) and
+// audience. A heartbeat only goes to subscribers with nothing queued.
+func (b *Broker) deliver(directory string, audience Audience, f frames, heartbeat bool) error {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.closed {
 		return ErrClosed
 	}
-	b.routes.each(directory, func(s *subscriber) {
+	b.routes.each(directory, audience, func(s *subscriber) {
 		if s.enqueue(f.of(s.scope), heartbeat) {
 			s.logCutOff(reasonQueueFull, nil)
 		}
@@ -98,6 +98,21 @@ func (b *Broker) Subscribers() int {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return b.routes.count
+}
+
+// Watching reports whether a stream of audience's kind is connected
+// (Everyone: any stream). A stream counts from the moment it is registered,
+// before its first frames are made.
+func (b *Broker) Watching(audience Audience) bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	switch audience {
+	case Console:
+		return b.routes.consoles > 0
+	case Standard:
+		return b.routes.count > b.routes.consoles
+	}
+	return b.routes.count > 0
 }
 
 // join registers s, so that it gets every event published from now on.
@@ -142,7 +157,7 @@ func (b *Broker) Close(ctx context.Context) error {
 		b.closed = true
 		close(b.stopHeartbeat)
 		by := time.Now().Add(b.opts.CloseGrace)
-		b.routes.each("", func(s *subscriber) { s.finish(by) })
+		b.routes.each("", Everyone, func(s *subscriber) { s.finish(by) })
 	}
 	if b.routes.count == 0 {
 		b.drain()
@@ -153,7 +168,7 @@ func (b *Broker) Close(ctx context.Context) error {
 	case <-b.drained:
 	case <-ctx.Done():
 		b.mu.RLock()
-		b.routes.each("", func(s *subscriber) { s.cutOff(reasonClosed, ctx.Err()) })
+		b.routes.each("", Everyone, func(s *subscriber) { s.cutOff(reasonClosed, ctx.Err()) })
 		b.mu.RUnlock()
 		return fmt.Errorf("closing event broker: %w", ctx.Err())
 	}

@@ -134,7 +134,7 @@ func publishCloseRound(t *testing.T, round int) (accepted, refused int) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			b.ServeEvent(w, r, dir, func() []sse.Message { connected.Done(); return nil })
+			b.ServeEvent(w, r, dir, sse.Standard, func() []sse.Message { connected.Done(); return nil })
 		}()
 		subs = append(subs, sub{w, done})
 	}

@@ -63,7 +63,7 @@ func servePiped(b *sse.Broker, directory string, reading bool) (c *pipeClient, d
 	go func() {
 		defer close(handled)
 		r := httptest.NewRequest(http.MethodGet, "/event", nil)
-		b.ServeEvent(&pipeWriter{header: http.Header{}, conn: server}, r, directory, nil)
+		b.ServeEvent(&pipeWriter{header: http.Header{}, conn: server}, r, directory, sse.Standard, nil)
 	}()
 	go c.read()
 	return c, handled

@@ -25,13 +25,49 @@ type Event struct {
 	Properties json.RawMessage `json:"properties"` // compact JSON object, never empty
 }
 
-// Message is an event and the directory it belongs to.
+// Message is an event, the directory it belongs to and the kind of stream
+// it is for.
 type Message struct {
 	// Directory "" means the event is not tied to a directory and goes to
 	// every /event stream; otherwise it goes to /event streams of that
 	// directory and to streams that gave no directory.
 	Directory string
 	Event     Event
+	// Audience is the kind of stream the message goes to; the zero value
+	// means every kind.
+	Audience Audience
+}
+
+// Audience is a kind of stream. questiond shows the OpenCode TUI, which
+// renders some things differently from every other client, its own view of
+// the same questions: a message can go to every stream, to consoles only,
+// or to every stream but consoles.
+type Audience uint8
+
+const (
+	// Everyone is every stream.
+	Everyone Audience = iota
+	// Standard is every stream that is not a console's.
+	Standard
+	// Console is the streams of the OpenCode TUI.
+	Console
+)
+
+// reaches reports whether a message for a goes to a stream of kind stream.
+func (a Audience) reaches(stream Audience) bool {
+	return a == Everyone || a == stream
+}
+
+func (a Audience) String() string {
+	switch a {
+	case Everyone:
+		return "everyone"
+	case Standard:
+		return "standard"
+	case Console:
+		return "console"
+	}
+	return fmt.Sprintf("audience(%d)", uint8(a))
 }
 
 // Types of the events the broker sends on its own.

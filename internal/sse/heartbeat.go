@@ -20,7 +20,7 @@ func (b *Broker) beat(ticker *time.Ticker) {
 		case <-ticker.C:
 			f, err := b.framesOf(Message{Event: brokerEvent(typeHeartbeat)})
 			if err == nil {
-				err = b.deliver("", f, true)
+				err = b.deliver("", Everyone, f, true)
 			}
 			if err != nil && !errors.Is(err, ErrClosed) {
 				b.log.Error("heartbeat not sent", zap.Error(err))

@@ -43,11 +43,11 @@ func TestHeartbeatEveryPeriodOnEveryStream(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/event?directory=/d", nil)
-			b.ServeEvent(newMemWriter(event.add), r, "/d", nil)
+			b.ServeEvent(newMemWriter(event.add), r, "/d", sse.Standard, nil)
 		})
 		wg.Go(func() {
 			r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/global/event", nil)
-			b.ServeGlobal(newMemWriter(global.add), r, nil)
+			b.ServeGlobal(newMemWriter(global.add), r, sse.Standard, nil)
 		})
 
 		expect := func(n int) {

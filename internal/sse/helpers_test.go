@@ -72,10 +72,10 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /event", func(w http.ResponseWriter, r *http.Request) {
-		b.ServeEvent(w, r, r.URL.Query().Get("directory"), initial(r))
+		b.ServeEvent(w, r, r.URL.Query().Get("directory"), audienceOf(r), initial(r))
 	})
 	mux.HandleFunc("GET /global/event", func(w http.ResponseWriter, r *http.Request) {
-		b.ServeGlobal(w, r, initial(r))
+		b.ServeGlobal(w, r, audienceOf(r), initial(r))
 	})
 	h.ts = httptest.NewUnstartedServer(mux)
 	if cfg.server != nil {
@@ -490,10 +490,18 @@ func serveGated(ctx context.Context, b *sse.Broker, g *gateWriter, directory str
 	go func() {
 		defer close(done)
 		r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/event", nil)
-		b.ServeEvent(g, r, directory, nil)
+		b.ServeEvent(g, r, directory, sse.Standard, nil)
 		g.mu.Lock()
 		g.ended = true
 		g.mu.Unlock()
 	}()
 	return done
+}
+
+// audienceOf lets a test open a console's stream with ?console=1.
+func audienceOf(r *http.Request) sse.Audience {
+	if r.URL.Query().Get("console") == "1" {
+		return sse.Console
+	}
+	return sse.Standard
 }

@@ -202,7 +202,7 @@ func TestConcurrentPublishSubscribeAndClose(t *testing.T) {
 				done := make(chan struct{})
 				go func() {
 					defer close(done)
-					h.b.ServeEvent(w, r, fmt.Sprint("/d", i%4), nil)
+					h.b.ServeEvent(w, r, fmt.Sprint("/d", i%4), sse.Standard, nil)
 				}()
 				select {
 				case <-got:

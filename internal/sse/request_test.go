@@ -49,7 +49,7 @@ type noFlush struct{ http.ResponseWriter }
 func TestWriterWithoutFlushGets500(t *testing.T) {
 	h := newHarness(t, harnessConfig{})
 	rec := httptest.NewRecorder()
-	h.b.ServeEvent(noFlush{rec}, httptest.NewRequest(http.MethodGet, "/event", nil), "", nil)
+	h.b.ServeEvent(noFlush{rec}, httptest.NewRequest(http.MethodGet, "/event", nil), "", sse.Standard, nil)
 	assertJSONError(t, rec, http.StatusInternalServerError, "UnknownError")
 	if n := h.b.Subscribers(); n != 0 {
 		t.Fatalf("%d subscribers", n)

@@ -5,24 +5,31 @@ import "fmt"
 // scope is what one subscriber asked for.
 type scope struct {
 	global    bool
-	directory string // "" means every directory
+	directory string   // "" means every directory
+	audience  Audience // Standard or Console
 }
 
-// accepts reports whether a message of directory belongs on this scope's
-// stream; it is the rule Publish routes by, applied to initial messages.
-func (s scope) accepts(directory string) bool {
-	return s.global || s.directory == "" || directory == "" || directory == s.directory
+// accepts reports whether m belongs on this scope's stream; it is the rule
+// Publish routes by, applied to initial messages.
+func (s scope) accepts(m Message) bool {
+	return m.Audience.reaches(s.audience) &&
+		(s.global || s.directory == "" || m.Directory == "" || m.Directory == s.directory)
 }
 
 func (s scope) String() string {
+	var path string
 	switch {
 	case s.global:
-		return "/global/event"
+		path = "/global/event"
 	case s.directory == "":
-		return "/event"
+		path = "/event"
 	default:
-		return "/event?directory=" + s.directory
+		path = "/event?directory=" + s.directory
 	}
+	if s.audience == Console {
+		path += " (console)"
+	}
+	return path
 }
 
 // subscriberSet is the live subscribers of one scope.
@@ -36,6 +43,7 @@ type routes struct {
 	undirected subscriberSet            // /event without a directory
 	byDir      map[string]subscriberSet // /event?directory=…
 	count      int
+	consoles   int // subscribers whose audience is Console
 }
 
 func newRoutes() routes {
@@ -54,6 +62,9 @@ func (r *routes) add(s *subscriber, maxScopes int) error {
 	}
 	set[s] = struct{}{}
 	r.count++
+	if s.scope.audience == Console {
+		r.consoles++
+	}
 	return nil
 }
 
@@ -65,6 +76,9 @@ func (r *routes) remove(s *subscriber) {
 	}
 	delete(set, s)
 	r.count--
+	if s.scope.audience == Console {
+		r.consoles--
+	}
 	if len(set) == 0 && !s.scope.global && s.scope.directory != "" {
 		delete(r.byDir, s.scope.directory)
 	}
@@ -81,23 +95,23 @@ func (r *routes) setOf(sc scope) subscriberSet {
 	}
 }
 
-// each calls fn for every subscriber a message of directory goes to.
-func (r *routes) each(directory string, fn func(*subscriber)) {
-	for s := range r.global {
-		fn(s)
-	}
-	for s := range r.undirected {
-		fn(s)
-	}
-	if directory != "" {
-		for s := range r.byDir[directory] {
-			fn(s)
+// each calls fn for every subscriber a message of directory for audience
+// goes to.
+func (r *routes) each(directory string, audience Audience, fn func(*subscriber)) {
+	visit := func(set subscriberSet) {
+		for s := range set {
+			if audience.reaches(s.scope.audience) {
+				fn(s)
+			}
 		}
+	}
+	visit(r.global)
+	visit(r.undirected)
+	if directory != "" {
+		visit(r.byDir[directory])
 		return
 	}
 	for _, set := range r.byDir {
-		for s := range set {
-			fn(s)
-		}
+		visit(set)
 	}
 }

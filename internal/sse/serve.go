@@ -11,7 +11,8 @@ import (
 )
 
 // ServeEvent serves GET /event for directory ("" = every directory) with
-// {"id","type","properties"} frames. The first frame is server.connected,
+// {"id","type","properties"} frames, to a stream of kind audience (Standard
+// or Console: it gets messages for Everyone and for its own kind). The first frame is server.connected,
 // then the messages returned by initial (called once the subscriber is
 // registered, so nothing published afterwards is missed), then live events
 // and heartbeats. The stream ends when the client goes away, is cut off, or
@@ -25,15 +26,24 @@ import (
 // any slow client). Messages it returns that do not belong to the scope are
 // skipped. A closed broker, or a new directory beyond Options.MaxScopes,
 // gets 503.
-func (b *Broker) ServeEvent(w http.ResponseWriter, r *http.Request, directory string, initial func() []Message) {
-	b.serve(w, r, scope{directory: directory}, initial)
+func (b *Broker) ServeEvent(w http.ResponseWriter, r *http.Request, directory string, audience Audience, initial func() []Message) {
+	b.serve(w, r, scope{directory: directory, audience: streamKind(audience)}, initial)
 }
 
 // ServeGlobal serves GET /global/event with {"directory","project","payload"}
 // frames (server.connected and server.heartbeat carry only "payload"), the
 // same way as ServeEvent.
-func (b *Broker) ServeGlobal(w http.ResponseWriter, r *http.Request, initial func() []Message) {
-	b.serve(w, r, scope{global: true}, initial)
+func (b *Broker) ServeGlobal(w http.ResponseWriter, r *http.Request, audience Audience, initial func() []Message) {
+	b.serve(w, r, scope{global: true, audience: streamKind(audience)}, initial)
+}
+
+// streamKind is the kind of a stream opened for audience: a stream is
+// either a console's or not, so Everyone means Standard here.
+func streamKind(audience Audience) Audience {
+	if audience == Console {
+		return Console
+	}
+	return Standard
 }
 
 func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial func() []Message) {
@@ -132,7 +142,7 @@ func (b *Broker) prelude(sc scope, initial func() []Message) [][]byte {
 		return out
 	}
 	for _, m := range initial() {
-		if !sc.accepts(m.Directory) {
+		if !sc.accepts(m) {
 			continue
 		}
 		f, err := b.frameFor(sc, m)

@@ -1,0 +1,367 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/sse"
+)
+
+// What the OpenCode TUI's event streams (the consoles) see of the questions.
+//
+// OpenCode itself never has two questions pending in one session, and the TUI
+// renders a second one broken. So a console is shown one question per
+// session, the oldest first, and the next one when that one has ended; every
+// other client keeps getting every question at once. Consoles also get the
+// events OpenCode sends around its own question tool, so the TUI looks alive:
+// the session's title and busy status, the history message with the tool
+// call, and a toast naming a new question wherever the operator is looking.
+
+// consoleUserAgent starts the User-Agent the OpenCode TUI sends
+// ("opencode/1.18.33").
+const consoleUserAgent = "opencode/"
+
+// consoleNextDelay separates the end of a session's question from the
+// announcement of its next one: the TUI applies the events of one 16 ms batch
+// together, and a new question in the same batch as the end of the previous
+// one inherits its stale panel state.
+const consoleNextDelay = 250 * time.Millisecond
+
+// Events only consoles get.
+const (
+	eventSessionUpdated = "session.updated"
+	eventSessionStatus  = "session.status"
+	eventSessionIdle    = "session.idle"
+	eventMessageUpdated = "message.updated"
+	eventPartUpdated    = "message.part.updated"
+	eventToastShow      = "tui.toast.show"
+	eventSessionSelect  = "tui.session.select"
+)
+
+// A new console stream is told how the last consoleEndingsReplayed
+// questions that ended within consoleEndingsWithin ended.
+const (
+	consoleEndingsReplayed = 256
+	consoleEndingsWithin   = 15 * time.Minute
+)
+
+// toastDuration is how long the TUI shows a new question's toast, in ms.
+const toastDuration = 8000
+
+type sessionUpdatedEvent struct {
+	SessionID string      `json:"sessionID"`
+	Info      sessionInfo `json:"info"`
+}
+
+type sessionStatusEvent struct {
+	SessionID string        `json:"sessionID"`
+	Status    sessionStatus `json:"status"`
+}
+
+type sessionIDEvent struct {
+	SessionID string `json:"sessionID"`
+}
+
+type messageUpdatedEvent struct {
+	SessionID string           `json:"sessionID"`
+	Info      assistantMessage `json:"info"`
+}
+
+type partUpdatedEvent struct {
+	SessionID string `json:"sessionID"`
+	Part      any    `json:"part"`
+	Time      int64  `json:"time"`
+}
+
+type toastEvent struct {
+	Title    string `json:"title,omitempty"`
+	Message  string `json:"message"`
+	Variant  string `json:"variant"`
+	Duration int    `json:"duration,omitempty"`
+}
+
+// isConsole reports whether r comes from the OpenCode TUI.
+func isConsole(r *http.Request) bool {
+	return strings.HasPrefix(r.Header.Get("User-Agent"), consoleUserAgent)
+}
+
+// consoleView decides what consoles are shown and when. Its lock orders
+// everything it publishes: an ending always goes out before the next
+// question of its session, and a question is never announced to consoles
+// after its ending. While no console is connected it does no work beyond
+// publishing endings: a console that connects is shown the state of the
+// store then (replay), and the bus counts it before its replay is made.
+type consoleView struct {
+	srv    *Server
+	events *Events
+	log    *zap.Logger
+	follow bool // after an answer, move every console to the next waiting session
+
+	mu     sync.Mutex
+	shown  map[string]string // session → the question consoles are shown
+	timers map[*time.Timer]struct{}
+	closed bool
+}
+
+func newConsoleView(srv *Server, events *Events, follow bool) *consoleView {
+	return &consoleView{
+		srv: srv, events: events, log: srv.log.Named("console"), follow: follow,
+		shown: map[string]string{}, timers: map[*time.Timer]struct{}{},
+	}
+}
+
+// asked tells consoles about a new question: its session's turn, history and
+// status, and a toast.
+func (c *consoleView) asked(q *pending.Question) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.events.bus.Watching(sse.Console) {
+		return // a console that connects later is shown its replay
+	}
+	if _, busy := c.shown[q.SessionID]; !busy {
+		c.shown[q.SessionID] = q.ID
+		c.publish(q.Directory, eventAsked, toQuestionRequest(q))
+	}
+	c.publishMessage(q)
+	c.publishSession(q, true)
+	c.publish(q.Directory, eventToastShow, toastEvent{
+		Title: "Question from " + askerName(q), Message: consoleTitle(q) + " (ctrl+x l lists sessions)",
+		Variant: "info", Duration: toastDuration,
+	})
+}
+
+// ended publishes q's ending to every stream, updates the consoles' view of
+// its session, and gives the session's next question its turn.
+func (c *consoleView) ended(q *pending.Question) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events.publishEnding(q, sse.Everyone)
+	if !c.events.bus.Watching(sse.Console) {
+		if c.shown[q.SessionID] == q.ID {
+			delete(c.shown, q.SessionID)
+		}
+		return // a console that connects later is shown its replay
+	}
+	c.publishMessage(q)
+	waiting := c.publishSession(q, false)
+	if c.shown[q.SessionID] == q.ID {
+		delete(c.shown, q.SessionID)
+		if waiting {
+			c.after(func() { c.showNext(q.SessionID) })
+		}
+	}
+	if !waiting && c.follow && q.Ended != nil && (q.Ended.Ending == pending.EndReplied || q.Ended.Ending == pending.EndRejected) {
+		c.after(c.selectNext)
+	}
+}
+
+// repeatEnding tells consoles again how q ended: a TUI that showed q before a
+// restart still has its panel open, and only the ending closes it.
+func (c *consoleView) repeatEnding(q *pending.Question) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events.publishEnding(q, sse.Console)
+}
+
+// showNext announces the oldest pending question of sessionID to consoles,
+// unless one is shown already.
+func (c *consoleView) showNext(sessionID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, busy := c.shown[sessionID]; busy || c.closed {
+		return
+	}
+	questions, err := c.list(pending.Filter{SessionID: sessionID})
+	if err != nil || len(questions) == 0 {
+		return
+	}
+	next := oldest(questions)
+	c.shown[sessionID] = next.ID
+	c.publish(next.Directory, eventAsked, toQuestionRequest(next))
+}
+
+// selectNext moves consoles to the session of the oldest pending question.
+func (c *consoleView) selectNext() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	questions, err := c.list(pending.Filter{})
+	if err != nil || len(questions) == 0 {
+		return
+	}
+	next := oldest(questions)
+	c.publish(next.Directory, eventSessionSelect, sessionIDEvent{SessionID: next.SessionID})
+}
+
+// replay is the first frames of a new console stream: the endings of
+// questions that ended lately (a TUI that reconnects after a restart or a
+// dropped connection still shows their panels, and only an ending closes
+// one), then, for each session with a pending question, the question it is
+// shown.
+func (c *consoleView) replay() []sse.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	all, err := c.list(pending.Filter{Ended: true})
+	if err != nil {
+		return nil
+	}
+	var questions, ended []*pending.Question
+	since := time.Now().Add(-consoleEndingsWithin)
+	for _, q := range all {
+		switch {
+		case q.Ended == nil:
+			questions = append(questions, q)
+		case q.Ended.At.After(since):
+			ended = append(ended, q) // in the order they ended
+		}
+	}
+	ended = ended[max(0, len(ended)-consoleEndingsReplayed):]
+	out := make([]sse.Message, 0, len(ended)+len(questions))
+	for _, q := range ended {
+		if m, ok := c.ending(q); ok {
+			out = append(out, m)
+		}
+	}
+	bySession := map[string]*pending.Question{}
+	for _, q := range questions {
+		if first := bySession[q.SessionID]; first == nil || q.ID < first.ID {
+			bySession[q.SessionID] = q
+		}
+	}
+	for sessionID, first := range bySession {
+		shown := first
+		if id, ok := c.shown[sessionID]; ok {
+			if i := slices.IndexFunc(questions, func(q *pending.Question) bool { return q.ID == id }); i >= 0 {
+				shown = questions[i]
+			}
+		}
+		c.shown[sessionID] = shown.ID
+		if m, ok := c.message(shown.Directory, eventAsked, toQuestionRequest(shown)); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// close stops the timers of later announcements; nothing is scheduled after.
+func (c *consoleView) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for t := range c.timers {
+		t.Stop()
+	}
+	clear(c.timers)
+}
+
+// after runs fn once consoleNextDelay has passed, unless close comes first.
+// The caller holds c.mu.
+func (c *consoleView) after(fn func()) {
+	if c.closed {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(consoleNextDelay, func() {
+		c.mu.Lock()
+		delete(c.timers, t)
+		c.mu.Unlock()
+		fn()
+	})
+	c.timers[t] = struct{}{}
+}
+
+// publishMessage publishes q's history message and its parts as they are now.
+func (c *consoleView) publishMessage(q *pending.Question) {
+	m := questionMessage(q)
+	c.publish(q.Directory, eventMessageUpdated, messageUpdatedEvent{SessionID: q.SessionID, Info: m.Info})
+	now := time.Now().UnixMilli()
+	for _, part := range m.Parts {
+		c.publish(q.Directory, eventPartUpdated, partUpdatedEvent{SessionID: q.SessionID, Part: part, Time: now})
+	}
+}
+
+// publishSession publishes q's session as it is now, busy or idle, and
+// reports whether it still has a pending question. busy says that it has,
+// without looking.
+func (c *consoleView) publishSession(q *pending.Question, busy bool) bool {
+	sessions, err := c.srv.consoleSessions(context.Background(), pending.Filter{SessionID: q.SessionID})
+	if err != nil || len(sessions) == 0 {
+		return busy
+	}
+	cs := sessions[0]
+	waiting := cs.pending()
+	c.publish(q.Directory, eventSessionUpdated, sessionUpdatedEvent{SessionID: cs.id, Info: cs.info(c.srv.opts.Version)})
+	status := "idle"
+	if waiting {
+		status = "busy"
+	}
+	c.publish(q.Directory, eventSessionStatus, sessionStatusEvent{SessionID: cs.id, Status: sessionStatus{Type: status}})
+	if !waiting {
+		c.publish(q.Directory, eventSessionIdle, sessionIDEvent{SessionID: cs.id})
+	}
+	return waiting
+}
+
+func (c *consoleView) list(f pending.Filter) ([]*pending.Question, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), replayTimeout)
+	defer cancel()
+	questions, err := c.srv.store.List(ctx, f)
+	if err != nil {
+		c.log.Warn("could not list pending questions for consoles", zap.Error(err))
+	}
+	return questions, err
+}
+
+func (c *consoleView) publish(directory, typ string, properties any) {
+	c.events.publish(context.Background(), directory, sse.Console, typ, properties)
+}
+
+// ending is q's question.replied or question.rejected, for a console.
+func (c *consoleView) ending(q *pending.Question) (sse.Message, bool) {
+	if q.Ended.Ending == pending.EndReplied {
+		answers := q.Ended.Answers
+		if answers == nil {
+			answers = [][]string{}
+		}
+		return c.message(q.Directory, eventReplied, questionReplied{SessionID: q.SessionID, RequestID: q.ID, Answers: answers})
+	}
+	return c.message(q.Directory, eventRejected, questionRejected{SessionID: q.SessionID, RequestID: q.ID})
+}
+
+func (c *consoleView) message(directory, typ string, properties any) (sse.Message, bool) {
+	body, err := json.Marshal(properties)
+	if err != nil {
+		c.log.Warn("could not encode an event", zap.String("type", typ), zap.Error(err))
+		return sse.Message{}, false
+	}
+	return sse.Message{Directory: directory, Audience: sse.Console, Event: sse.Event{Type: typ, Properties: body}}, true
+}
+
+// oldest is the question asked first; ids ascend with creation.
+func oldest(questions []*pending.Question) *pending.Question {
+	first := questions[0]
+	for _, q := range questions[1:] {
+		if q.ID < first.ID {
+			first = q
+		}
+	}
+	return first
+}
+
+// askerName names who asks in a toast: the agent, or "an agent".
+func askerName(q *pending.Question) string {
+	if q.Owner != "" {
+		return q.Owner
+	}
+	return "an agent"
+}

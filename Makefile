@@ -30,9 +30,10 @@ unit:
 # The real OpenCode TUI (opencode-ai from npm, cached in the user's cache
 # directory) in tmux against questiond; installs tmux with apt-get when
 # root. Screen captures and logs of every test land in $(TUI_ARTIFACTS).
+# OPENCODE=x.y.z tries another opencode-ai release than the pinned one.
 tui:
 	mkdir -p $(TUI_ARTIFACTS)
-	$(GO) test -race -count=1 -timeout 20m -v -artifacts -outputdir $(abspath $(TUI_ARTIFACTS)) ./e2e/tui/
+	QUESTIOND_TUI_VERSION=$(OPENCODE) $(GO) test -race -count=1 -timeout 20m -v -artifacts -outputdir $(abspath $(TUI_ARTIFACTS)) ./e2e/tui/
 
 # The quick loop while editing: heavy tests (the real binary as a process,
 # soak tests, and later browsers, the OpenCode TUI, PostgreSQL) skip under

@@ -90,8 +90,9 @@ func TestRestartUnderAnAttachedTUI(t *testing.T) {
 		t.Fatalf("the overdue question after the restart: %+v, %v", ended, err)
 	}
 	u.shot("ended-while-away")
-	// The panel may still show it (the TUI never heard of the ending);
-	// answering it must close the panel rather than wedge the session.
+	// The panel may still show it (the TUI was away when it ended); the
+	// reconnect or, at the latest, answering it must close the panel
+	// rather than wedge the session.
 	u.keys("1")
 	u.waitGone("unwedged", "Deploy to production now?", panelHint)
 	if exited, status := u.exited(); exited {

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,9 +13,12 @@ import (
 	"github.com/questiond/questiond/internal/testenv"
 )
 
-// opencodeVersion is the OpenCode release the console is tested with (see
-// README, "Answer in the OpenCode TUI").
-const opencodeVersion = "1.18.33"
+// pinnedOpencode is the OpenCode release the console is tested with (see
+// README, "Answer in the OpenCode TUI"); QUESTIOND_TUI_VERSION (make tui
+// OPENCODE=x.y.z) tries another release before the pin moves.
+const pinnedOpencode = "1.18.33"
+
+var opencodeVersion = cmp.Or(os.Getenv("QUESTIOND_TUI_VERSION"), pinnedOpencode)
 
 var (
 	opencodeOnce sync.Once

@@ -76,6 +76,9 @@ func installOpencode(t *testing.T) (string, error) {
 		return "", fmt.Errorf("npm installed opencode-ai@%s without the linux-x64 binary: %w", opencodeVersion, err)
 	}
 	if err := os.Rename(tmp, prefix); err != nil {
+		if _, statErr := os.Stat(bin); statErr == nil {
+			return bin, nil // another test run finished its install first
+		}
 		return "", fmt.Errorf("moving the OpenCode install into place: %w", err)
 	}
 	return bin, nil

@@ -22,6 +22,20 @@ func exerciseConsole(t *testing.T, l *liveServer, events *liveStream) {
 	for _, path := range []string{"/config", "/config/providers", "/provider", "/agent"} {
 		l.do(t, exchange{method: "GET", path: path}, 200)
 	}
+	// The TUI's GET /mcp, OpenCode's MCP status: an operator's, with the
+	// operator's credentials (none where they need none).
+	mcpStatus := exchange{method: "GET", path: "/mcp", header: []string{"Accept", "application/json"}}
+	if l.operatorAuth != "" {
+		mcpStatus.header = append(mcpStatus.header, "Authorization", l.operatorAuth)
+	} else {
+		mcpStatus.anonymous = true
+	}
+	if got := l.do(t, mcpStatus, 200); string(got.body) != "{}" {
+		t.Errorf("GET /mcp as the TUI sends it: %s, want {}", got.body)
+	}
+	if l.agentAuth != "" { // an agent's plain GET is an MCP request without a session
+		l.do(t, exchange{method: "GET", path: "/mcp", header: []string{"Accept", "application/json"}}, 400)
+	}
 
 	// The OpenCode TUI's own stream: everything it gets is documented too.
 	console := l.open(t, "/global/event", "User-Agent", "opencode/1.18.33")

@@ -919,6 +919,8 @@ func TestLiveAccessControlFollowsTheDocument(t *testing.T) {
 			otherRole.header, otherRole.brokenRequest = withHeader(route.header, asAgentA...), true
 			if agentRoute {
 				otherRole.header = withHeader(route.header, asOperator...)
+				// Operators may GET /mcp for OpenCode's MCP status, but not a session's stream.
+				otherRole.brokenRequest = !(route.method == "GET" && route.path == "/mcp")
 			}
 			l.do(t, otherRole, 403)
 		}

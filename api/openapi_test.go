@@ -551,7 +551,7 @@ func TestSecurityOfEveryOperation(t *testing.T) {
 		"elicitation.sessionGet":   {agent, "AgentUnauthorized"},
 		"elicitation.sessionReset": {agent, "AgentUnauthorized"},
 		"elicitation.mcpPost":      {agent, "AgentUnauthorized"},
-		"elicitation.mcpStream":    {agent, "AgentUnauthorized"},
+		"elicitation.mcpStream":    {[][]string{{"agentBearer"}, {"operatorBasic"}}, "AgentUnauthorized"}, // and OpenCode's MCP status
 		"elicitation.mcpEnd":       {agent, "AgentUnauthorized"},
 	}
 	raw := rawDoc(t)

@@ -13,7 +13,7 @@ import (
 type Params struct {
 	Message         string
 	RequestedSchema json.RawMessage // e.g. from (*SchemaBuilder).Build
-	SessionID       string          // "ses_…", optional: the OpenCode session the question belongs to
+	SessionID       string          // "ses_…", optional: the OpenCode session the question belongs to; "" is the agent's inbox
 	Directory       string          // optional: the project directory the question is listed in
 	Timeout         time.Duration   // 0: the server's default; when it runs out the result is cancel
 	Tool            *Tool           // optional: the assistant message and tool call that asked

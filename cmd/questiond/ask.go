@@ -152,7 +152,7 @@ func parseAsk(args []string, getenv func(string) string, stdin io.Reader, stderr
 	fs.StringVar(&f.server, "server", "", "questiond's base `URL` (env QUESTIOND_SERVER, default "+client.DefaultServer+")")
 	fs.StringVar(&f.token, "token", "", "agent bearer `token` (env QUESTIOND_TOKEN; prefer the environment, flags show in the process list)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "how long the operator has, a Go `duration` (e.g. 90s, 2h); then the result is cancel (default: the daemon's --default-timeout)")
-	fs.StringVar(&f.session, "session", "", "OpenCode session `id` (ses_…) the question belongs to")
+	fs.StringVar(&f.session, "session", "", "OpenCode session `id` (ses_…) the question belongs to (default: the agent's inbox session)")
 	fs.StringVar(&f.directory, "directory", "", "project `directory` the question belongs to")
 	fs.BoolVar(&f.contentOnly, "content", false, "print only the content object (nothing unless accepted)")
 	fs.Usage = func() {} // Parse calls it on every error; only --help prints the help

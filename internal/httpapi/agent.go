@@ -73,6 +73,7 @@ func (s *Server) createAs(ctx context.Context, p *createParams, only session.Cap
 		AskingSessionID: route.asking,
 		Directory:       v.directory,
 		Owner:           owner,
+		Client:          p.client,
 		Message:         v.message,
 		Schema:          v.schema,
 		Questions:       questions,

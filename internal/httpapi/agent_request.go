@@ -24,7 +24,8 @@ type createParams struct {
 	Timeout         json.RawMessage `json:"timeout"`
 	Tool            *pending.Tool   `json:"tool"`
 
-	key requestKey // from the Idempotency-Key header, not the body
+	key    requestKey // from the Idempotency-Key header, not the body
+	client string     // the MCP client that asks (see pending.Question.Client), not from the body
 }
 
 // rpcRequest is a JSON-RPC 2.0 request, or the {"method","params"} wrapper

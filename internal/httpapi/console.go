@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
@@ -63,6 +64,8 @@ func (s *Server) handlePromptRefused(w http.ResponseWriter, r *http.Request) {
 type consoleSession struct {
 	id        string
 	questions []*pending.Question
+	inbox     bool   // an agent's inbox: its questions asked without a session
+	agent     string // the inbox's agent
 }
 
 // consoleSessions groups the pending and retained questions that f selects
@@ -80,6 +83,10 @@ func (s *Server) consoleSessions(ctx context.Context, f pending.Filter) ([]*cons
 		cs := bySession[q.SessionID]
 		if cs == nil {
 			cs = &consoleSession{id: q.SessionID}
+			cs.agent, cs.inbox = s.inboxes[q.SessionID]
+			if !cs.inbox && q.SessionID == inboxSession(q.Owner) {
+				cs.agent, cs.inbox = q.Owner, true // an agent no longer configured
+			}
 			bySession[q.SessionID] = cs
 			sessions = append(sessions, cs)
 		}
@@ -113,6 +120,9 @@ func (cs *consoleSession) info(version string) sessionInfo {
 		}
 	}
 	title := consoleTitle(first)
+	if cs.inbox {
+		title = inboxTitle(cs.agent)
+	}
 	if cs.pending() {
 		title = pendingMarker + title
 	}
@@ -127,28 +137,41 @@ func (cs *consoleSession) info(version string) sessionInfo {
 }
 
 // consoleTitle says who asks and what about: the asking agent's token name,
-// if any, and the first line of its first question's message.
+// else the MCP client's name, if any, and the first line of its first
+// question's message.
 func consoleTitle(q *pending.Question) string {
 	what := strings.TrimSpace(q.Message)
 	if what == "" && len(q.Questions) > 0 {
 		what = strings.TrimSpace(q.Questions[0].Question)
 	}
-	if line, _, ok := strings.Cut(what, "\n"); ok {
-		what = strings.TrimSpace(line)
-	}
-	if utf8.RuneCountInString(what) > titleMaxRunes {
-		runes := []rune(what)
-		what = strings.TrimSpace(string(runes[:titleMaxRunes-1])) + "…"
-	}
+	what = oneLine(what, titleMaxRunes)
+	who := cmp.Or(q.Owner, q.Client)
 	switch {
-	case q.Owner != "" && what != "":
-		return q.Owner + ": " + what
-	case q.Owner != "":
-		return q.Owner
+	case who != "" && what != "":
+		return who + ": " + what
+	case who != "":
+		return who
 	case what != "":
 		return what
 	}
 	return "question " + q.ID
+}
+
+// oneLine is the first line of s without control characters, trimmed and
+// cut to at most max runes (the cut marked with an ellipsis).
+func oneLine(s string, max int) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	line = strings.TrimSpace(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, line))
+	if utf8.RuneCountInString(line) > max {
+		runes := []rune(line)
+		line = strings.TrimSpace(string(runes[:max-1])) + "…"
+	}
+	return line
 }
 
 // handleSessionList serves GET /session with the TUI's queries: start (ms:

@@ -328,14 +328,8 @@ func (c *consoleView) publish(directory, typ string, properties any) {
 
 // ending is q's question.replied or question.rejected, for a console.
 func (c *consoleView) ending(q *pending.Question) (sse.Message, bool) {
-	if q.Ended.Ending == pending.EndReplied {
-		answers := q.Ended.Answers
-		if answers == nil {
-			answers = [][]string{}
-		}
-		return c.message(q.Directory, eventReplied, questionReplied{SessionID: q.SessionID, RequestID: q.ID, Answers: answers})
-	}
-	return c.message(q.Directory, eventRejected, questionRejected{SessionID: q.SessionID, RequestID: q.ID})
+	typ, properties := endingEvent(q)
+	return c.message(q.Directory, typ, properties)
 }
 
 func (c *consoleView) message(directory, typ string, properties any) (sse.Message, bool) {
@@ -358,10 +352,14 @@ func oldest(questions []*pending.Question) *pending.Question {
 	return first
 }
 
-// askerName names who asks in a toast: the agent, or "an agent".
+// askerName names who asks in a toast: the agent's token name, else its MCP
+// client's name, else "an agent".
 func askerName(q *pending.Question) string {
-	if q.Owner != "" {
+	switch {
+	case q.Owner != "":
 		return q.Owner
+	case q.Client != "":
+		return q.Client
 	}
 	return "an agent"
 }

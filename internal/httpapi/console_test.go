@@ -1,8 +1,8 @@
 package httpapi_test
 
 // The operator console: the routes the OpenCode TUI needs to attach, through
-// real HTTP. The contract tests list the fields the TUI (1.18.33) reads;
-// sessions and their history are projections of the store.
+// real HTTP: sessions and their history are projections of the store. The
+// fields the TUI (1.18.33) reads are held by console_contract_test.go.
 
 import (
 	"encoding/json"
@@ -157,72 +157,6 @@ func (c *console) messages(sessionID, query string) []messageView {
 	return list
 }
 
-func TestConsoleConstantsHaveWhatTheTUIReads(t *testing.T) {
-	c := newConsole(t, tuning{})
-	var config map[string]any
-	c.get("/config", &config)
-	if len(config) != 0 {
-		t.Errorf("GET /config = %v, want {}", config)
-	}
-
-	type model struct {
-		ID    string                 `json:"id"`
-		Name  string                 `json:"name"`
-		Limit struct{ Context *int } `json:"limit"`
-		Cost  *struct {
-			Input *float64 `json:"input"`
-		} `json:"cost"`
-	}
-	type provider struct {
-		ID     string           `json:"id"`
-		Name   string           `json:"name"`
-		Models map[string]model `json:"models"`
-	}
-	check := func(route string, providers []provider, def map[string]string) {
-		t.Helper()
-		if len(providers) != 1 || providers[0].ID != "questiond" || providers[0].Name != "questiond" {
-			t.Fatalf("%s: providers %+v, want the one questiond provider", route, providers)
-		}
-		m, ok := providers[0].Models["operator-console"]
-		if !ok || len(providers[0].Models) != 1 || m.ID != "operator-console" || !strings.Contains(m.Name, "questiond") ||
-			m.Limit.Context == nil || m.Cost == nil || m.Cost.Input == nil {
-			t.Errorf("%s: models %+v, want one named for questiond with limit.context and cost", route, providers[0].Models)
-		}
-		if def["questiond"] != "operator-console" {
-			t.Errorf("%s: default %v", route, def)
-		}
-	}
-	var configProviders struct {
-		Providers []provider        `json:"providers"`
-		Default   map[string]string `json:"default"`
-	}
-	c.get("/config/providers", &configProviders)
-	check("GET /config/providers", configProviders.Providers, configProviders.Default)
-	var providers struct {
-		All       []provider        `json:"all"`
-		Default   map[string]string `json:"default"`
-		Connected []string          `json:"connected"`
-	}
-	c.get("/provider", &providers)
-	check("GET /provider", providers.All, providers.Default)
-	if !slices.Equal(providers.Connected, []string{"questiond"}) {
-		t.Errorf("GET /provider: connected %v", providers.Connected)
-	}
-
-	var agents []struct {
-		Name       string `json:"name"`
-		Mode       string `json:"mode"`
-		Hidden     *bool  `json:"hidden"`
-		Permission []any  `json:"permission"`
-		Options    map[string]any
-	}
-	c.get("/agent", &agents)
-	if len(agents) != 1 || agents[0].Name != "questiond" || agents[0].Mode != "primary" || agents[0].Hidden == nil || *agents[0].Hidden ||
-		agents[0].Permission == nil || agents[0].Options == nil {
-		t.Errorf("GET /agent = %+v, want one visible primary agent named questiond", agents)
-	}
-}
-
 func TestConsoleSessionsAreTheStoresSessions(t *testing.T) {
 	c := newConsole(t, tuning{api: httpapi.Options{Version: "9.9.9", Auth: authBoth()}})
 	long := strings.Repeat("é", 70)
@@ -339,12 +273,12 @@ func TestConsoleSessionsAreTheStoresSessions(t *testing.T) {
 
 func TestConsoleTitleWithoutTokens(t *testing.T) {
 	c := &console{t: t, h: newHarness(t, httpapi.Options{})}
-	c.ask("", map[string]any{"message": "\n  Which database?  \nDetails follow"})
+	c.ask("", map[string]any{"sessionID": "ses_plain", "message": "\n  Which database?  \nDetails follow"})
 	var list []consoleSessionView
 	res := c.h.do(http.MethodGet, "/session", nil)
 	res.json(t, &list)
 	if res.Status != http.StatusOK || len(list) != 1 || list[0].Title != "[?] Which database?" || list[0].Directory != "" ||
-		!strings.HasPrefix(list[0].ID, "ses_") {
+		list[0].ID != "ses_plain" {
 		t.Errorf("GET /session without tokens: %d %s", res.Status, res.Body)
 	}
 }

@@ -116,16 +116,8 @@ func (e *Events) Ended(q *pending.Question) {
 // publishEnding publishes question.replied or question.rejected for q to
 // audience.
 func (e *Events) publishEnding(q *pending.Question, audience sse.Audience) {
-	ctx := context.Background()
-	if q.Ended != nil && q.Ended.Ending == pending.EndReplied {
-		answers := q.Ended.Answers
-		if answers == nil {
-			answers = [][]string{}
-		}
-		e.publish(ctx, q.Directory, audience, eventReplied, questionReplied{SessionID: q.SessionID, RequestID: q.ID, Answers: answers})
-		return
-	}
-	e.publish(ctx, q.Directory, audience, eventRejected, questionRejected{SessionID: q.SessionID, RequestID: q.ID})
+	typ, properties := endingEvent(q)
+	e.publish(context.Background(), q.Directory, audience, typ, properties)
 }
 
 func (e *Events) publish(ctx context.Context, directory string, audience sse.Audience, typ string, properties any) {

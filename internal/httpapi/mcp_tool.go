@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,7 +65,7 @@ func (s *Server) askTool(conn *mcpConnection, capability session.Capability) mcp
 		// session: it acts for the agent that opened it.
 		ctx = context.WithValue(ctx, callerKey{}, caller{role: roleAgent, agent: conn.agent})
 		q, err := s.createAs(ctx, &createParams{Message: &message, RequestedSchema: schema,
-			SessionID: conn.sessionID, Directory: conn.directory}, capability, shown)
+			SessionID: conn.sessionID, Directory: conn.directory, client: mcpClientName(req.Session)}, capability, shown)
 		if err != nil {
 			return nil, askOutput{}, toolError(err)
 		}
@@ -74,6 +75,24 @@ func (s *Server) askTool(conn *mcpConnection, capability session.Capability) mcp
 		}
 		return toolResult(ended, in.Questions)
 	}
+}
+
+// clientNameMaxRunes bounds the MCP client name kept with a question: it
+// only says who asks, in a console title.
+const clientNameMaxRunes = 40
+
+// mcpClientName is how the MCP client of session ss named itself when it
+// initialized: its title if it gave one, else its name, as one short line.
+func mcpClientName(ss *mcp.ServerSession) string {
+	if ss == nil {
+		return ""
+	}
+	params := ss.InitializeParams()
+	if params == nil || params.ClientInfo == nil {
+		return ""
+	}
+	info := params.ClientInfo
+	return oneLine(cmp.Or(strings.TrimSpace(info.Title), info.Name), clientNameMaxRunes)
 }
 
 // waitForTool waits for question id to end, sending a progress notification

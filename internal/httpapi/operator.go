@@ -144,7 +144,11 @@ func rejectAction(w http.ResponseWriter, r *http.Request, limit int64) (string, 
 }
 
 // pendingQuestion finds a question that is still pending, in the caller's
-// directory scope; anything else is the same 404 as an unknown id.
+// directory scope; anything else is the same 404 as an unknown id. A reply
+// or reject for a question that has ended comes from a client that missed
+// the ending (questiond restarted meanwhile, say), so, while the store still
+// retains the question, its ending is published again: the client stops
+// showing it instead of keeping a panel nothing can close.
 func (s *Server) pendingQuestion(r *http.Request, id string) (*pending.Question, error) {
 	dir, err := requestDirectory(r)
 	if err != nil {
@@ -154,7 +158,11 @@ func (s *Server) pendingQuestion(r *http.Request, id string) (*pending.Question,
 	if err != nil {
 		return nil, s.notFoundAs(err, id)
 	}
-	if q.Ended != nil || !(pending.Filter{Directory: dir}).Matches(q) {
+	if !(pending.Filter{Directory: dir}).Matches(q) {
+		return nil, &notFound{id: id}
+	}
+	if q.Ended != nil {
+		s.events.repeatEnding(q)
 		return nil, &notFound{id: id}
 	}
 	return q, nil

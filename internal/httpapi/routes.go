@@ -54,8 +54,9 @@ func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
 		r.Put("/sessions/{sessionID}", s.handleSessionPut)
 		r.Get("/sessions/{sessionID}", s.handleSessionGet)
 		r.Delete("/sessions/{sessionID}", s.handleSessionDelete)
-		r.Handle("/mcp", s.mcp)
 	})
+	// The OpenCode TUI's plain GET /mcp is an operator's; see console_mcp.go.
+	r.Handle("/mcp", s.mcpStatusOr(s.agentsOnly(s.mcp)))
 	return r
 }
 

@@ -106,6 +106,7 @@ type Server struct {
 	log      *zap.Logger
 	router   chi.Router
 	auth     *authenticator
+	inboxes  map[string]string // inbox session id → its agent (see inbox.go)
 	mcp      *mcpEndpoint
 	console  *consoleView
 	draining atomic.Bool
@@ -177,7 +178,7 @@ func New(store Store, events *Events, opts Options) (*Server, error) {
 		sessions = registry
 	}
 	s := &Server{store: store, sessions: sessions, events: events, opts: opts, log: opts.Logger.Named("http"), auth: auth,
-		creates: newDoor(), toolCalls: newDoor(), endings: newDoor()}
+		inboxes: inboxOwners(opts.Auth), creates: newDoor(), toolCalls: newDoor(), endings: newDoor()}
 	s.lifetime, s.release = context.WithCancel(context.Background())
 	s.mcp = newMCPEndpoint(s)
 	s.console = newConsoleView(s, events, opts.ConsoleFollow)

@@ -11,7 +11,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
-	"github.com/questiond/questiond/internal/ident"
 	"github.com/questiond/questiond/internal/session"
 )
 
@@ -58,6 +57,10 @@ func (s *Server) handleSessionPut(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := decodeSessionBody(id, body)
 	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.othersInbox(id, callerFrom(r.Context()).agent); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -170,12 +173,17 @@ type route struct {
 
 // routeQuestion decides by the session's capability whether a question may
 // be asked at all and under which session it is listed. A question without a
-// session gets a fresh one, with the default capability. When only is not
+// session goes to its agent's inbox (see inbox.go), which has the default
+// capability unless an agent configured it. When only is not
 // empty, the session must still have exactly that capability (a tool bound
 // to it at connect time); anything else fails closed.
 func (s *Server) routeQuestion(ctx context.Context, sessionID string, only session.Capability) (route, error) {
+	agent := callerFrom(ctx).agent
 	if sessionID == "" {
-		sessionID = ident.Descending(ident.Session)
+		sessionID = inboxSession(agent)
+	}
+	if err := s.othersInbox(sessionID, agent); err != nil {
+		return route{}, err
 	}
 	// Like the store's Create, the lookup goes on when the asking client
 	// hangs up meanwhile: a question that passed validation is asked, and

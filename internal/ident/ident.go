@@ -9,6 +9,7 @@ package ident
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"strings"
 	"sync"
 	"time"
@@ -68,6 +69,28 @@ func (g *Generator) make(prefix string, descending bool) string {
 	_, _ = rand.Read(rnd[:]) // crypto/rand.Read never fails on supported platforms
 	for _, r := range rnd {
 		b.WriteByte(base62[int(r)%len(base62)])
+	}
+	return b.String()
+}
+
+// Derived returns the identifier that name stands for: the same on every
+// call, in every process, with the shape of the others (its 12 hex digits
+// and 14 base62 characters come from a SHA-256 of name), so replicas and
+// restarts agree on it without storing it. It carries no time: it does not
+// sort with Ascending or Descending ones.
+func Derived(prefix, name string) string {
+	sum := sha256.Sum256([]byte(name))
+	var b strings.Builder
+	b.Grow(len(prefix) + 1 + 12 + 14)
+	b.WriteString(prefix)
+	b.WriteByte('_')
+	const hex = "0123456789abcdef"
+	for _, by := range sum[:6] {
+		b.WriteByte(hex[by>>4])
+		b.WriteByte(hex[by&0x0f])
+	}
+	for _, by := range sum[6:20] {
+		b.WriteByte(base62[int(by)%len(base62)])
 	}
 	return b.String()
 }

@@ -56,3 +56,22 @@ func TestHasPrefix(t *testing.T) {
 		}
 	}
 }
+
+func TestDerivedIsStableAndShaped(t *testing.T) {
+	sessionShape := regexp.MustCompile(`^ses_[0-9a-f]{12}[0-9A-Za-z]{14}$`)
+	a, again, b := Derived(Session, "inbox\x00alpha"), Derived(Session, "inbox\x00alpha"), Derived(Session, "inbox\x00beta")
+	if !sessionShape.MatchString(a) || !sessionShape.MatchString(b) {
+		t.Fatalf("ids %q, %q do not have OpenCode's shape", a, b)
+	}
+	if a != again {
+		t.Errorf("the same name gave %q and %q", a, again)
+	}
+	if a == b {
+		t.Errorf("two names gave the same id %q", a)
+	}
+	// Pinned (SHA-256("") starts e3b0c44298fc 1c14…: 0x1c is 28, "S"):
+	// replicas and restarts of every version must agree on it.
+	if got := Derived(Session, ""); got != "ses_e3b0c44298fcSKU3wETnzado3g" {
+		t.Errorf("Derived(ses, \"\") = %q, which changed", got)
+	}
+}

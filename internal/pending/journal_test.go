@@ -41,7 +41,7 @@ var journals = map[string]func(t *testing.T) pending.Journal{
 func fullQuestion(id string) *pending.Question {
 	multiple := true
 	return &pending.Question{
-		ID: id, SessionID: "ses_1", Directory: "/work", Owner: "agent-1", Message: "Pick colours",
+		ID: id, SessionID: "ses_1", Directory: "/work", Owner: "agent-1", Client: "Claude Code", Message: "Pick colours",
 		Schema:    json.RawMessage(`{"type":"object","properties":{"c":{"type":"string"}}}`),
 		Questions: []elicit.QuestionInfo{{Question: "Colours?", Header: "Colours", Options: []elicit.QuestionOption{{Label: "Red", Description: "warm"}}, Multiple: &multiple}},
 		Tool:      &pending.Tool{MessageID: "msg_1", CallID: "call_1"},

@@ -59,16 +59,19 @@ type Question struct {
 	SessionID string `json:"sessionID"`
 	// AskingSessionID is the session that asked when it asked through its
 	// parent: SessionID is then the parent's, where operators see it.
-	AskingSessionID string                `json:"askingSessionID,omitempty"`
-	Directory       string                `json:"directory,omitempty"`
-	Owner           string                `json:"owner,omitempty"` // the agent that asked
-	Message         string                `json:"message"`
-	Schema          json.RawMessage       `json:"requestedSchema"`
-	Questions       []elicit.QuestionInfo `json:"questions"`
-	Tool            *Tool                 `json:"tool,omitempty"`
-	CreatedAt       time.Time             `json:"createdAt"`
-	Deadline        time.Time             `json:"deadline,omitzero"` // zero: no timeout
-	Ended           *Outcome              `json:"ended,omitempty"`
+	AskingSessionID string `json:"askingSessionID,omitempty"`
+	Directory       string `json:"directory,omitempty"`
+	Owner           string `json:"owner,omitempty"` // the agent that asked
+	// Client is the MCP client that asked through /mcp, as it names itself
+	// (its clientInfo title, else its name); "" for the HTTP routes.
+	Client    string                `json:"client,omitempty"`
+	Message   string                `json:"message"`
+	Schema    json.RawMessage       `json:"requestedSchema"`
+	Questions []elicit.QuestionInfo `json:"questions"`
+	Tool      *Tool                 `json:"tool,omitempty"`
+	CreatedAt time.Time             `json:"createdAt"`
+	Deadline  time.Time             `json:"deadline,omitzero"` // zero: no timeout
+	Ended     *Outcome              `json:"ended,omitempty"`
 	// IdempotencyKey is the Idempotency-Key of the request that asked ("":
 	// none). With Owner it names the question for retries of that request:
 	// the store holds at most one live question per owner and key.

@@ -58,7 +58,7 @@ func TestRestartKeepsQuestions(t *testing.T) {
 	custom := true
 	questions := []*pending.Question{
 		ask("que_1", func(q *pending.Question) {
-			q.Directory, q.Owner, q.Deadline = "/work", "agent-1", time.Now().Add(time.Hour)
+			q.Directory, q.Owner, q.Client, q.Deadline = "/work", "agent-1", "Claude Code", time.Now().Add(time.Hour)
 			q.Questions = []elicit.QuestionInfo{{Question: "Colour?", Header: "Colour", Options: []elicit.QuestionOption{{Label: "Red"}}, Custom: &custom}}
 			q.Tool = &pending.Tool{MessageID: "msg_1", CallID: "call_1"}
 		}),

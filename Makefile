@@ -3,9 +3,11 @@ GO       ?= go
 BIN      ?= bin/questiond
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 15s
+# Where `make tui` keeps its screen captures and logs (go test -artifacts).
+TUI_ARTIFACTS ?= artifacts/tui
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test quick unit fuzz compat bench lint clean
+.PHONY: all build run test quick unit tui fuzz compat bench lint clean
 
 all: lint test build
 
@@ -16,13 +18,22 @@ run:
 	$(GO) run ./cmd/questiond
 
 # The whole suite: static checks, unit and end-to-end tests with the race
-# detector, a short run of every fuzz target, and the OpenCode SDK
+# detector, a short run of every fuzz target, the OpenCode SDK
 # compatibility tests with the OpenCode SDK and the MCP TypeScript SDK (each
-# installs its npm packages itself).
-test: lint unit fuzz compat
+# installs its npm packages itself), and the real OpenCode TUI.
+test: lint unit fuzz compat tui
 
+# Every package but e2e/tui, which `make tui` runs with its artifacts kept.
 unit:
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/e2e/tui$$')
+
+# The real OpenCode TUI (opencode-ai from npm, cached in the user's cache
+# directory) in tmux against questiond; installs tmux with apt-get when
+# root. Screen captures and logs of every test land in $(TUI_ARTIFACTS).
+# OPENCODE=x.y.z tries another opencode-ai release than the pinned one.
+tui:
+	mkdir -p $(TUI_ARTIFACTS)
+	QUESTIOND_TUI_VERSION=$(OPENCODE) $(GO) test -race -count=1 -timeout 20m -v -artifacts -outputdir $(abspath $(TUI_ARTIFACTS)) ./e2e/tui/
 
 # The quick loop while editing: heavy tests (the real binary as a process,
 # soak tests, and later browsers, the OpenCode TUI, PostgreSQL) skip under
@@ -52,4 +63,4 @@ lint:
 	$(GO) vet ./...
 
 clean:
-	rm -rf bin
+	rm -rf bin artifacts

@@ -24,11 +24,14 @@ func BenchmarkRoundTripConsole(b *testing.B) {
 			name = "tui"
 		}
 		var fx *roundTripFixture
+		detach := func() {}
 		b.Run(fmt.Sprintf("%s/agents=%d", name, agents), func(b *testing.B) {
 			if fx == nil {
 				fx = newRoundTripFixture(b, startQuestiond, agents)
 				if withConsole {
-					attachConsole(b, fx.srv.url)
+					// The stream outlives this run: b.Run calls the function
+					// again with a larger b.N on the same fixture.
+					detach = attachConsole(b, fx.srv.url)
 				}
 			}
 			b.ResetTimer()
@@ -42,15 +45,16 @@ func BenchmarkRoundTripConsole(b *testing.B) {
 				b.ReportMetric(rates["tui"]/rates["plain"], "tui/plain")
 			}
 		})
+		detach()
 		if fx != nil {
 			fx.close()
 		}
 	}
 }
 
-// attachConsole opens the OpenCode TUI's event stream and reads it until the
-// benchmark ends.
-func attachConsole(b *testing.B, base string) {
+// attachConsole opens the OpenCode TUI's event stream and reads it until
+// the returned detach is called.
+func attachConsole(b *testing.B, base string) (detach func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/global/event", nil)
 	req.Header.Set("User-Agent", "opencode/1.18.33")
@@ -68,9 +72,9 @@ func attachConsole(b *testing.B, base string) {
 		defer close(done)
 		_, _ = io.Copy(io.Discard, res.Body)
 	}()
-	b.Cleanup(func() {
+	return func() {
 		cancel()
 		res.Body.Close()
 		<-done
-	})
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -103,36 +104,64 @@ func (cs *consoleSession) pending() bool {
 	return slices.ContainsFunc(cs.questions, func(q *pending.Question) bool { return q.Ended == nil })
 }
 
-// info is the session as OpenCode's Session. Its directory is the one its
-// questions share; questions from several directories (or none) give "",
-// which the TUI sends back unscoped, so its replies reach every question.
+// info is the session as OpenCode's Session.
 func (cs *consoleSession) info(version string) sessionInfo {
-	first := cs.questions[0]
-	dir := first.Directory
-	var updated int64
+	return cs.summary().info(version, cs.pending())
+}
+
+// summary folds the session's questions into what its info needs.
+func (cs *consoleSession) summary() *sessionSummary {
+	sm := &sessionSummary{id: cs.id, first: cs.questions[0], dir: cs.questions[0].Directory, inbox: cs.inbox, agent: cs.agent}
 	for _, q := range cs.questions {
-		if q.Directory != dir {
-			dir = ""
-		}
-		updated = max(updated, q.CreatedAt.UnixMilli())
-		if q.Ended != nil {
-			updated = max(updated, q.Ended.At.UnixMilli())
-		}
+		sm.add(q)
 	}
-	title := consoleTitle(first)
-	if cs.inbox {
-		title = inboxTitle(cs.agent)
+	return sm
+}
+
+// sessionSummary is what a session's info needs of its questions: the first
+// one, the directory they share, and when the session last changed. It can
+// be kept up to date question by question (see consoleView), so a session
+// with thousands of retained results need not be read again for each event.
+type sessionSummary struct {
+	id      string
+	first   *pending.Question
+	dir     string    // the directory every question has; "" when they differ
+	updated int64     // ms
+	inbox   bool      // an agent's inbox: its questions asked without a session
+	agent   string    // the inbox's agent
+	loaded  time.Time // when it was read from the store (the console view's)
+}
+
+// add takes q, new or just ended, into the summary.
+func (sm *sessionSummary) add(q *pending.Question) {
+	if q.Directory != sm.dir {
+		sm.dir = ""
 	}
-	if cs.pending() {
+	sm.updated = max(sm.updated, q.CreatedAt.UnixMilli())
+	if q.Ended != nil {
+		sm.updated = max(sm.updated, q.Ended.At.UnixMilli())
+	}
+}
+
+// info is the session as OpenCode's Session, marked pending when waiting.
+// Its directory is the one its questions share; questions from several
+// directories (or none) give "", which the TUI sends back unscoped, so its
+// replies reach every question.
+func (sm *sessionSummary) info(version string, waiting bool) sessionInfo {
+	title := consoleTitle(sm.first)
+	if sm.inbox {
+		title = inboxTitle(sm.agent)
+	}
+	if waiting {
 		title = pendingMarker + title
 	}
-	slug := first.Owner
+	slug := sm.first.Owner
 	if slug == "" {
 		slug = consoleAgent
 	}
 	return sessionInfo{
-		ID: cs.id, Slug: slug, ProjectID: consoleProjectID, Directory: dir, Title: title, Version: version,
-		Time: sessionTime{Created: first.CreatedAt.UnixMilli(), Updated: updated},
+		ID: sm.id, Slug: slug, ProjectID: consoleProjectID, Directory: sm.dir, Title: title, Version: version,
+		Time: sessionTime{Created: sm.first.CreatedAt.UnixMilli(), Updated: sm.updated},
 	}
 }
 

@@ -53,6 +53,15 @@ const (
 	consoleEndingsWithin   = 15 * time.Minute
 )
 
+// maxSummaries bounds the session summaries kept while consoles watch.
+const maxSummaries = 4096
+
+// summaryRefresh is how often at most a session's summary is read from the
+// store again once its first question has left retention: a session that
+// asks all the time (an agent's inbox at --max-retained) loses its first
+// question with nearly every answer, and each read costs all it retains.
+const summaryRefresh = time.Second
+
 // toastDuration is how long the TUI shows a new question's toast, in ms.
 const toastDuration = 8000
 
@@ -105,16 +114,17 @@ type consoleView struct {
 	log    *zap.Logger
 	follow bool // after an answer, move every console to the next waiting session
 
-	mu     sync.Mutex
-	shown  map[string]string // session → the question consoles are shown
-	timers map[*time.Timer]struct{}
-	closed bool
+	mu        sync.Mutex
+	shown     map[string]string          // session → the question consoles are shown
+	summaries map[string]*sessionSummary // sessions seen while consoles watch, at most maxSummaries
+	timers    map[*time.Timer]struct{}
+	closed    bool
 }
 
 func newConsoleView(srv *Server, events *Events, follow bool) *consoleView {
 	return &consoleView{
 		srv: srv, events: events, log: srv.log.Named("console"), follow: follow,
-		shown: map[string]string{}, timers: map[*time.Timer]struct{}{},
+		shown: map[string]string{}, summaries: map[string]*sessionSummary{}, timers: map[*time.Timer]struct{}{},
 	}
 }
 
@@ -124,7 +134,8 @@ func (c *consoleView) asked(q *pending.Question) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.events.bus.Watching(sse.Console) {
-		return // a console that connects later is shown its replay
+		clear(c.summaries) // they would miss what happens meanwhile
+		return             // a console that connects later is shown its replay
 	}
 	if _, busy := c.shown[q.SessionID]; !busy {
 		c.shown[q.SessionID] = q.ID
@@ -148,6 +159,7 @@ func (c *consoleView) ended(q *pending.Question) {
 		if c.shown[q.SessionID] == q.ID {
 			delete(c.shown, q.SessionID)
 		}
+		clear(c.summaries)
 		return // a console that connects later is shown its replay
 	}
 	c.publishMessage(q)
@@ -292,24 +304,52 @@ func (c *consoleView) publishMessage(q *pending.Question) {
 
 // publishSession publishes q's session as it is now, busy or idle, and
 // reports whether it still has a pending question. busy says that it has,
-// without looking.
+// without looking. A session's summary is read from the store once and then
+// kept up to date here, so an event costs what the session has pending, not
+// everything it retains.
 func (c *consoleView) publishSession(q *pending.Question, busy bool) bool {
-	sessions, err := c.srv.consoleSessions(context.Background(), pending.Filter{SessionID: q.SessionID})
-	if err != nil || len(sessions) == 0 {
-		return busy
+	sm := c.summaries[q.SessionID]
+	if sm != nil && time.Since(sm.loaded) > summaryRefresh && !c.stillHeld(sm.first.ID) {
+		sm = nil // its first question is gone: the title and dates move on
 	}
-	cs := sessions[0]
-	waiting := cs.pending()
-	c.publish(q.Directory, eventSessionUpdated, sessionUpdatedEvent{SessionID: cs.id, Info: cs.info(c.srv.opts.Version)})
+	if sm == nil {
+		sessions, err := c.srv.consoleSessions(context.Background(), pending.Filter{SessionID: q.SessionID})
+		if err != nil || len(sessions) == 0 {
+			return busy
+		}
+		sm = sessions[0].summary()
+		sm.loaded = time.Now()
+		if len(c.summaries) >= maxSummaries {
+			clear(c.summaries) // rebuilt on demand; the bound keeps memory flat
+		}
+		c.summaries[q.SessionID] = sm
+	} else {
+		sm.add(q)
+	}
+	waiting := busy
+	if !busy {
+		questions, err := c.list(pending.Filter{SessionID: q.SessionID})
+		waiting = err != nil || len(questions) > 0
+	}
+	c.publish(q.Directory, eventSessionUpdated, sessionUpdatedEvent{SessionID: sm.id, Info: sm.info(c.srv.opts.Version, waiting)})
 	status := "idle"
 	if waiting {
 		status = "busy"
 	}
-	c.publish(q.Directory, eventSessionStatus, sessionStatusEvent{SessionID: cs.id, Status: sessionStatus{Type: status}})
+	c.publish(q.Directory, eventSessionStatus, sessionStatusEvent{SessionID: sm.id, Status: sessionStatus{Type: status}})
 	if !waiting {
-		c.publish(q.Directory, eventSessionIdle, sessionIDEvent{SessionID: cs.id})
+		c.publish(q.Directory, eventSessionIdle, sessionIDEvent{SessionID: sm.id})
 	}
 	return waiting
+}
+
+// stillHeld reports whether the store still has question id, pending or
+// retained.
+func (c *consoleView) stillHeld(id string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), replayTimeout)
+	defer cancel()
+	_, err := c.srv.store.Get(ctx, id)
+	return err == nil
 }
 
 func (c *consoleView) list(f pending.Filter) ([]*pending.Question, error) {

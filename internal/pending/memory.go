@@ -67,17 +67,17 @@ type Memory struct {
 
 	mu        sync.RWMutex
 	closed    bool
-	entries   map[string]*entry       // pending and retained ended questions
-	pending   *list.List              // pending *entry in creation order, for List
-	sessions  map[string]sessionSet   // the entries of each session, pending and ended
-	seq       uint64                  // ticks once per entry joining pending or ended, to order a session's entries like those lists
-	ended     []*entry                // ended entries in expiry order (= ending order), at most maxRetained
-	evicted   []*entry                // with a journal: entries evicted or swept whose records are still to delete
-	creating  map[string]struct{}     // ids whose creation is being committed
-	keys      map[requestKey]*entry   // the live holder of each Idempotency-Key
-	keying    map[requestKey]struct{} // keys whose creation is being committed
-	sweepDone chan struct{}           // while the janitor deletes records: closed when it is done
-	sweepSoon chan struct{}           // one token: records of evicted entries await deletion
+	entries   map[string]*entry          // pending and retained ended questions
+	pending   *list.List                 // pending *entry in creation order, for List
+	sessions  map[string]*sessionEntries // the entries of each session, pending and ended
+	seq       uint64                     // ticks once per entry joining pending or ended, to order a session's entries like those lists
+	ended     []*entry                   // ended entries in expiry order (= ending order), at most maxRetained
+	evicted   []*entry                   // with a journal: entries evicted or swept whose records are still to delete
+	creating  map[string]struct{}        // ids whose creation is being committed
+	keys      map[requestKey]*entry      // the live holder of each Idempotency-Key
+	keying    map[requestKey]struct{}    // keys whose creation is being committed
+	sweepDone chan struct{}              // while the janitor deletes records: closed when it is done
+	sweepSoon chan struct{}              // one token: records of evicted entries await deletion
 
 	closing     chan struct{}  // closed by Close: wakes waiters, stops the janitor
 	janitorDone chan struct{}  // closed when the janitor has returned
@@ -114,7 +114,7 @@ func newMemory(opts MemoryOptions) *Memory {
 		journal:     opts.Journal,
 		entries:     make(map[string]*entry),
 		pending:     list.New(),
-		sessions:    make(map[string]sessionSet),
+		sessions:    make(map[string]*sessionEntries),
 		creating:    make(map[string]struct{}),
 		sweepSoon:   make(chan struct{}, 1),
 		keys:        make(map[requestKey]*entry),

@@ -6,28 +6,52 @@ import (
 	"time"
 )
 
-// sessionSet is the entries of one session.
-type sessionSet map[*entry]struct{}
+// sessionEntries is the entries of one session, apart by state, so that
+// listing what a session has pending costs what it has pending, however many
+// results it retains.
+type sessionEntries struct {
+	pending map[*entry]struct{}
+	ended   map[*entry]struct{} // ended, retained or not yet forgotten
+}
 
 // track makes e findable by id, by Idempotency-Key and by session. Callers
 // hold mu for writing.
 func (m *Memory) track(e *entry) {
 	m.entries[e.q.ID] = e
 	m.indexKey(e)
-	set := m.sessions[e.q.SessionID]
-	if set == nil {
-		set = sessionSet{}
-		m.sessions[e.q.SessionID] = set
+	se := m.sessions[e.q.SessionID]
+	if se == nil {
+		se = &sessionEntries{pending: map[*entry]struct{}{}, ended: map[*entry]struct{}{}}
+		m.sessions[e.q.SessionID] = se
 	}
-	set[e] = struct{}{}
+	if e.elem != nil {
+		se.pending[e] = struct{}{}
+	} else {
+		se.ended[e] = struct{}{}
+	}
+}
+
+// sessionEnded moves e, which just ended, to its session's ended entries.
+// Callers hold mu for writing.
+func (m *Memory) sessionEnded(e *entry) {
+	if se := m.sessions[e.q.SessionID]; se != nil {
+		if _, ok := se.pending[e]; ok {
+			delete(se.pending, e)
+			se.ended[e] = struct{}{}
+		}
+	}
 }
 
 // forgetSession drops e from its session's entries, and the session with
 // its last one. Callers hold mu for writing.
 func (m *Memory) forgetSession(e *entry) {
-	set := m.sessions[e.q.SessionID]
-	delete(set, e)
-	if len(set) == 0 {
+	se := m.sessions[e.q.SessionID]
+	if se == nil {
+		return
+	}
+	delete(se.pending, e)
+	delete(se.ended, e)
+	if len(se.pending) == 0 && len(se.ended) == 0 {
 		delete(m.sessions, e.q.SessionID)
 	}
 }
@@ -48,17 +72,25 @@ func (m *Memory) listEnded(e *entry) {
 
 // listSession is List for a filter with a SessionID: the same answer, in the
 // same order, from the session's own entries, so that it costs what the
-// session holds rather than what the store holds. Callers hold mu.
+// session holds rather than what the store holds (and, without f.Ended, what
+// it has pending). Callers hold mu.
 func (m *Memory) listSession(f Filter) []*Question {
+	se := m.sessions[f.SessionID]
+	if se == nil {
+		return []*Question{}
+	}
 	var waiting, ended []*entry
-	now := time.Now()
-	for e := range m.sessions[f.SessionID] {
-		switch {
-		case !f.Matches(e.q):
-		case e.elem != nil:
+	for e := range se.pending {
+		if f.Matches(e.q) {
 			waiting = append(waiting, e)
-		case f.Ended && e.endedAt != 0 && !e.expired(now):
-			ended = append(ended, e)
+		}
+	}
+	if f.Ended {
+		now := time.Now()
+		for e := range se.ended {
+			if e.endedAt != 0 && !e.expired(now) && f.Matches(e.q) {
+				ended = append(ended, e)
+			}
 		}
 	}
 	slices.SortFunc(waiting, func(a, b *entry) int { return cmp.Compare(a.listedAt, b.listedAt) })

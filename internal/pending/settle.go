@@ -226,6 +226,7 @@ func (m *Memory) decide(e *entry, o Outcome) (reported, returned *Question) {
 
 	m.pending.Remove(e.elem)
 	e.elem = nil
+	m.sessionEnded(e)
 	// An ended entry is only replaced once expired, so this holds; checked
 	// anyway so that a stale entry can never be queued for a newer one's id.
 	if m.entries[e.q.ID] == e {

@@ -231,6 +231,8 @@ func (m *Memory) decide(e *entry, o Outcome) (reported, returned *Question) {
 	// anyway so that a stale entry can never be queued for a newer one's id.
 	if m.entries[e.q.ID] == e {
 		m.retain(e)
+	} else {
+		m.forgetSession(e)
 	}
 	return reported, returned
 }

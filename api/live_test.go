@@ -568,6 +568,25 @@ func TestLiveResponsesFollowTheDocument(t *testing.T) {
 	if len(list) != 2 {
 		t.Errorf("list for /p has %d questions, want 2", len(list))
 	}
+	// The expected form of the answers: scoped and 404'd like the list.
+	var form struct {
+		ID, Directory, Message string
+		Fields                 []struct {
+			Key, Kind        string
+			Required         bool
+			Minimum, Maximum *float64
+			Options          []struct{ Value, Label string }
+		}
+	}
+	l.do(t, exchange{method: "GET", path: "/questiond/question/" + first.ID + "/form"}, 200).decode(t, &form)
+	if form.ID != first.ID || form.Directory != "/p" || form.Message != "Set up the deployment" || len(form.Fields) != 2 ||
+		form.Fields[0].Kind != "single" || len(form.Fields[0].Options) != 2 || form.Fields[0].Options[1].Value != "prod" ||
+		form.Fields[1].Kind != "integer" || !form.Fields[1].Required || form.Fields[1].Maximum == nil || *form.Fields[1].Maximum != 10 {
+		t.Errorf("form = %+v", form)
+	}
+	l.do(t, exchange{method: "GET", path: "/questiond/question/" + first.ID + "/form?directory=/elsewhere"}, 404)
+	l.do(t, exchange{method: "GET", path: "/questiond/question/" + unknownID + "/form"}, 404)
+	l.do(t, exchange{method: "GET", path: "/questiond/question/abc/form", brokenRequest: true}, 400)
 	replayed := l.open(t, "/event")
 	replayed.next(t, "server.connected")
 	replayed.next(t, "question.asked")
@@ -822,6 +841,7 @@ func TestLiveDecodeFrameIsStrict(t *testing.T) {
 func everyRoute(id string) []exchange {
 	return []exchange{
 		{method: "GET", path: "/question"},
+		{method: "GET", path: "/questiond/question/" + id + "/form"},
 		{method: "POST", path: "/question/" + id + "/reply", body: goodAnswers},
 		{method: "POST", path: "/question/" + id + "/reject"},
 		{method: "GET", path: "/event"},
@@ -962,6 +982,7 @@ func TestLiveAccessControlFollowsTheDocument(t *testing.T) {
 	l.do(t, exchange{method: "GET", path: "/elicitations/" + asked.ID, header: asAgentA}, 200)
 
 	// The right credentials work on every route.
+	l.do(t, exchange{method: "GET", path: withAuthToken("/questiond/question/"+asked.ID+"/form", user, password)}, 200)
 	l.do(t, exchange{method: "POST", path: "/question/" + asked.ID + "/reply", body: goodAnswers}, 200)
 	events.next(t, "question.replied")
 	var ended struct{ Status, Ending string }

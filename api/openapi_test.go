@@ -162,6 +162,7 @@ func TestDocumentHasEveryRoute(t *testing.T) {
 		"GET /mcp",
 		"GET /provider",
 		"GET /question",
+		"GET /questiond/question/{requestID}/form",
 		"GET /session",
 		"GET /session/status",
 		"GET /session/{sessionID}",
@@ -526,6 +527,7 @@ func TestSecurityOfEveryOperation(t *testing.T) {
 		unauthorized string
 	}{
 		"question.list":            {operator, "OperatorUnauthorized"},
+		"question.form":            {operator, "OperatorUnauthorized"},
 		"config.get":               {operator, "OperatorUnauthorized"},
 		"config.providers":         {operator, "OperatorUnauthorized"},
 		"provider.list":            {operator, "OperatorUnauthorized"},

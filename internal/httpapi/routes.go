@@ -25,6 +25,8 @@ func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
 		r.Get("/event", s.handleEvent)
 		r.Get("/events", s.handleEvent)
 		r.Get("/global/event", s.handleGlobalEvent)
+		// questiond's own: what the /ui page needs beyond OpenCode's shapes.
+		r.Get("/questiond/question/{requestID}/form", s.handleQuestionForm)
 
 		// The operator console: what the OpenCode TUI needs to attach.
 		r.Get("/config", s.handleConfig)

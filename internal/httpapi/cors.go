@@ -13,7 +13,9 @@ import (
 // are answered before anything else; the allowed origin is reflected, never
 // "*". Unlike OpenCode, a cross-origin write from an origin that is not
 // allowed is refused (403) before it reaches a handler, because a browser
-// sends simple POSTs without asking first.
+// sends simple POSTs without asking first. A page's requests to its own
+// origin (the /ui page, wherever questiond is reached) are not cross-origin
+// and always pass.
 type corsPolicy struct {
 	extra map[string]bool
 }
@@ -75,13 +77,31 @@ func (p *corsPolicy) middleware(next http.Handler) http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		if origin != "" && !ok && !safeMethod(r.Method) {
+		if origin != "" && !ok && !safeMethod(r.Method) && !sameOrigin(r) {
 			writeJSON(w, http.StatusForbidden, namedError{"Forbidden", namedErrorData{
 				Message: "origin " + origin + " may not change questions; allow it with --cors"}})
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// sameOrigin reports whether a browser sent r from a page of the origin r
+// is addressed to. Browsers say so in Sec-Fetch-Site, which pages cannot
+// set; older ones only send Origin, whose host then names the Host the
+// request went to (a TLS proxy that keeps Host changes only the scheme). A
+// foreign page cannot send its own name as Host: the host guard refuses
+// names questiond does not serve.
+func sameOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "same-origin":
+		return true
+	case "":
+	default:
+		return false
+	}
+	u, err := url.Parse(r.Header.Get("Origin"))
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 }
 
 func safeMethod(m string) bool {

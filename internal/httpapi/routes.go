@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/questiond/questiond/internal/ui"
 )
 
 // routes wires every route. The host guard and CORS come first, so a
@@ -14,6 +16,8 @@ func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
 	r := chi.NewRouter()
 	r.Use(s.recoverer, hosts.middleware, cors.middleware, s.rateLimit())
 	r.NotFound(s.handleNotFound)
+	page := ui.Handler()
+	r.Get("/", http.RedirectHandler(ui.Prefix, http.StatusFound).ServeHTTP)
 	r.MethodNotAllowed(s.handleMethodNotAllowed)
 
 	// Operators: OpenCode's question API.
@@ -25,8 +29,11 @@ func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
 		r.Get("/event", s.handleEvent)
 		r.Get("/events", s.handleEvent)
 		r.Get("/global/event", s.handleGlobalEvent)
-		// questiond's own: what the /ui page needs beyond OpenCode's shapes.
+		// questiond's own: the operator's web page and what it needs beyond
+		// OpenCode's shapes.
 		r.Get("/questiond/question/{requestID}/form", s.handleQuestionForm)
+		r.Get(ui.Prefix, page.ServeHTTP)
+		r.Get(ui.Prefix+"/*", page.ServeHTTP)
 
 		// The operator console: what the OpenCode TUI needs to attach.
 		r.Get("/config", s.handleConfig)

@@ -1,0 +1,50 @@
+// The routes the page uses: questiond's form route and OpenCode's public
+// question routes. Credentials are the browser's own (HTTP Basic, asked for
+// when the page was opened), sent by it on these same-origin requests.
+
+const json = { "Content-Type": "application/json", Accept: "application/json" };
+
+// formOf returns the expected form of a pending question, or null when it
+// is not pending any more.
+export async function formOf(id) {
+  const res = await fetch(`/questiond/question/${encodeURIComponent(id)}/form`, { headers: { Accept: "application/json" } });
+  if (res.status === 404) return null;
+  if (!res.ok) throw new Error(await messageOf(res));
+  return res.json();
+}
+
+// pendingIDs lists the ids of every pending question.
+export async function pendingIDs() {
+  const res = await fetch("/question", { headers: { Accept: "application/json" } });
+  if (!res.ok) throw new Error(await messageOf(res));
+  return new Set((await res.json()).map((q) => q.id));
+}
+
+// reply sends the answers; it resolves to "" when they were taken, else the
+// server's reason.
+export async function reply(id, answers) {
+  return send(`/question/${encodeURIComponent(id)}/reply`, { answers });
+}
+
+// reject dismisses the question (cancel), or declines it.
+export async function reject(id, action) {
+  return send(`/question/${encodeURIComponent(id)}/reject`, action ? { action } : undefined);
+}
+
+async function send(path, body) {
+  const res = await fetch(path, {
+    method: "POST",
+    headers: json,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return res.ok ? "" : messageOf(res);
+}
+
+async function messageOf(res) {
+  try {
+    const body = await res.json();
+    return body?.data?.message || body?.message || `${res.status} ${res.statusText}`;
+  } catch {
+    return `${res.status} ${res.statusText}`;
+  }
+}

@@ -1,0 +1,191 @@
+// Building a question's form. Every text from an agent goes in through
+// textContent or an attribute value, never as markup.
+
+let serial = 0;
+
+function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(props)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === "text") node.textContent = value;
+    else if (key in node && typeof value !== "string") node[key] = value;
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  node.append(...children.filter(Boolean));
+  return node;
+}
+
+const formatInput = {
+  email: { type: "email", autocomplete: "email" },
+  uri: { type: "url", placeholder: "https://example.com" },
+  date: { type: "date" },
+  "date-time": { type: "text", placeholder: "2026-01-31T09:30:00Z", inputmode: "text" },
+};
+
+// hint says what the field expects, as the server will check it.
+function hint(f) {
+  const parts = [];
+  const range = (lo, hi, unit) => {
+    if (lo != null && hi != null) return lo === hi ? `exactly ${lo} ${unit}` : `${lo}–${hi} ${unit}`;
+    if (lo != null && lo > 0) return `at least ${lo} ${unit}`;
+    if (hi != null) return `at most ${hi} ${unit}`;
+    return "";
+  };
+  switch (f.kind) {
+    case "multi": parts.push(`Pick ${range(f.minItems, f.maxItems, "") .trim() || "any number"}`); break;
+    case "single": parts.push("Pick one"); break;
+    case "integer": case "number": {
+      const noun = f.kind === "integer" ? "A whole number" : "A number";
+      if (f.minimum != null && f.maximum != null) parts.push(`${noun} from ${f.minimum} to ${f.maximum}`);
+      else if (f.minimum != null) parts.push(`${noun}, at least ${f.minimum}`);
+      else if (f.maximum != null) parts.push(`${noun}, at most ${f.maximum}`);
+      else parts.push(noun);
+      break;
+    }
+    case "text": {
+      const names = { email: "An email address", uri: "An absolute URI", date: "A date", "date-time": "A date and time (RFC 3339)" };
+      if (f.format) parts.push(names[f.format] || f.format);
+      const length = range(f.minLength, f.maxLength, "characters");
+      if (length) parts.push(length);
+      if (f.pattern) parts.push(`matching ${f.pattern}`);
+      break;
+    }
+  }
+  if (f.default !== undefined && f.kind !== "boolean" && f.kind !== "single" && f.kind !== "multi") {
+    parts.push(`default ${f.default}`);
+  }
+  return parts.join("; ");
+}
+
+function title(f, id) {
+  const label = f.title || f.header || f.key;
+  return [
+    document.createTextNode(label),
+    f.required ? el("span", { class: "required", "aria-hidden": "true", text: " *" }) : null,
+    f.required ? el("span", { class: "visually-hidden", text: " (required)" }) : null,
+  ];
+}
+
+function describe(f, id) {
+  const ids = [];
+  const nodes = [];
+  if (f.description && f.description !== f.title) {
+    nodes.push(el("span", { class: "description", id: `${id}-desc`, text: f.description }));
+    ids.push(`${id}-desc`);
+  }
+  const h = hint(f);
+  if (h) {
+    nodes.push(el("span", { class: "hint", id: `${id}-hint`, text: h }));
+    ids.push(`${id}-hint`);
+  }
+  nodes.push(el("p", { class: "error field-error", id: `${id}-error`, role: "alert" }));
+  ids.push(`${id}-error`);
+  return { nodes, describedBy: ids.join(" ") };
+}
+
+// choices renders radios (single, boolean) or checkboxes (multi).
+function choices(f, id) {
+  const multi = f.kind === "multi";
+  const { nodes, describedBy } = describe(f, id);
+  const set = el("fieldset", { class: "choices", "aria-describedby": describedBy, "data-kind": f.kind }, el("legend", {}, ...title(f, id)));
+  let defaults = [];
+  if (Array.isArray(f.default)) defaults = f.default.map(String);
+  else if (f.default !== undefined) defaults = [String(f.default)];
+  const options = [...(f.options || [])];
+  if (!multi && !f.required && f.default === undefined) {
+    options.push({ value: "", label: "No answer", description: "", skip: true });
+  }
+  options.forEach((o, i) => {
+    const inputID = `${id}-o${i}`;
+    const input = el("input", {
+      type: multi ? "checkbox" : "radio", name: id, id: inputID, value: o.skip ? "" : o.label,
+      required: !multi && f.required,
+    });
+    input.checked = o.skip ? true : defaults.includes(o.value);
+    const label = el("label", { for: inputID }, el("span", { class: "label", text: o.label }));
+    if (o.description) label.append(el("span", { class: "description", text: o.description }));
+    set.append(el("div", { class: "choice" }, input, label));
+  });
+  set.append(...nodes);
+  return set;
+}
+
+function textField(f, id) {
+  const { nodes, describedBy } = describe(f, id);
+  const attrs = { id: `${id}-input`, name: id, required: f.required, "aria-describedby": describedBy };
+  if (f.kind === "text") {
+    Object.assign(attrs, formatInput[f.format] || { type: "text" });
+    if (f.minLength != null) attrs.minlength = f.minLength;
+    if (f.maxLength != null) attrs.maxlength = f.maxLength;
+    // JSON Schema patterns match anywhere; an HTML pattern must match it all.
+    // The server is the judge: a pattern the browser cannot read is ignored.
+    if (f.pattern) attrs.pattern = `[\\s\\S]*(?:${f.pattern})[\\s\\S]*`;
+  } else {
+    Object.assign(attrs, { type: "number", step: f.kind === "integer" ? "1" : "any", inputmode: f.kind === "integer" ? "numeric" : "decimal" });
+    if (f.minimum != null) attrs.min = f.minimum;
+    if (f.maximum != null) attrs.max = f.maximum;
+  }
+  const input = el("input", attrs);
+  if (f.default !== undefined) input.value = String(f.default);
+  const label = el("label", { for: attrs.id }, ...title(f, id));
+  return el("div", { class: "field", "data-kind": f.kind }, label, input, ...nodes);
+}
+
+// questionCard renders one pending question: the agent's message and one
+// control group per field, in schema order.
+export function questionCard(form) {
+  const base = `q${++serial}`;
+  const card = el("article", { class: "question", id: `question-${form.id}`, "aria-labelledby": `${base}-title` });
+  const who = [form.agent && `agent ${form.agent}`, form.client, `asked ${new Date(form.createdAt).toLocaleTimeString()}`].filter(Boolean).join(" · ");
+  card.append(el("p", { class: "meta", id: `${base}-title`, text: who }));
+  if (form.message && form.message.trim()) card.append(el("p", { class: "message", text: form.message }));
+  const formEl = el("form", { class: "answer", "aria-label": form.message ? form.message.slice(0, 80) : "Question" });
+  form.fields.forEach((f, i) => {
+    const id = `${base}-f${i}`;
+    const node = f.kind === "single" || f.kind === "multi" || f.kind === "boolean" ? choices(f, id) : textField(f, id);
+    node.dataset.index = String(i);
+    formEl.append(node);
+  });
+  formEl.append(
+    el("p", { class: "error form-error", role: "alert" }),
+    el("div", { class: "actions" },
+      el("button", { type: "submit", class: "submit", text: "Answer" }),
+      el("button", { type: "button", class: "secondary dismiss", text: "Dismiss", title: "Not now: the agent hears cancel" }),
+      el("button", { type: "button", class: "secondary decline", text: "Decline", title: "No: the agent hears decline" })),
+  );
+  card.append(formEl);
+  return card;
+}
+
+// fieldNodes are the control groups of a card, in field order.
+export function fieldNodes(card) {
+  return [...card.querySelectorAll("[data-index]")];
+}
+
+// answersOf reads the answers in reply order: one list per field.
+export function answersOf(card, fields) {
+  return fieldNodes(card).map((node, i) => {
+    const f = fields[i];
+    if (node.tagName === "FIELDSET") {
+      return [...node.querySelectorAll("input:checked")].map((input) => input.value).filter((v) => v !== "");
+    }
+    const value = node.querySelector("input").value.trim();
+    return value === "" ? [] : [value];
+  });
+}
+
+// checkCounts marks multi-selects picked outside their bounds, which the
+// browser cannot check by itself.
+export function checkCounts(card, fields) {
+  fieldNodes(card).forEach((node, i) => {
+    const f = fields[i];
+    if (f.kind !== "multi") return;
+    const boxes = node.querySelectorAll("input");
+    const n = node.querySelectorAll("input:checked").length;
+    let problem = "";
+    if (f.minItems != null && n < f.minItems && (n > 0 || f.required)) problem = `Pick at least ${f.minItems}.`;
+    if (f.required && n === 0) problem = `Pick at least ${Math.max(1, f.minItems || 1)}.`;
+    if (f.maxItems != null && n > f.maxItems) problem = `Pick at most ${f.maxItems}.`;
+    if (boxes[0]) boxes[0].setCustomValidity(problem);
+  });
+}

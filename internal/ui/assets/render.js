@@ -88,6 +88,8 @@ function choices(f, id) {
   const multi = f.kind === "multi";
   const { nodes, describedBy } = describe(f, id);
   const set = el("fieldset", { class: "choices", "aria-describedby": describedBy, "data-kind": f.kind }, el("legend", {}, ...title(f, id)));
+  const error = nodes.pop();
+  set.append(...nodes);
   let defaults = [];
   if (Array.isArray(f.default)) defaults = f.default.map(String);
   else if (f.default !== undefined) defaults = [String(f.default)];
@@ -106,7 +108,7 @@ function choices(f, id) {
     if (o.description) label.append(el("span", { class: "description", text: o.description }));
     set.append(el("div", { class: "choice" }, input, label));
   });
-  set.append(...nodes);
+  set.append(error);
   return set;
 }
 

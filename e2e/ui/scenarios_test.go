@@ -1,0 +1,232 @@
+package ui
+
+import (
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+// TestServerRefusalShownInlineAndFixed: a pattern the browser cannot read
+// (RE2's (?i)) lets a wrong answer through to the server, whose 400 appears
+// next to the field it names; what was typed stays, and the fix goes through.
+func TestServerRefusalShownInlineAndFixed(t *testing.T) {
+	d := startDaemon(t)
+	id := d.ask(`{"message":"Which ticket?","requestedSchema":{"type":"object","properties":{
+		"ticket":{"type":"string","title":"Ticket","pattern":"(?i)^ticket-\\d+$"},
+		"note":{"type":"string","title":"Note"}},"required":["ticket"]}}`)
+	b := openPage(t, d)
+	b.do(
+		chromedp.WaitVisible(card(id)),
+		chromedp.SendKeys(field(id, 0), "nope"),
+		chromedp.SendKeys(field(id, 1), "keep me"),
+		chromedp.Click(card(id, "button.submit")),
+	)
+	b.waitFor("the refusal shows at the field", `document.querySelector('`+card(id, `[data-index="0"] .field-error`)+`').textContent !== ""`)
+	message := eval[string](b, `document.querySelector('`+card(id, `[data-index="0"] .field-error`)+`').textContent`)
+	if !strings.HasPrefix(message, `answers[0] ("Ticket"): "nope"`) {
+		t.Errorf("field error %q, want the server's message naming answers[0]", message)
+	}
+	if got := eval[string](b, `document.querySelector('`+card(id, `[data-index="0"]`)+`').getAttribute("aria-invalid")`); got != "true" {
+		t.Errorf("the refused field is not marked invalid (%q)", got)
+	}
+	typed := eval[[]string](b, `[...document.querySelectorAll('`+card(id, "input")+`')].map(i => i.value)`)
+	if !reflect.DeepEqual(typed, []string{"nope", "keep me"}) {
+		t.Errorf("after the refusal the fields hold %q, want what was typed", typed)
+	}
+	if !d.pending(id) {
+		t.Fatal("the refused answer ended the question")
+	}
+	b.screenshot("refused")
+	b.clear(field(id, 0))
+	b.do(
+		chromedp.SendKeys(field(id, 0), "TICKET-42"),
+		chromedp.Click(card(id, "button.submit")),
+		chromedp.WaitNotPresent(card(id)),
+	)
+	want := result{Action: "accept", Content: map[string]any{"ticket": "TICKET-42", "note": "keep me"}}
+	if got := d.result(id); !reflect.DeepEqual(got, want) {
+		t.Errorf("the agent got %+v, want %+v", got, want)
+	}
+}
+
+const shortForm = `{"sessionID":"ses_short","message":"%s","requestedSchema":{"type":"object","properties":{
+	"color":{"type":"string","title":"Color","enum":["red","blue"]},
+	"note":{"type":"string","title":"Note"}},"required":["color","note"]}}`
+
+func ask(d *daemon, message string) string {
+	return d.ask(strings.Replace(shortForm, "%s", message, 1))
+}
+
+// TestDismissAndDecline: Dismiss tells the agent cancel (not now), Decline
+// tells it decline (no); both questions leave the page.
+func TestDismissAndDecline(t *testing.T) {
+	d := startDaemon(t)
+	dismissed, declined := ask(d, "First"), ask(d, "Second")
+	b := openPage(t, d)
+	b.do(chromedp.WaitVisible(card(declined)))
+	order := eval[[]string](b, `[...document.querySelectorAll("article.question .message")].map(m => m.textContent)`)
+	if !reflect.DeepEqual(order, []string{"First", "Second"}) {
+		t.Errorf("questions shown as %q, want oldest first", order)
+	}
+	b.do(chromedp.Click(card(dismissed, "button.dismiss")), chromedp.WaitNotPresent(card(dismissed)))
+	b.do(chromedp.Click(card(declined, "button.decline")), chromedp.WaitNotPresent(card(declined)))
+	if got := d.result(dismissed); got.Action != "cancel" || got.Content != nil {
+		t.Errorf("dismissed: the agent got %+v, want cancel", got)
+	}
+	if got := d.result(declined); got.Action != "decline" || got.Content != nil {
+		t.Errorf("declined: the agent got %+v, want decline", got)
+	}
+}
+
+// TestQuestionVanishesWhenAnsweredElsewhere: another client answers through
+// the API and the page drops the question at once; one asked later appears.
+func TestQuestionVanishesWhenAnsweredElsewhere(t *testing.T) {
+	d := startDaemon(t)
+	first := ask(d, "Answered elsewhere")
+	b := openPage(t, d)
+	b.do(chromedp.WaitVisible(card(first)))
+	later := ask(d, "Asked while the page is open")
+	b.do(chromedp.WaitVisible(card(later)))
+	status, body := d.send(http.MethodPost, "/question/"+first+"/reply", `{"answers":[["red"],["from curl"]]}`, basic(operatorUser, operatorPassword))
+	if status != http.StatusOK {
+		t.Fatalf("reply through the API: %d %s", status, body)
+	}
+	b.do(chromedp.WaitNotPresent(card(first)))
+	if n := eval[int](b, `document.querySelectorAll("article.question").length`); n != 1 {
+		t.Errorf("%d questions shown, want the later one only", n)
+	}
+	d.send(http.MethodDelete, "/elicitations/"+later, "", "") // the agent withdraws
+	b.do(chromedp.WaitNotPresent(card(later)))
+	if title := eval[string](b, `document.title`); title != "questiond" {
+		t.Errorf("title %q with no question waiting", title)
+	}
+}
+
+// TestKeyboardOnly answers with Tab, arrows, typing and Enter alone.
+func TestKeyboardOnly(t *testing.T) {
+	d := startDaemon(t)
+	id := ask(d, "Keys only")
+	b := openPage(t, d)
+	b.do(chromedp.WaitVisible(card(id)))
+	for range 6 {
+		if eval[bool](b, `document.activeElement.matches('`+field(id, 0)+`')`) {
+			break
+		}
+		b.do(chromedp.KeyEvent(kb.Tab))
+	}
+	if !eval[bool](b, `document.activeElement.matches('`+field(id, 0)+`')`) {
+		t.Fatalf("Tab does not reach the first option; focus is on %s", eval[string](b, `document.activeElement.outerHTML`))
+	}
+	b.do(
+		chromedp.KeyEvent(kb.ArrowDown), // the second option: blue
+		chromedp.KeyEvent(kb.Tab),
+		chromedp.KeyEvent("via keys"),
+		chromedp.KeyEvent(kb.Enter),
+		chromedp.WaitNotPresent(card(id)),
+	)
+	want := result{Action: "accept", Content: map[string]any{"color": "blue", "note": "via keys"}}
+	if got := d.result(id); !reflect.DeepEqual(got, want) {
+		t.Errorf("the agent got %+v, want %+v", got, want)
+	}
+}
+
+// TestHostileSchemaRunsNoScript: markup and script in every text an agent
+// controls shows as text and runs nothing.
+func TestHostileSchemaRunsNoScript(t *testing.T) {
+	d := startDaemon(t)
+	const img = `<img src=x onerror=\"window.pwned=1\">`
+	id := d.ask(`{"sessionID":"ses_hostile","directory":"/tmp/<b>bold</b><script>window.pwned=2</script>",
+		"message":"<script>window.pwned=3</script>` + img + `","requestedSchema":{"type":"object","properties":{
+		"pick":{"type":"string","title":"` + img + `","description":"<iframe src=javascript:window.pwned=4>",
+			"oneOf":[{"const":"<svg onload=window.pwned=5>","title":"<b onmouseover=window.pwned=6>hover</b>"},{"const":"ok","title":"ok"}]},
+		"free":{"type":"string","title":"<a href=javascript:window.pwned=7>link</a>","default":"\"><img src=x onerror=window.pwned=8>"}}}}`)
+	b := openPage(t, d)
+	b.do(chromedp.WaitVisible(card(id)))
+	b.do(chromedp.Click(card(id, `[data-index="0"] .choice label`))) // hover and click the hostile option
+	b.screenshot("hostile")
+	if n := eval[int](b, `document.querySelectorAll("main img, main script, main iframe, main svg, main b, main a").length`); n != 0 {
+		t.Errorf("%d elements from the agent's markup in the page", n)
+	}
+	if pwned := eval[bool](b, `window.pwned !== undefined`); pwned {
+		t.Errorf("the agent's script ran: window.pwned = %v", eval[any](b, `window.pwned`))
+	}
+	text := eval[string](b, `document.querySelector("main").innerText`)
+	for _, want := range []string{"<script>window.pwned=3</script>", `<img src=x onerror="window.pwned=1">`,
+		"<b onmouseover=window.pwned=6>hover</b>", "<iframe src=javascript:window.pwned=4>", "/tmp/<b>bold</b><script>window.pwned=2</script>"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the page does not show %q as text:\n%s", want, text)
+		}
+	}
+	if v := eval[string](b, `document.querySelector('`+field(id, 1)+`').value`); v != `"><img src=x onerror=window.pwned=8>` {
+		t.Errorf("the default shows as %q", v)
+	}
+}
+
+// TestReadableFromPhoneTo4K: nothing scrolls sideways at 320 px, the text
+// grows on a 4K screen, and the dark scheme is dark.
+func TestReadableFromPhoneTo4K(t *testing.T) {
+	d := startDaemon(t)
+	id := d.ask(releaseForm)
+	b := openPage(t, d)
+	b.do(chromedp.WaitVisible(card(id)))
+
+	b.do(chromedp.EmulateViewport(320, 640))
+	b.waitFor("the layout settles at 320 px", `window.innerWidth === 320`)
+	if w := eval[int](b, `document.documentElement.scrollWidth`); w > 320 {
+		t.Errorf("at 320 px the page is %d px wide: it scrolls sideways", w)
+	}
+	b.screenshot("320px")
+
+	b.do(chromedp.EmulateViewport(3840, 2160))
+	b.waitFor("the layout settles at 4K", `window.innerWidth === 3840`)
+	if size := eval[float64](b, `parseFloat(getComputedStyle(document.body).fontSize)`); size < 24 {
+		t.Errorf("at 3840 px the text is %v px", size)
+	}
+	b.screenshot("4k")
+
+	b.do(chromedp.EmulateViewport(1000, 900))
+	light := eval[string](b, `getComputedStyle(document.body).backgroundColor`)
+	if _, err := chromedp.Call(b.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+		Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+		t.Fatal(err)
+	}
+	dark := eval[string](b, `getComputedStyle(document.body).backgroundColor`)
+	if light != "rgb(247, 247, 245)" || dark != "rgb(21, 23, 26)" {
+		t.Errorf("background light %s, dark %s", light, dark)
+	}
+	b.screenshot("dark")
+}
+
+// TestNotificationNamesSessionAndFocuses: with permission granted and the tab
+// hidden, a new question raises a notification naming its session and first
+// question; clicking it focuses the question. The browser's Notification and
+// document.hidden are stood in for, since a headless tab is never hidden.
+func TestNotificationNamesSessionAndFocuses(t *testing.T) {
+	d := startDaemon(t)
+	b := openPage(t, d)
+	eval[chromedp.Void](b, `
+		window.notes = [];
+		window.Notification = class {
+			static permission = "granted";
+			constructor(title, options) { this.title = title; this.body = options.body; this.on = {}; notes.push(this); }
+			addEventListener(type, fn) { this.on[type] = fn; }
+			close() { this.closed = true; }
+		};
+		Object.defineProperty(document, "hidden", { get: () => true, configurable: true });`)
+	id := ask(d, "Deploy now?")
+	b.do(chromedp.WaitVisible(card(id)))
+	b.waitFor("a notification", `notes.length === 1`)
+	title, body := eval[string](b, `notes[0].title`), eval[string](b, `notes[0].body`)
+	if !strings.Contains(title, "ses_short") || !strings.Contains(body, "Deploy now?") {
+		t.Errorf("notification %q / %q: want the session and the first question", title, body)
+	}
+	eval[chromedp.Void](b, `document.activeElement.blur(); notes[0].on.click()`)
+	if !eval[bool](b, `document.querySelector('`+card(id)+`').contains(document.activeElement) && notes[0].closed`) {
+		t.Error("clicking the notification does not focus its question")
+	}
+}

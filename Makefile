@@ -5,9 +5,11 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 FUZZTIME ?= 15s
 # Where `make tui` keeps its screen captures and logs (go test -artifacts).
 TUI_ARTIFACTS ?= artifacts/tui
+# Where `make ui` keeps the browser's screenshots and console logs.
+UI_ARTIFACTS ?= artifacts/ui
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test quick unit tui fuzz compat bench lint clean
+.PHONY: all build run test quick unit tui ui fuzz compat bench lint clean
 
 all: lint test build
 
@@ -20,12 +22,14 @@ run:
 # The whole suite: static checks, unit and end-to-end tests with the race
 # detector, a short run of every fuzz target, the OpenCode SDK
 # compatibility tests with the OpenCode SDK and the MCP TypeScript SDK (each
-# installs its npm packages itself), and the real OpenCode TUI.
-test: lint unit fuzz compat tui
+# installs its npm packages itself), the real OpenCode TUI, and the /ui page
+# in a real browser.
+test: lint unit fuzz compat tui ui
 
-# Every package but e2e/tui, which `make tui` runs with its artifacts kept.
+# Every package but e2e/tui and e2e/ui, which `make tui` and `make ui` run
+# with their artifacts kept.
 unit:
-	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/e2e/tui$$')
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v -e '/e2e/tui$$' -e '/e2e/ui$$')
 
 # The real OpenCode TUI (opencode-ai from npm, cached in the user's cache
 # directory) in tmux against questiond; installs tmux with apt-get when
@@ -34,6 +38,13 @@ unit:
 tui:
 	mkdir -p $(TUI_ARTIFACTS)
 	QUESTIOND_TUI_VERSION=$(OPENCODE) $(GO) test -race -count=1 -timeout 20m -v -artifacts -outputdir $(abspath $(TUI_ARTIFACTS)) ./e2e/tui/
+
+# The /ui page in headless chromium (Debian's package, installed with
+# apt-get when missing and root) driven by chromedp. Screenshots and the
+# browser's console of every test land in $(UI_ARTIFACTS).
+ui:
+	mkdir -p $(UI_ARTIFACTS)
+	$(GO) test -race -count=1 -timeout 10m -v -artifacts -outputdir $(abspath $(UI_ARTIFACTS)) ./e2e/ui/
 
 # The quick loop while editing: heavy tests (the real binary as a process,
 # soak tests, and later browsers, the OpenCode TUI, PostgreSQL) skip under

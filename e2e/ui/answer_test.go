@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -74,7 +75,12 @@ func TestAnswerEveryShape(t *testing.T) {
 	if heading != "Session ses_release in /srv/shop" {
 		t.Errorf("group heading %q", heading)
 	}
-	b.screenshot("every-shape")
+	if png := b.screenshot("every-shape"); os.Getenv("QUESTIOND_UI_SCREENSHOT") != "" {
+		// The README's picture: QUESTIOND_UI_SCREENSHOT=$PWD/docs/ui.png.
+		if err := os.WriteFile(os.Getenv("QUESTIOND_UI_SCREENSHOT"), png, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
 
 	b.do(
 		chromedp.Click(option(id, 0, "Production")),

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"net"
 	"net/http"
 	"reflect"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/questiond/questiond/internal/testenv"
 )
 
 // TestServerRefusalShownInlineAndFixed: a pattern the browser cannot read
@@ -228,5 +231,34 @@ func TestNotificationNamesSessionAndFocuses(t *testing.T) {
 	eval[chromedp.Void](b, `document.activeElement.blur(); notes[0].on.click()`)
 	if !eval[bool](b, `document.querySelector('`+card(id)+`').contains(document.activeElement) && notes[0].closed`) {
 		t.Error("clicking the notification does not focus its question")
+	}
+}
+
+// TestAnswerAtIPv6Loopback: at http://[::1]:port the page's writes carry an
+// Origin that is not on OpenCode's allowlist; they are its own origin's and
+// must pass the cross-origin guard.
+func TestAnswerAtIPv6Loopback(t *testing.T) {
+	needChromium(t)
+	if l, err := net.Listen("tcp", "[::1]:0"); err != nil {
+		testenv.Missing(t, "an IPv6 loopback address", "enable IPv6 on lo ("+err.Error()+")")
+	} else {
+		l.Close()
+	}
+	d := startDaemonAt(t, "[::1]:0")
+	if !strings.HasPrefix(d.URL, "http://[::1]:") {
+		t.Fatalf("listening at %s", d.URL)
+	}
+	id := ask(d, "Over IPv6")
+	b := openPage(t, d)
+	b.do(
+		chromedp.WaitVisible(card(id)),
+		chromedp.Click(option(id, 0, "red")),
+		chromedp.SendKeys(field(id, 1), "from [::1]"),
+		chromedp.Click(card(id, "button.submit")),
+		chromedp.WaitNotPresent(card(id)),
+	)
+	want := result{Action: "accept", Content: map[string]any{"color": "red", "note": "from [::1]"}}
+	if got := d.result(id); !reflect.DeepEqual(got, want) {
+		t.Errorf("the agent got %+v, want %+v", got, want)
 	}
 }

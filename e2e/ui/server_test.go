@@ -29,8 +29,15 @@ type daemon struct {
 
 func startDaemon(t *testing.T) *daemon {
 	t.Helper()
+	return startDaemonAt(t, "")
+}
+
+// startDaemonAt listens on addr ("" is 127.0.0.1:0).
+func startDaemonAt(t *testing.T, addr string) *daemon {
+	t.Helper()
 	srv, err := testserver.Start(testserver.Config{
-		API:    httpapi.Options{Auth: httpapi.Auth{OperatorPassword: operatorPassword}},
+		Addr:   addr,
+		API:    httpapi.Options{Auth: httpapi.Auth{OperatorPassword: operatorPassword}, ListenAddr: addr},
 		Logger: zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
 	})
 	if err != nil {

@@ -39,6 +39,10 @@ func TestMain(m *testing.M) {
 	// The document describes each event stream frame with the stream's
 	// schema; this decoder lets openapi3filter check one frame at a time.
 	openapi3filter.RegisterBodyDecoder("text/event-stream", decodeFrame)
+	// The web page's files are checked as the strings the document says.
+	for _, ct := range []string{"text/html", "text/javascript", "text/css", "image/svg+xml"} {
+		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
+	}
 	goleak.VerifyTestMain(m)
 }
 
@@ -281,7 +285,7 @@ func (l *liveServer) send(ctx context.Context, x exchange) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := noRedirects.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -292,6 +296,9 @@ func (l *liveServer) send(ctx context.Context, x exchange) (*result, error) {
 	r.status, r.header = res.StatusCode, res.Header
 	return r, nil
 }
+
+// noRedirects is a client that shows redirects (GET /) as they are answered.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // check asserts the status and that request and response follow the document.
 func (l *liveServer) check(t *testing.T, r *result, wantStatus int) {
@@ -529,6 +536,17 @@ func TestLiveResponsesFollowTheDocument(t *testing.T) {
 		t.Error("GET /doc does not serve api.JSON()")
 	}
 	l.doOffDocument(t, exchange{method: "GET", path: "/foo"}, 404, "NotFoundError")
+
+	// The web page: a redirect to it, the page and its files, a name it has not.
+	if r := l.do(t, exchange{method: "GET", path: "/"}, 302); r.header.Get("Location") != "/ui" {
+		t.Errorf("GET / redirects to %q", r.header.Get("Location"))
+	}
+	for _, path := range []string{"/ui", "/ui/app.js", "/ui/app.css", "/ui/icon.svg"} {
+		if r := l.do(t, exchange{method: "GET", path: path}, 200); !strings.Contains(r.header.Get("Content-Security-Policy"), "script-src 'self'") {
+			t.Errorf("GET %s: Content-Security-Policy %q", path, r.header.Get("Content-Security-Policy"))
+		}
+	}
+	l.do(t, exchange{method: "GET", path: "/ui/nope.js"}, 404)
 	l.doOffDocument(t, exchange{method: "PUT", path: "/question"}, 405, "MethodNotAllowedError")
 
 	// An empty list, then two pending elicitations (plain and enveloped).
@@ -799,7 +817,7 @@ func (l *liveServer) assertCovered(t *testing.T, want []string) {
 	var missing []string
 	for _, item := range l.doc.Paths.Map() {
 		for _, op := range item.Operations() {
-			ok := slices.ContainsFunc([]string{"200", "201", "202", "204"}, func(s string) bool { return l.checked[op.OperationID+" "+s] })
+			ok := slices.ContainsFunc([]string{"200", "201", "202", "204", "302"}, func(s string) bool { return l.checked[op.OperationID+" "+s] })
 			if refusedOperations[op.OperationID] {
 				ok = l.checked[op.OperationID+" 400"]
 			}
@@ -842,6 +860,9 @@ func everyRoute(id string) []exchange {
 	return []exchange{
 		{method: "GET", path: "/question"},
 		{method: "GET", path: "/questiond/question/" + id + "/form"},
+		{method: "GET", path: "/"},
+		{method: "GET", path: "/ui"},
+		{method: "GET", path: "/ui/app.js"},
 		{method: "POST", path: "/question/" + id + "/reply", body: goodAnswers},
 		{method: "POST", path: "/question/" + id + "/reject"},
 		{method: "GET", path: "/event"},
@@ -983,6 +1004,9 @@ func TestLiveAccessControlFollowsTheDocument(t *testing.T) {
 
 	// The right credentials work on every route.
 	l.do(t, exchange{method: "GET", path: withAuthToken("/questiond/question/"+asked.ID+"/form", user, password)}, 200)
+	l.do(t, exchange{method: "GET", path: "/"}, 302)
+	l.do(t, exchange{method: "GET", path: "/ui"}, 200)
+	l.do(t, exchange{method: "GET", path: "/ui/render.js"}, 200)
 	l.do(t, exchange{method: "POST", path: "/question/" + asked.ID + "/reply", body: goodAnswers}, 200)
 	events.next(t, "question.replied")
 	var ended struct{ Status, Ending string }

@@ -16,8 +16,7 @@ func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
 	r := chi.NewRouter()
 	r.Use(s.recoverer, hosts.middleware, cors.middleware, s.rateLimit())
 	r.NotFound(s.handleNotFound)
-	page := ui.Handler()
-	r.Get("/", http.RedirectHandler(ui.Prefix, http.StatusFound).ServeHTTP)
+	page := ui.Handler(http.HandlerFunc(s.handleNotFound))
 	r.MethodNotAllowed(s.handleMethodNotAllowed)
 
 	// Operators: OpenCode's question API.
@@ -32,6 +31,7 @@ func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
 		// questiond's own: the operator's web page and what it needs beyond
 		// OpenCode's shapes.
 		r.Get("/questiond/question/{requestID}/form", s.handleQuestionForm)
+		r.Get("/", handleRoot)
 		r.Get(ui.Prefix, page.ServeHTTP)
 		r.Get(ui.Prefix+"/*", page.ServeHTTP)
 
@@ -87,6 +87,12 @@ func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) 
 	}
 	w.Header().Set("Allow", strings.Join(allowed, ", "))
 	s.writeError(w, r, &statusError{http.StatusMethodNotAllowed, "MethodNotAllowed", "Method " + r.Method + " is not allowed on " + r.URL.Path})
+}
+
+// handleRoot sends a browser to the web page.
+func handleRoot(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Location", ui.Prefix)
+	w.WriteHeader(http.StatusFound)
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {

@@ -176,7 +176,7 @@ func send(t *testing.T, h *harness, method, path, body string, opts ...reqOption
 	for _, o := range opts {
 		o(req)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := noRedirects.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
@@ -269,6 +269,11 @@ var everyRoute = []route{
 	{operatorRoute, http.MethodGet, "/event", "", http.StatusOK},
 	{operatorRoute, http.MethodGet, "/events", "", http.StatusOK},
 	{operatorRoute, http.MethodGet, "/global/event", "", http.StatusOK},
+	// The web page and its form route.
+	{operatorRoute, http.MethodGet, "/questiond/question/{id}/form", "", http.StatusOK},
+	{operatorRoute, http.MethodGet, "/", "", http.StatusFound},
+	{operatorRoute, http.MethodGet, "/ui", "", http.StatusOK},
+	{operatorRoute, http.MethodGet, "/ui/app.js", "", http.StatusOK},
 	// The console: an operator's request succeeds with these statuses; a
 	// typed prompt's refusal and an unknown session's 404 are the answers.
 	{operatorRoute, http.MethodGet, "/config", "", http.StatusOK},
@@ -528,3 +533,6 @@ func varyHas(h http.Header, name string) bool {
 	}
 	return false
 }
+
+// noRedirects shows a redirect (GET /) as it is answered.
+var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

@@ -34,9 +34,10 @@ func Files() fs.FS {
 	return sub
 }
 
-// Handler serves Prefix (index.html) and the files under Prefix + "/". Every
-// answer carries the security headers, a 404 included.
-func Handler() http.Handler {
+// Handler serves Prefix (index.html) and the files under Prefix + "/"; other
+// names go to notFound. Every answer carries the security headers, a 404
+// included.
+func Handler(notFound http.Handler) http.Handler {
 	files := http.FileServerFS(Files())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -48,7 +49,7 @@ func Handler() http.Handler {
 		name, ok := strings.CutPrefix(r.URL.Path, Prefix)
 		switch {
 		case !ok:
-			http.NotFound(w, r)
+			notFound.ServeHTTP(w, r)
 			return
 		case name == "" || name == "/":
 			serveIndex(w, r)
@@ -57,8 +58,8 @@ func Handler() http.Handler {
 			http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
 			return
 		}
-		if strings.Contains(name, "..") || path.Clean(name) != name {
-			http.NotFound(w, r)
+		if info, err := fs.Stat(Files(), strings.TrimPrefix(name, "/")); err != nil || info.IsDir() || path.Clean(name) != name {
+			notFound.ServeHTTP(w, r)
 			return
 		}
 		r2 := r.Clone(r.Context())

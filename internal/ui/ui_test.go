@@ -13,7 +13,7 @@ import (
 func get(t *testing.T, path string) *http.Response {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	ui.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	ui.Handler(http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 	return rec.Result()
 }
 

@@ -68,8 +68,8 @@ type config struct {
 const usageHeader = `questiond lets AI agents ask a human structured questions.
 
 Agents send MCP elicitation requests (POST /elicit, POST /elicitations);
-operators answer them with any OpenCode client (GET /question,
-POST /question/{id}/reply, GET /event).
+operators answer them in a browser at /ui (GET / redirects there) or with
+any OpenCode client (GET /question, POST /question/{id}/reply, GET /event).
 
 Usage:
   questiond [flags]        run the daemon

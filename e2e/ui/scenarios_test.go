@@ -71,7 +71,7 @@ func TestDismissAndDecline(t *testing.T) {
 	d := startDaemon(t)
 	dismissed, declined := ask(d, "First"), ask(d, "Second")
 	b := openPage(t, d)
-	b.do(chromedp.WaitVisible(card(declined)))
+	b.do(chromedp.WaitVisible(card(dismissed)), chromedp.WaitVisible(card(declined)))
 	order := eval[[]string](b, `[...document.querySelectorAll("article.question .message")].map(m => m.textContent)`)
 	if !reflect.DeepEqual(order, []string{"First", "Second"}) {
 		t.Errorf("questions shown as %q, want oldest first", order)
@@ -110,12 +110,13 @@ func TestQuestionVanishesWhenAnsweredElsewhere(t *testing.T) {
 	}
 }
 
-// TestKeyboardOnly answers with Tab, arrows, typing and Enter alone.
+// TestKeyboardOnly answers with Tab, arrows, typing and Enter alone; the
+// focus then moves on to the next question.
 func TestKeyboardOnly(t *testing.T) {
 	d := startDaemon(t)
-	id := ask(d, "Keys only")
+	id, next := ask(d, "Keys only"), ask(d, "Next")
 	b := openPage(t, d)
-	b.do(chromedp.WaitVisible(card(id)))
+	b.do(chromedp.WaitVisible(card(id)), chromedp.WaitVisible(card(next)))
 	for range 6 {
 		if eval[bool](b, `document.activeElement.matches('`+field(id, 0)+`')`) {
 			break
@@ -135,6 +136,9 @@ func TestKeyboardOnly(t *testing.T) {
 	want := result{Action: "accept", Content: map[string]any{"color": "blue", "note": "via keys"}}
 	if got := d.result(id); !reflect.DeepEqual(got, want) {
 		t.Errorf("the agent got %+v, want %+v", got, want)
+	}
+	if !eval[bool](b, `document.activeElement.matches('`+field(next, 0)+`')`) {
+		t.Errorf("after the answer the focus is on %s, want the next question", eval[string](b, `document.activeElement.outerHTML`))
 	}
 }
 
@@ -260,5 +264,33 @@ func TestAnswerAtIPv6Loopback(t *testing.T) {
 	want := result{Action: "accept", Content: map[string]any{"color": "red", "note": "from [::1]"}}
 	if got := d.result(id); !reflect.DeepEqual(got, want) {
 		t.Errorf("the agent got %+v, want %+v", got, want)
+	}
+}
+
+// TestGroupedBySessionOldestFirst: questions are grouped by session and
+// directory, sessions in the order of their oldest question, questions oldest
+// first within their session, however their forms arrive.
+func TestGroupedBySessionOldestFirst(t *testing.T) {
+	d := startDaemon(t)
+	askIn := func(session, dir, message string) string {
+		body := strings.Replace(shortForm, `"ses_short"`, `"`+session+`","directory":"`+dir+`"`, 1)
+		return d.ask(strings.Replace(body, "%s", message, 1))
+	}
+	ids := []string{askIn("ses_b", "/b", "b1"), askIn("ses_a", "/a", "a1"), askIn("ses_b", "/b", "b2"), askIn("ses_b", "/other", "b3")}
+	b := openPage(t, d)
+	for _, id := range ids {
+		b.do(chromedp.WaitVisible(card(id)))
+	}
+	groups := eval[[]string](b, `[...document.querySelectorAll("section.session")].map(s =>
+		s.querySelector("h2").textContent + ": " + [...s.querySelectorAll(".message")].map(m => m.textContent).join(","))`)
+	want := []string{"Session ses_b in /b: b1,b2", "Session ses_a in /a: a1", "Session ses_b in /other: b3"}
+	if !reflect.DeepEqual(groups, want) {
+		t.Errorf("groups %q, want %q", groups, want)
+	}
+	d.send(http.MethodDelete, "/elicitations/"+ids[0], "", "")
+	b.do(chromedp.WaitNotPresent(card(ids[0])))
+	first := eval[string](b, `document.querySelector("section.session h2").textContent`)
+	if first != "Session ses_a in /a" {
+		t.Errorf("after b1 ended the first session is %q, want ses_a (its question is now the oldest)", first)
 	}
 }

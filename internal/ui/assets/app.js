@@ -23,17 +23,22 @@ function sessionSection(form) {
   const section = document.createElement("section");
   section.className = "session";
   section.dataset.key = key;
-  section.dataset.created = form.createdAt;
+  section.dataset.first = form.id;
   const heading = document.createElement("h2");
   const code = document.createElement("code");
   code.textContent = form.sessionID;
   heading.append("Session ", code);
   if (form.directory) heading.append(` in ${form.directory}`);
   section.append(heading);
-  // Sessions in the order of their oldest question.
-  const later = [...main.querySelectorAll("section.session")].find((s) => s.dataset.created > form.createdAt);
-  main.insertBefore(section, later || null);
+  place(section);
   return section;
+}
+
+// place puts a session in the order of its oldest question. Question ids
+// sort by creation as plain strings, as OpenCode clients order them.
+function place(section) {
+  const later = [...main.querySelectorAll("section.session")].find((s) => s !== section && s.dataset.first > section.dataset.first);
+  if (section.nextElementSibling !== later || !section.parentElement) main.insertBefore(section, later || null);
 }
 
 function updateCount() {
@@ -56,7 +61,11 @@ async function asked(id) {
   const card = questionCard(form);
   wire(card, form);
   const section = sessionSection(form);
-  const later = [...section.querySelectorAll("article.question")].find((c) => shown.get(c.dataset.id)?.form.createdAt > form.createdAt);
+  const later = [...section.querySelectorAll("article.question")].find((c) => c.dataset.id > id);
+  if (section.dataset.first > id) {
+    section.dataset.first = id;
+    place(section);
+  }
   card.dataset.id = id;
   section.insertBefore(card, later || null);
   shown.set(id, { form, card });
@@ -74,7 +83,12 @@ function ended(id) {
   const section = card.parentElement;
   const next = card.nextElementSibling || section.nextElementSibling?.querySelector("article.question");
   card.remove();
-  if (section && !section.querySelector("article.question")) section.remove();
+  const rest = section?.querySelector("article.question");
+  if (!rest) section?.remove();
+  else if (section.dataset.first !== rest.dataset.id) {
+    section.dataset.first = rest.dataset.id;
+    place(section);
+  }
   updateCount();
   if (hadFocus) focusQuestion(next || main.querySelector("article.question"));
 }

@@ -54,11 +54,10 @@ func Handler(notFound http.Handler) http.Handler {
 		case name == "" || name == "/":
 			serveIndex(w, r)
 			return
-		case name == "/index.html":
-			http.Redirect(w, r, Prefix, http.StatusMovedPermanently)
-			return
 		}
-		if info, err := fs.Stat(Files(), strings.TrimPrefix(name, "/")); err != nil || info.IsDir() || path.Clean(name) != name {
+		// The page has one name; the file server would redirect its other one.
+		info, err := fs.Stat(Files(), strings.TrimPrefix(name, "/"))
+		if err != nil || info.IsDir() || path.Clean(name) != name || name == "/index.html" {
 			notFound.ServeHTTP(w, r)
 			return
 		}

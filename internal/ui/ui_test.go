@@ -32,7 +32,7 @@ func TestEveryAnswerCarriesThePolicy(t *testing.T) {
 		"/ui/app.css":    {200, "text/css; charset=utf-8"},
 		"/ui/nope.js":    {404, "text/plain; charset=utf-8"},
 		"/ui/../x":       {404, "text/plain; charset=utf-8"},
-		"/ui/index.html": {301, ""},
+		"/ui/index.html": {404, "text/plain; charset=utf-8"},
 	} {
 		res := get(t, path)
 		if res.StatusCode != want.status || (want.ctype != "" && res.Header.Get("Content-Type") != want.ctype) {

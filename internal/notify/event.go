@@ -85,18 +85,19 @@ func newBody(event, id string, q *pending.Question, link string, includeText boo
 // code span, so it can neither format the line nor mention anybody.
 func (b Body) text(includeText bool) string {
 	q := b.Question
-	var s strings.Builder
-	s.WriteString("questiond: ")
+	agent := "an agent"
 	if q.Owner != "" {
-		fmt.Fprintf(&s, "agent %s ", code(q.Owner))
+		agent = "agent " + code(q.Owner)
 	}
+	what := "question " + code(q.ID)
+	if len(q.Headers) > 0 {
+		what = code(strings.Join(q.Headers, ", "))
+	}
+	var s strings.Builder
 	if b.Ending == nil {
-		s.WriteString("asks")
-		if len(q.Headers) > 0 {
-			s.WriteString(" " + code(strings.Join(q.Headers, ", ")))
-		}
+		fmt.Fprintf(&s, "questiond: %s asks %s", agent, what)
 	} else {
-		fmt.Fprintf(&s, "question %s ended: %s (%s)", code(q.ID), b.Ending.Ending, b.Ending.Action)
+		fmt.Fprintf(&s, "questiond: %s of %s", what, agent)
 	}
 	fmt.Fprintf(&s, " in session %s", code(q.SessionID))
 	if q.Directory != "" {
@@ -105,7 +106,9 @@ func (b Body) text(includeText bool) string {
 	if q.Client != "" {
 		fmt.Fprintf(&s, ", via %s", code(q.Client))
 	}
-	if includeText && b.Ending == nil && q.Message != "" {
+	if b.Ending != nil {
+		fmt.Fprintf(&s, ", ended: %s (%s)", b.Ending.Ending, b.Ending.Action)
+	} else if includeText && q.Message != "" {
 		fmt.Fprintf(&s, ": %s", code(cut(q.Message, maxTextMessage)))
 	}
 	if b.Link != "" {

@@ -84,6 +84,9 @@ func TestBodyIsASlackMessageWithoutTextByDefault(t *testing.T) {
 	if e["event"] != notify.EventEnded || ending["ending"] != "replied" || ending["action"] != "accept" || ending["at"] == nil {
 		t.Errorf("ended body: %s", ended.body)
 	}
+	if text, _ := e["text"].(string); !strings.Contains(text, "`Deploy, Region` of agent `builder` in session `ses_1`") || !strings.Contains(text, "ended: replied (accept)") {
+		t.Errorf("ended text: %q", text)
+	}
 	if a["id"] == e["id"] {
 		t.Error("two events share an id")
 	}

@@ -151,3 +151,36 @@ func TestRestartDeliversPendingNotifications(t *testing.T) {
 		t.Fatal("nothing delivered after the restart")
 	}
 }
+
+// The memory store ends every pending question at shutdown; webhooks hear
+// of those endings before questiond exits.
+func TestShutdownEndingsAreNotified(t *testing.T) {
+	bodies := make(chan notify.Body, 10)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b notify.Body
+		_ = json.NewDecoder(r.Body).Decode(&b)
+		bodies <- b
+	}))
+	defer hook.Close()
+	cfg := config(t)
+	cfg.BoltPath = ""
+	cfg.Notify = notify.Options{URLs: []string{hook.URL}}
+	base, stop := serve(t, cfg)
+	var created struct{ ID string }
+	call(t, 5*time.Second, "POST", base+"/elicitations", oneQuestion, &created)
+	stop()
+	var events []string
+	for len(bodies) > 0 {
+		b := <-bodies
+		if b.Question.ID == created.ID {
+			ending := ""
+			if b.Ending != nil {
+				ending = string(b.Ending.Ending)
+			}
+			events = append(events, b.Event+" "+ending)
+		}
+	}
+	if strings.Join(events, ",") != "question.asked ,question.ended shutdown" {
+		t.Fatalf("the webhook heard %q before questiond stopped", events)
+	}
+}

@@ -85,8 +85,9 @@ func (e *endpoint) add(d *delivery) {
 
 func (e *endpoint) recordKey(d *delivery) string { return e.key + "/" + d.id }
 
-// run delivers until Close: after it, until the queue is empty; once ctx
-// ends, at once, leaving the notification in flight in place.
+// run delivers until Close: after it, until the queue is empty or the
+// endpoint fails; once ctx ends, at once, leaving the notification in flight
+// in place.
 func (e *endpoint) run(ctx context.Context) {
 	for {
 		e.forgetDropped(ctx)
@@ -121,7 +122,8 @@ func (e *endpoint) take() *delivery {
 }
 
 // deliver POSTs d until it is accepted, refused for good or too old; it
-// returns false if ctx ended first.
+// returns false, leaving d in flight, if ctx ended first or Close began
+// while it waited to retry.
 func (e *endpoint) deliver(ctx context.Context, d *delivery) bool {
 	for attempt := 1; ; attempt++ {
 		if time.Since(d.at) >= e.n.opts.MaxAge {
@@ -153,6 +155,9 @@ func (e *endpoint) deliver(ctx context.Context, d *delivery) bool {
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			timer.Stop()
+			return false
+		case <-e.n.closing: // no use spending Close's grace on a failing webhook
 			timer.Stop()
 			return false
 		case <-timer.C:

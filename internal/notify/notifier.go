@@ -102,11 +102,16 @@ func New(ctx context.Context, opts Options) (*Notifier, error) {
 		// A redirect would send the signed body where nobody configured.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	seen := map[string]int{}
 	for i, raw := range opts.URLs {
 		e, err := newEndpoint(n, i+1, raw)
 		if err != nil {
 			return nil, err
 		}
+		if first, dup := seen[e.key]; dup {
+			return nil, fmt.Errorf("webhook %d repeats webhook %d", i+1, first) // they would share outbox records
+		}
+		seen[e.key] = i + 1
 		n.endpoints = append(n.endpoints, e)
 	}
 	if err := n.restore(ctx); err != nil {

@@ -279,4 +279,8 @@ func TestBadURLsAreRefusedWithoutQuotingThem(t *testing.T) {
 			t.Errorf("%q: %v", raw, err)
 		}
 	}
+	_, err := notify.New(context.Background(), notify.Options{URLs: []string{"https://a.example/x", "https://b.example/", "https://a.example/x"}})
+	if err == nil || !strings.Contains(err.Error(), "webhook 3 repeats webhook 1") {
+		t.Errorf("a repeated URL: %v", err)
+	}
 }

@@ -43,6 +43,7 @@ func (e *endpoint) storeQueued(ctx context.Context) {
 		}
 	}
 	e.mu.Unlock()
+	ctx = context.WithoutCancel(ctx) // a local write: Close stopping the attempts must not fail it
 	for _, d := range todo {
 		if err := e.store(ctx, d); err != nil {
 			e.mu.Lock()

@@ -1,5 +1,5 @@
 // Package daemon assembles a whole questiond (event broker, question store,
-// session registry, HTTP API and server) and shuts it down in the one order
+// session registry, webhook notifier, HTTP API and server) and shuts it down in the one order
 // that loses no answer and no event; cmd/questiond and the test server both
 // run it.
 package daemon

@@ -1,7 +1,7 @@
 // Package daemon assembles a whole questiond (event broker, question store,
-// session registry, webhook notifier, HTTP API and server) and shuts it down in the one order
-// that loses no answer and no event; cmd/questiond and the test server both
-// run it.
+// session registry, webhook notifier, HTTP API and server) and shuts it down
+// in the one order that loses no answer and no event; cmd/questiond and the
+// test server both run it.
 package daemon
 
 import (
@@ -245,7 +245,7 @@ func publicURL(configured string, addr net.Addr, secure bool) string {
 	if err != nil {
 		return ""
 	}
-	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
 		host = "localhost"
 	}
 	scheme := "http"
@@ -333,9 +333,6 @@ func (d *Daemon) Store() *pending.Memory { return d.store }
 
 // Bus is the daemon's event broker.
 func (d *Daemon) Bus() *sse.Broker { return d.bus }
-
-// Notifier is the daemon's webhook notifier.
-func (d *Daemon) Notifier() *notify.Notifier { return d.notify }
 
 // Journal is the bbolt file Config.BoltPath opened; nil otherwise.
 func (d *Daemon) Journal() *pending.Bolt { return d.journal }

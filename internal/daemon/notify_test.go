@@ -172,6 +172,9 @@ func TestShutdownEndingsAreNotified(t *testing.T) {
 	var events []string
 	for len(bodies) > 0 {
 		b := <-bodies
+		if b.Link != base+"/ui" {
+			t.Errorf("link %q, want the listener's /ui page %s/ui", b.Link, base)
+		}
 		if b.Question.ID == created.ID {
 			ending := ""
 			if b.Ending != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/questiond/questiond/internal/daemon"
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/notify"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
 )
@@ -57,12 +58,18 @@ type config struct {
 	maxSessions        int
 	maxMCPSessions     int
 	mcpIdleTimeout     time.Duration
+	publicURL          string
+	notifyIncludeText  bool
+	notifyMaxAge       time.Duration
+	notifyQueue        int
 
 	// Secrets come from the environment only, never from flags that any
 	// local user can read in the process list.
 	operatorUsername string
 	operatorPassword string
 	agentTokens      map[string]string
+	notifyURLs       []string // webhook URLs hold tokens too
+	notifySecret     string
 }
 
 const usageHeader = `questiond lets AI agents ask a human structured questions.
@@ -121,6 +128,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.IntVar(&c.maxSessions, "max-sessions", 100000, "most session records kept by PUT /sessions/{id} (429 beyond)")
 	fs.IntVar(&c.maxMCPSessions, "max-mcp-sessions", 1000, "most live MCP sessions on /mcp (503 beyond)")
 	fs.DurationVar(&c.mcpIdleTimeout, "mcp-idle-timeout", httpapi.DefaultMCPIdle, "close an MCP session (/mcp) after this `duration` without requests; a tool call in progress keeps it open")
+	fs.StringVar(&c.publicURL, "public-url", "", "`URL` operators reach questiond at, for the link to its /ui page in notifications (default: http(s):// and the address questiond listens on, localhost for an unspecified host)")
+	fs.BoolVar(&c.notifyIncludeText, "notify-include-text", false, "put the agent's message, the questions and the answers in webhook notifications (by default they name who asks where, not what)")
+	fs.DurationVar(&c.notifyMaxAge, "notify-max-age", notify.DefaultMaxAge, fmt.Sprintf("give up on a webhook notification not delivered within this `duration` (retries back off from %s to %s)", notify.DefaultMinBackoff, notify.DefaultMaxBackoff))
+	fs.IntVar(&c.notifyQueue, "notify-queue", notify.DefaultQueueLength, "most `notifications` waiting for one webhook; beyond it the oldest is dropped")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 
 	fs.Usage = func() {
@@ -165,12 +176,15 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 }
 
 const secretsHelp = `
-Credentials (environment only, so they never show in the process list):
+Credentials and webhooks (environment only, so they never show in the process list):
   QUESTIOND_OPERATOR_PASSWORD   operators' password (HTTP Basic, as OpenCode clients send it);
                                 OPENCODE_SERVER_PASSWORD is honoured too
   QUESTIOND_OPERATOR_USERNAME   operators' user name (default "opencode");
                                 OPENCODE_SERVER_USERNAME is honoured too
   QUESTIOND_AGENT_TOKENS        agents' bearer tokens: name=token,name=token (tokens of 16+ characters)
+  QUESTIOND_NOTIFY_URLS         webhooks told of every new question and ending, comma-separated
+                                http(s) URLs (a Slack or Mattermost incoming webhook is one)
+  QUESTIOND_NOTIFY_SECRET       signs webhook deliveries (X-Questiond-Signature; 16+ characters)
 Without credentials questiond serves loopback addresses only.
 `
 
@@ -179,6 +193,16 @@ Without credentials questiond serves loopback addresses only.
 func (c *config) readSecrets(getenv func(string) string) error {
 	c.operatorPassword = firstOf(getenv, "QUESTIOND_OPERATOR_PASSWORD", "OPENCODE_SERVER_PASSWORD")
 	c.operatorUsername = firstOf(getenv, "QUESTIOND_OPERATOR_USERNAME", "OPENCODE_SERVER_USERNAME")
+	c.notifySecret = getenv("QUESTIOND_NOTIFY_SECRET")
+	if c.notifySecret != "" && len(c.notifySecret) < 16 {
+		return errors.New("QUESTIOND_NOTIFY_SECRET must be at least 16 characters")
+	}
+	c.notifyURLs = c.splitList(getenv("QUESTIOND_NOTIFY_URLS"))
+	for i, u := range c.notifyURLs {
+		if err := notify.CheckURL(u); err != nil {
+			return fmt.Errorf("QUESTIOND_NOTIFY_URLS: entry %d: %w", i+1, err) // never the URL: it may hold a token
+		}
+	}
 	c.agentTokens = map[string]string{}
 	if env := getenv("QUESTIOND_AGENT_TOKENS"); env != "" {
 		if err := addTokens(c.agentTokens, strings.Split(env, ","), "QUESTIOND_AGENT_TOKENS"); err != nil {
@@ -237,6 +261,7 @@ func (c *config) check() error {
 		"heartbeat": c.heartbeat, "default-timeout": c.defaultTimeout, "max-timeout": c.maxTimeout,
 		"max-wait": c.maxWait, "keepalive": c.keepAlive, "retention": c.retention, "reconnect-grace": c.reconnectGrace,
 		"event-write-timeout": c.eventWriteTimeout, "shutdown-timeout": c.shutdownTimeout,
+		"notify-max-age": c.notifyMaxAge,
 	}
 	for name, d := range positive {
 		if d <= 0 {
@@ -246,7 +271,7 @@ func (c *config) check() error {
 	counts := map[string]int64{
 		"max-body": c.maxBody, "max-properties": int64(c.maxProperties), "header-limit": int64(c.headerLimit),
 		"event-queue": int64(c.eventQueue), "max-directories": int64(c.maxDirectories),
-		"max-retained": int64(c.maxRetained),
+		"max-retained": int64(c.maxRetained), "notify-queue": int64(c.notifyQueue),
 	}
 	for name, n := range counts {
 		if n <= 0 {
@@ -272,6 +297,11 @@ func (c *config) check() error {
 	}
 	if c.headerLimit < 4 {
 		return fmt.Errorf("--header-limit must be at least 4 runes, got %d", c.headerLimit)
+	}
+	if c.publicURL != "" {
+		if err := notify.CheckURL(c.publicURL); err != nil {
+			return fmt.Errorf("--public-url %q: %w", c.publicURL, err)
+		}
 	}
 	switch c.store {
 	case "bolt", "memory":

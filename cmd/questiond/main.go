@@ -22,6 +22,7 @@ import (
 	"github.com/questiond/questiond/internal/daemon"
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/notify"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
 	"github.com/questiond/questiond/internal/sse"
@@ -122,7 +123,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log.Info("questiond listening", zap.String("addr", d.Addr().String()), zap.String("scheme", scheme),
 		zap.String("version", version), zap.Bool("operatorAuth", cfg.operatorPassword != ""),
-		zap.Int("agentTokens", len(cfg.agentTokens)))
+		zap.Int("agentTokens", len(cfg.agentTokens)), zap.Int("webhooks", len(cfg.notifyURLs)),
+		zap.Bool("webhooksSigned", cfg.notifySecret != ""))
 	if ready != nil {
 		ready <- d.Addr().String()
 	}
@@ -175,6 +177,14 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 			},
 		},
 		FailureTimeout: cfg.shutdownTimeout,
+		PublicURL:      cfg.publicURL,
+		Notify: notify.Options{
+			URLs:        cfg.notifyURLs,
+			Secret:      []byte(cfg.notifySecret),
+			IncludeText: cfg.notifyIncludeText,
+			MaxAge:      cfg.notifyMaxAge,
+			QueueLength: cfg.notifyQueue,
+		},
 	}
 	if cfg.store != "memory" {
 		path, err := cfg.databasePath(getenv)

@@ -1,7 +1,7 @@
 // Package daemon assembles a whole questiond (event broker, question store,
-// session registry, HTTP API and server) and shuts it down in the one order
-// that loses no answer and no event; cmd/questiond and the test server both
-// run it.
+// session registry, webhook notifier, HTTP API and server) and shuts it down
+// in the one order that loses no answer and no event; cmd/questiond and the
+// test server both run it.
 package daemon
 
 import (
@@ -11,12 +11,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/notify"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
 	"github.com/questiond/questiond/internal/sse"
@@ -60,6 +62,13 @@ type Config struct {
 	Listener net.Listener
 	// TLS, if set, serves HTTPS.
 	TLS *tls.Config
+	// Notify configures the webhooks told of every question and ending. Its
+	// Logger is Logger; its Outbox is the BoltPath file when there is one;
+	// its Link, when empty, is PublicURL's /ui page.
+	Notify notify.Options
+	// PublicURL is where operators reach questiond, for links; "" means
+	// the listener's address (localhost for an unspecified one).
+	PublicURL string
 	// Wrap, if set, puts a handler in front of the API (fault injection,
 	// counting).
 	Wrap func(http.Handler) http.Handler
@@ -86,7 +95,8 @@ type Daemon struct {
 	bus     *sse.Broker
 	store   *pending.Memory
 	journal *pending.Bolt // opened from Config.BoltPath; nil otherwise
-	durable bool          // pending questions outlive Shutdown
+	notify  *notify.Notifier
+	durable bool // pending questions outlive Shutdown
 	api     *httpapi.Server
 	http    *http.Server
 	silent  *httpapi.SilentConns
@@ -131,7 +141,20 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("starting the event broker: %w", err)
 	}
 	d.bus = bus
-	events := httpapi.NewEvents(bus, d.log)
+	if err := d.listen(cfg); err != nil {
+		return err
+	}
+	if cfg.BoltPath != "" {
+		boltOpts := cfg.Bolt
+		boltOpts.Logger = d.log
+		if d.journal, err = pending.OpenBolt(cfg.BoltPath, boltOpts); err != nil {
+			return fmt.Errorf("opening the question store: %w", err)
+		}
+	}
+	if err := d.openNotifier(ctx, cfg); err != nil {
+		return err
+	}
+	events := httpapi.NewEvents(bus, d.log, d.notify)
 	if err := d.openStore(ctx, cfg, events); err != nil {
 		return err
 	}
@@ -149,15 +172,6 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 	cfg.API.Logger = d.log
 	if d.api, err = httpapi.New(store, events, cfg.API); err != nil {
 		return fmt.Errorf("building the HTTP API: %w", err)
-	}
-	if d.ln = cfg.Listener; d.ln == nil {
-		addr := cfg.Addr
-		if addr == "" {
-			addr = "127.0.0.1:0"
-		}
-		if d.ln, err = net.Listen("tcp", addr); err != nil {
-			return fmt.Errorf("listening on %s: %w", addr, err)
-		}
 	}
 	var handler http.Handler = d.api
 	if cfg.Wrap != nil {
@@ -180,19 +194,74 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 	return nil
 }
 
+// listen binds the listener early: notifications link to its address.
+func (d *Daemon) listen(cfg Config) error {
+	if d.ln = cfg.Listener; d.ln != nil {
+		return nil
+	}
+	addr := cfg.Addr
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	d.ln = ln
+	return nil
+}
+
+// openNotifier starts the webhooks' notifier, its outbox in the question
+// database when the daemon opened one. It starts without webhooks too, so
+// that an outbox left for webhooks no longer configured is emptied.
+func (d *Daemon) openNotifier(ctx context.Context, cfg Config) error {
+	opts := cfg.Notify
+	opts.Logger = d.log
+	if opts.Link == "" {
+		opts.Link = strings.TrimSuffix(publicURL(cfg.PublicURL, d.ln.Addr(), cfg.TLS != nil), "/") + "/ui"
+	}
+	if d.journal != nil {
+		outbox, err := d.journal.Table("notify-outbox")
+		if err != nil {
+			return fmt.Errorf("opening the notification outbox: %w", err)
+		}
+		opts.Outbox = outbox
+	}
+	n, err := notify.New(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("starting notifications: %w", err)
+	}
+	d.notify = n
+	return nil
+}
+
+// publicURL is configured, or else the listener's address, with localhost
+// for an unspecified host.
+func publicURL(configured string, addr net.Addr, secure bool) string {
+	if configured != "" {
+		return configured
+	}
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	scheme := "http"
+	if secure {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
+}
+
 // openStore opens the memory store, or the durable one when cfg names a
 // journal, restoring what the journal holds.
 func (d *Daemon) openStore(ctx context.Context, cfg Config, events *httpapi.Events) error {
 	opts := cfg.Store
 	opts.OnEnd, opts.Logger, opts.Journal = events.Ended, d.log, cfg.Journal
-	if cfg.BoltPath != "" {
-		boltOpts := cfg.Bolt
-		boltOpts.Logger = d.log
-		journal, err := pending.OpenBolt(cfg.BoltPath, boltOpts)
-		if err != nil {
-			return fmt.Errorf("opening the question store: %w", err)
-		}
-		d.journal, opts.Journal = journal, journal
+	if d.journal != nil {
+		opts.Journal = d.journal
 	}
 	if opts.Journal == nil {
 		d.store = pending.NewMemory(opts)
@@ -243,6 +312,9 @@ func (d *Daemon) abandon(given net.Listener) error {
 	}
 	if d.store != nil {
 		errs = append(errs, d.store.Close(ctx))
+	}
+	if d.notify != nil {
+		errs = append(errs, d.notify.Close(ctx))
 	}
 	if d.journal != nil {
 		errs = append(errs, d.journal.Close())

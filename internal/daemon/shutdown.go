@@ -31,8 +31,12 @@ import (
 //     503, and deadlines end nothing any more (an ending now could not be
 //     announced: a durable store's question whose deadline passes meanwhile
 //     stays pending, and the next start ends it as timed out).
-//  5. It closes the event broker: each stream gets every event published
-//     before, then ends. The broker gets its own short deadline,
+//  5. It closes the notifier, which takes no notification after the last
+//     ending: queued ones get their own short grace (notify.Options.Grace)
+//     to be delivered, then attempts still in flight are stopped and what is
+//     left is written to the outbox in the bbolt file (without one, it is
+//     lost, and logged). Meanwhile it closes the event broker: each stream
+//     gets every event published before, then ends. The broker gets its own short deadline,
 //     Config.StreamGrace or what is left of ctx if less, so a client that
 //     stopped reading cannot eat the time of the rest; such a stream is cut
 //     off, which is logged as a warning and is not an error.
@@ -97,7 +101,10 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("stopping question deadlines: %w", err))
 	}
 
-	// 5. Close the event streams, on a deadline of their own.
+	// 5. Close the notifier and the event streams, each on a deadline of
+	// its own.
+	notified := make(chan error, 1)
+	go func() { notified <- d.notify.Close(ctx) }()
 	grace, cancel := context.WithTimeout(ctx, d.streamGrace)
 	err := d.bus.Close(grace)
 	cancel()
@@ -114,6 +121,9 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 	if err := <-httpDone; err != nil {
 		errs = append(errs, fmt.Errorf("stopping the HTTP server: %w", err))
 		_ = d.http.Close()
+	}
+	if err := <-notified; err != nil {
+		errs = append(errs, fmt.Errorf("stopping notifications: %w", err))
 	}
 	if err := d.store.Close(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("closing the question store: %w", err))

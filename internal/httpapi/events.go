@@ -52,15 +52,27 @@ type Events struct {
 	// New. Until then (a store restoring its questions) every stream gets
 	// every event.
 	console atomic.Pointer[consoleView]
+
+	watchers []Watcher
 }
 
-// NewEvents returns the announcer for bus. Pass its Ended method to the store
-// as the OnEnd callback, and the Events itself to New.
-func NewEvents(bus Bus, log *zap.Logger) *Events {
+// Watcher hears of every question asked and every ending, each once, after
+// its event is published: a question's Asked comes before its Ended. It is
+// called on the goroutine that asked or settled, which waits for it, so it
+// must not block (package notify queues and returns).
+type Watcher interface {
+	Asked(q *pending.Question)
+	Ended(q *pending.Question)
+}
+
+// NewEvents returns the announcer for bus, telling watchers too. Pass its
+// Ended method to the store as the OnEnd callback, and the Events itself to
+// New.
+func NewEvents(bus Bus, log *zap.Logger, watchers ...Watcher) *Events {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Events{bus: bus, log: log.Named("events"), announcing: map[string]chan struct{}{}}
+	return &Events{bus: bus, log: log.Named("events"), announcing: map[string]chan struct{}{}, watchers: watchers}
 }
 
 // beginAnnounce marks id as being announced; call it before the question is
@@ -83,13 +95,15 @@ func (e *Events) finishAnnounce(id string) {
 // asked publishes question.asked for q: at once on every stream but the
 // consoles', which show it when its session's turn comes.
 func (e *Events) asked(ctx context.Context, q *pending.Question) {
-	c := e.console.Load()
-	if c == nil {
+	if c := e.console.Load(); c == nil {
 		e.publish(ctx, q.Directory, sse.Everyone, eventAsked, toQuestionRequest(q))
-		return
+	} else {
+		e.publish(ctx, q.Directory, sse.Standard, eventAsked, toQuestionRequest(q))
+		c.asked(q)
 	}
-	e.publish(ctx, q.Directory, sse.Standard, eventAsked, toQuestionRequest(q))
-	c.asked(q)
+	for _, w := range e.watchers {
+		w.Asked(q)
+	}
 }
 
 // Ended publishes how q ended: question.replied for an operator's answer,
@@ -108,9 +122,12 @@ func (e *Events) Ended(q *pending.Question) {
 	}
 	if c := e.console.Load(); c != nil {
 		c.ended(q)
-		return
+	} else {
+		e.publishEnding(q, sse.Everyone)
 	}
-	e.publishEnding(q, sse.Everyone)
+	for _, w := range e.watchers {
+		w.Ended(q)
+	}
 }
 
 // publishEnding publishes question.replied or question.rejected for q to

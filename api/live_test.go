@@ -538,7 +538,7 @@ func TestLiveResponsesFollowTheDocument(t *testing.T) {
 	l.doOffDocument(t, exchange{method: "GET", path: "/foo"}, 404, "NotFoundError")
 
 	// The web page: a redirect to it, the page and its files, a name it has not.
-	if r := l.do(t, exchange{method: "GET", path: "/"}, 302); r.header.Get("Location") != "/ui" {
+	if r := l.do(t, exchange{method: "GET", path: "/"}, 302); r.header.Get("Location") != "ui" {
 		t.Errorf("GET / redirects to %q", r.header.Get("Location"))
 	}
 	for _, path := range []string{"/ui", "/ui/app.js", "/ui/app.css", "/ui/icon.svg"} {

@@ -3,6 +3,9 @@ package ui
 import (
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -292,5 +295,33 @@ func TestGroupedBySessionOldestFirst(t *testing.T) {
 	first := eval[string](b, `document.querySelector("section.session h2").textContent`)
 	if first != "Session ses_a in /a" {
 		t.Errorf("after b1 ended the first session is %q, want ses_a (its question is now the oldest)", first)
+	}
+}
+
+// TestBehindAPathPrefix: a proxy serves questiond under /base/; the page's
+// links, requests and event stream are relative, so it works there too.
+func TestBehindAPathPrefix(t *testing.T) {
+	d := startDaemon(t)
+	target, _ := url.Parse(d.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.StripPrefix("/base", proxy))
+	t.Cleanup(front.Close)
+	id := ask(d, "Through a proxy")
+	b := newBrowser(t, operatorUser, operatorPassword)
+	b.do(chromedp.Navigate(front.URL + "/base/"))
+	b.waitFor("the page connects", `document.getElementById("status").textContent.startsWith("Connected")`)
+	if path := eval[string](b, `location.pathname`); path != "/base/ui" {
+		t.Errorf("the page is at %s, want /base/ui", path)
+	}
+	b.do(
+		chromedp.WaitVisible(card(id)),
+		chromedp.Click(option(id, 0, "blue")),
+		chromedp.SendKeys(field(id, 1), "proxied"),
+		chromedp.Click(card(id, "button.submit")),
+		chromedp.WaitNotPresent(card(id)),
+	)
+	want := result{Action: "accept", Content: map[string]any{"color": "blue", "note": "proxied"}}
+	if got := d.result(id); !reflect.DeepEqual(got, want) {
+		t.Errorf("the agent got %+v, want %+v", got, want)
 	}
 }

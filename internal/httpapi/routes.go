@@ -89,9 +89,10 @@ func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) 
 	s.writeError(w, r, &statusError{http.StatusMethodNotAllowed, "MethodNotAllowed", "Method " + r.Method + " is not allowed on " + r.URL.Path})
 }
 
-// handleRoot sends a browser to the web page.
+// handleRoot sends a browser to the web page. The Location is relative, so
+// it also holds behind a proxy that serves questiond under a path prefix.
 func handleRoot(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Location", ui.Prefix)
+	w.Header().Set("Location", strings.TrimPrefix(ui.Prefix, "/"))
 	w.WriteHeader(http.StatusFound)
 }
 

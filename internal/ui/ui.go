@@ -51,8 +51,14 @@ func Handler(notFound http.Handler) http.Handler {
 		case !ok:
 			notFound.ServeHTTP(w, r)
 			return
-		case name == "" || name == "/":
+		case name == "":
 			serveIndex(w, r)
+			return
+		case name == "/":
+			// The page's links are relative to /ui, so it has no other name;
+			// a relative Location also holds behind a proxy's path prefix.
+			w.Header().Set("Location", "../ui")
+			w.WriteHeader(http.StatusFound)
 			return
 		}
 		// The page has one name; the file server would redirect its other one.

@@ -1,13 +1,15 @@
 // The routes the page uses: questiond's form route and OpenCode's public
 // question routes. Credentials are the browser's own (HTTP Basic, asked for
-// when the page was opened), sent by it on these same-origin requests.
+// when the page was opened), sent by it on these same-origin requests. Paths
+// are relative to the page, /ui, so that a proxy may serve questiond under a
+// path of its own.
 
 const json = { "Content-Type": "application/json", Accept: "application/json" };
 
 // formOf returns the expected form of a pending question, or null when it
 // is not pending any more.
 export async function formOf(id) {
-  const res = await fetch(`/questiond/question/${encodeURIComponent(id)}/form`, { headers: { Accept: "application/json" } });
+  const res = await fetch(`questiond/question/${encodeURIComponent(id)}/form`, { headers: { Accept: "application/json" } });
   if (res.status === 404) return null;
   if (!res.ok) throw new Error(await messageOf(res));
   return res.json();
@@ -15,7 +17,7 @@ export async function formOf(id) {
 
 // pendingIDs lists the ids of every pending question.
 export async function pendingIDs() {
-  const res = await fetch("/question", { headers: { Accept: "application/json" } });
+  const res = await fetch("question", { headers: { Accept: "application/json" } });
   if (!res.ok) throw new Error(await messageOf(res));
   return new Set((await res.json()).map((q) => q.id));
 }
@@ -23,12 +25,12 @@ export async function pendingIDs() {
 // reply sends the answers; it resolves to "" when they were taken, else the
 // server's reason.
 export async function reply(id, answers) {
-  return send(`/question/${encodeURIComponent(id)}/reply`, { answers });
+  return send(`question/${encodeURIComponent(id)}/reply`, { answers });
 }
 
 // reject dismisses the question (cancel), or declines it.
 export async function reject(id, action) {
-  return send(`/question/${encodeURIComponent(id)}/reject`, action ? { action } : undefined);
+  return send(`question/${encodeURIComponent(id)}/reject`, action ? { action } : undefined);
 }
 
 async function send(path, body) {

@@ -180,7 +180,7 @@ function notify(form, card) {
 // question.replied and question.rejected. On every (re)connect, questions
 // that ended while the page was away are dropped.
 function connect() {
-  const events = new EventSource("/global/event");
+  const events = new EventSource("global/event");
   events.addEventListener("message", (event) => {
     let frame;
     try {

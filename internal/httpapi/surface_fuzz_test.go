@@ -24,7 +24,7 @@ import (
 
 // documentedStatus is every status questiond answers a client with; any
 // other, and above all a 500, is a bug when the input is the client's.
-var documentedStatus = map[int]bool{200: true, 201: true, 202: true, 204: true, 400: true, 403: true, 404: true, 405: true, 413: true, 415: true, 421: true, 503: true}
+var documentedStatus = map[int]bool{200: true, 201: true, 202: true, 204: true, 302: true, 400: true, 403: true, 404: true, 405: true, 413: true, 415: true, 421: true, 503: true}
 
 // surfaceMaxBody is small so that fuzzed bodies reach the 413 path.
 const surfaceMaxBody = 4096
@@ -344,6 +344,18 @@ func checkAnswer(t *testing.T, ex *exchange) {
 	case ex.status == http.StatusUnsupportedMediaType:
 		if want := "Unsupported content-type: " + ex.req.Header.Get("Content-Type"); contentType != "text/plain" || string(ex.body) != want {
 			t.Fatalf("%s: 415 %s %q, want text/plain %q", what, contentType, ex.body, want)
+		}
+		return
+	case ex.status == http.StatusFound:
+		// GET / and /ui/ send the browser to the page.
+		if loc := ex.header.Get("Location"); (ex.route != "/" && ex.route != "/ui/") || loc == "" {
+			t.Fatalf("%s: 302 to %q", what, loc)
+		}
+		return
+	case (ex.route == "/ui" || strings.HasPrefix(ex.route, "/ui/")) && ex.status == http.StatusOK:
+		// The page and its files, each with the page's security headers.
+		if !strings.HasPrefix(ex.header.Get("Content-Security-Policy"), "default-src 'none'") || ex.header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Fatalf("%s: /ui answer without its security headers: %q", what, ex.header)
 		}
 		return
 	case ex.route == "/mcp" && ex.status < 300:

@@ -46,6 +46,10 @@ func Handler(notFound http.Handler) http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("Cache-Control", "no-cache")
+		// The files are small and whole: no partial answers (206, 416),
+		// which the route's contract does not have.
+		r.Header.Del("Range")
+		r.Header.Del("If-Range")
 		name, ok := strings.CutPrefix(r.URL.Path, Prefix)
 		switch {
 		case !ok:

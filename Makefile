@@ -11,13 +11,17 @@ LDFLAGS  := -s -w -X main.version=$(VERSION)
 
 .PHONY: all build run test quick unit tui ui fuzz compat bench lint clean
 
+# A bare `make` builds the binary; `make test` is the whole suite.
+.DEFAULT_GOAL := build
+
 all: lint test build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/questiond
 
+# ARGS are questiond's flags: make run ARGS='--store memory --addr 127.0.0.1:4601'
 run:
-	$(GO) run ./cmd/questiond
+	$(GO) run ./cmd/questiond $(ARGS)
 
 # The whole suite: static checks, unit and end-to-end tests with the race
 # detector, a short run of every fuzz target, the OpenCode SDK

@@ -16,6 +16,9 @@ const maxDirectoryBytes = 4096
 // OpenCode clients send it: the "directory" query parameter, or else the
 // percent-encoded x-opencode-directory header. "" means every directory.
 func requestDirectory(r *http.Request) (string, error) {
+	if err := checkQueryEncoding(r.URL.RawQuery, "directory"); err != nil {
+		return "", err
+	}
 	if dir := r.URL.Query().Get("directory"); dir != "" {
 		d, err := normalizeDirectory(dir)
 		if err != nil {
@@ -51,4 +54,20 @@ func normalizeDirectory(dir string) (string, error) {
 		dir = strings.TrimSuffix(dir, "/")
 	}
 	return dir, nil
+}
+
+// checkQueryEncoding refuses a query parameter named key whose value is not
+// percent-encoded: url.Values drops such a pair without a word, which would
+// turn a scoped request (?directory=%ZZ) into one for every directory.
+func checkQueryEncoding(rawQuery, key string) error {
+	for pair := range strings.SplitSeq(rawQuery, "&") {
+		name, value, _ := strings.Cut(pair, "=")
+		if n, err := url.QueryUnescape(name); err != nil || n != key {
+			continue
+		}
+		if _, err := url.QueryUnescape(value); err != nil {
+			return newBadRequest(kindQuery, "%s is not percent-encoded: %v\n  at [%q]", key, err, key)
+		}
+	}
+	return nil
 }

@@ -263,7 +263,12 @@ func closeSessions(server *mcp.Server) {
 // newServer builds the MCP server of one session: the question tool of its
 // capability, or no tool at all.
 func (m *mcpEndpoint) newServer(conn *mcpConnection) *mcp.Server {
-	opts := &mcp.ServerOptions{HasTools: true, SchemaCache: m.schemas}
+	opts := &mcp.ServerOptions{HasTools: true, SchemaCache: m.schemas, Capabilities: &mcp.ServerCapabilities{
+		Logging: &mcp.LoggingCapabilities{},
+		// A session's tool is fixed when it connects: its list never changes,
+		// so questiond does not offer list_changed notifications.
+		Tools: &mcp.ToolCapabilities{},
+	}}
 	switch conn.capability {
 	case session.User:
 		opts.Instructions = "Use " + toolAskUser + " when you need a decision or information only the user has; it waits for the answer."

@@ -108,7 +108,7 @@ func (s *Server) handleElicitationCreate(w http.ResponseWriter, r *http.Request)
 	}
 	body, err := readJSONBody(w, r, s.opts.MaxBodyBytes)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, onOwnRoute(err))
 		return
 	}
 	params, _, err := parseCreateBody(body)
@@ -240,7 +240,7 @@ func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := readJSONBody(w, r, s.opts.MaxBodyBytes)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, onOwnRoute(err))
 		return
 	}
 	params, rpc, err := parseCreateBody(body)

@@ -50,10 +50,25 @@ var (
 	errShuttingDown = &statusError{http.StatusServiceUnavailable, "ServiceUnavailable", "questiond is shutting down"}
 )
 
-// unsupportedMediaType is answered exactly as OpenCode does: 415, text/plain.
-type unsupportedMediaType struct{ contentType string }
+// unsupportedMediaType is a body that is not JSON. On OpenCode's routes it is
+// answered exactly as OpenCode does (415, text/plain); on questiond's own
+// (own), in questiond's JSON error shape, saying which header to send: the
+// usual cause is `curl -d` without -H 'Content-Type: application/json'.
+type unsupportedMediaType struct {
+	contentType string
+	own         bool
+}
 
 func (e *unsupportedMediaType) Error() string { return "Unsupported content-type: " + e.contentType }
+
+// onOwnRoute marks a 415 as one of questiond's own routes'.
+func onOwnRoute(err error) error {
+	var media *unsupportedMediaType
+	if errors.As(err, &media) {
+		return &unsupportedMediaType{contentType: media.contentType, own: true}
+	}
+	return err
+}
 
 type namedError struct {
 	Name string         `json:"name"`
@@ -101,6 +116,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &tooLarge):
 		writeJSON(w, http.StatusRequestEntityTooLarge, namedError{"PayloadTooLarge", namedErrorData{
 			Message: fmt.Sprintf("request body is larger than %d bytes", tooLarge.Limit)}})
+	case errors.As(err, &media) && media.own:
+		writeJSON(w, http.StatusUnsupportedMediaType, namedError{"UnsupportedMediaType", namedErrorData{Kind: kindHeaders, Message: fmt.Sprintf(
+			"the body must be JSON sent with Content-Type: application/json, not %q (with curl: -H 'Content-Type: application/json')\n  at [\"Content-Type\"]", media.contentType)}})
 	case errors.As(err, &media):
 		w.Header().Set("Content-Type", "text/plain")
 		w.WriteHeader(http.StatusUnsupportedMediaType)

@@ -52,7 +52,7 @@ func (s *Server) handleSessionPut(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := readJSONBody(w, r, s.opts.MaxBodyBytes)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, onOwnRoute(err))
 		return
 	}
 	rec, err := decodeSessionBody(id, body)

@@ -341,6 +341,17 @@ func checkAnswer(t *testing.T, ex *exchange) {
 			t.Fatalf("%s: 204 with a body %q", what, ex.body)
 		}
 		return
+	case ex.status == http.StatusUnsupportedMediaType && (ex.route == "/elicitations" || ex.route == "/elicit" || strings.HasPrefix(ex.route, "/sessions/")):
+		// questiond's own routes say which header to send, in JSON.
+		var named struct {
+			Name string
+			Data struct{ Message, Kind string }
+		}
+		if contentType != "application/json" || json.Unmarshal(ex.body, &named) != nil || named.Name != "UnsupportedMediaType" ||
+			named.Data.Kind != "Headers" || !strings.Contains(named.Data.Message, "Content-Type: application/json") {
+			t.Fatalf("%s: 415 %s %q, want questiond's JSON naming the header", what, contentType, ex.body)
+		}
+		return
 	case ex.status == http.StatusUnsupportedMediaType:
 		if want := "Unsupported content-type: " + ex.req.Header.Get("Content-Type"); contentType != "text/plain" || string(ex.body) != want {
 			t.Fatalf("%s: 415 %s %q, want text/plain %q", what, contentType, ex.body, want)

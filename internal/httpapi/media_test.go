@@ -1,0 +1,36 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/questiond/questiond/internal/httpapi"
+)
+
+// `curl -d` without a Content-Type header sends a form type. questiond's own
+// routes refuse it (a form post could come from any page) with JSON that says
+// which header to send; OpenCode's routes keep OpenCode's plain-text 415.
+func TestFormPostsAreRefusedWithTheHeaderToSend(t *testing.T) {
+	h := newHarness(t, httpapi.Options{})
+	form := "application/x-www-form-urlencoded"
+	for _, c := range []struct{ method, path string }{
+		{http.MethodPost, "/elicitations"}, {http.MethodPost, "/elicit"}, {http.MethodPut, "/sessions/ses_form"},
+	} {
+		res := h.do(c.method, c.path, `{"message":"m"}`, "Content-Type", form)
+		var named struct {
+			Name string
+			Data struct{ Message, Kind string }
+		}
+		if res.Status != http.StatusUnsupportedMediaType || res.Header.Get("Content-Type") != "application/json" ||
+			json.Unmarshal(res.Body, &named) != nil || named.Name != "UnsupportedMediaType" || named.Data.Kind != "Headers" ||
+			!strings.Contains(named.Data.Message, "-H 'Content-Type: application/json'") || !strings.Contains(named.Data.Message, form) {
+			t.Errorf("%s %s as a form: %d %s %s", c.method, c.path, res.Status, res.Header.Get("Content-Type"), res.Body)
+		}
+	}
+	res := h.do(http.MethodPost, "/question/que_00000000000000000000000000/reply", `{"answers":[]}`, "Content-Type", form)
+	if res.Status != http.StatusUnsupportedMediaType || res.Header.Get("Content-Type") != "text/plain" || string(res.Body) != "Unsupported content-type: "+form {
+		t.Errorf("OpenCode's reply route as a form: %d %s %q, want OpenCode's plain 415", res.Status, res.Header.Get("Content-Type"), res.Body)
+	}
+}

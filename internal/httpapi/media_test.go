@@ -34,3 +34,26 @@ func TestFormPostsAreRefusedWithTheHeaderToSend(t *testing.T) {
 		t.Errorf("OpenCode's reply route as a form: %d %s %q, want OpenCode's plain 415", res.Status, res.Header.Get("Content-Type"), res.Body)
 	}
 }
+
+// A reply may name an option by its label, by its value, or by its label in
+// another letter case; each gives the agent the option's value.
+func TestReplyNamesOptionsByLabelOrValue(t *testing.T) {
+	h := newHarness(t, httpapi.Options{})
+	form := map[string]any{
+		"message": "Pick",
+		"requestedSchema": json.RawMessage(`{"type":"object","properties":{
+			"model":{"type":"string","title":"Model","oneOf":[{"const":"SY215C","title":"SY215C excavator"},{"const":"SY365H","title":"SY365H excavator"}]}},
+			"required":["model"]}`),
+	}
+	for _, answer := range []string{"SY365H excavator", "SY365H", "sy365h EXCAVATOR"} {
+		id := h.create(form).ID
+		if res := h.do(http.MethodPost, "/question/"+id+"/reply", map[string]any{"answers": [][]string{{answer}}}); res.Status != http.StatusOK {
+			t.Fatalf("reply %q: %d %s", answer, res.Status, res.Body)
+		}
+		var got created
+		h.do(http.MethodGet, "/elicitations/"+id, nil).json(t, &got)
+		if got.Result == nil || got.Result.Action != "accept" || got.Result.Content["model"] != "SY365H" {
+			t.Errorf("reply %q: result %+v, want model SY365H", answer, got.Result)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,4 +146,30 @@ func TestReachedDaemonIsNotGivenUpOn(t *testing.T) {
 		t.Fatalf("Elicit against a daemon answering 503: %v, want ctx's deadline", err)
 	}
 	calls.Wait()
+}
+
+func TestOnRetrySeesFailuresWhileWaiting(t *testing.T) {
+	var failedPolls atomic.Int64
+	d := startDaemon(t, daemonConfig{wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/elicitations/") && failedPolls.Add(1) == 1 {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(`{"name":"UnavailableError","data":{"message":"restarting"}}`))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}})
+	ops := watch(t, d.URL)
+	seen := make(chan error, 16)
+	c := newClient(t, d.URL, client.Options{OnRetry: func(err error, _ time.Duration) { seen <- err }})
+	out := elicitAsync(t, t.Context(), c, deployForm(t))
+	if err := <-seen; !errors.Is(err, client.ErrUnavailable) {
+		t.Fatalf("OnRetry got %v, want the poll's 503", err)
+	}
+	reject(t, d.URL, ops.asked(t).ID, "")
+	if o := await(t, out); o.err != nil {
+		t.Fatal(o.err)
+	}
 }

@@ -10,6 +10,11 @@
 // context withdraws the question. Errors answered by questiond come back as
 // *Error values that match the Err sentinels with errors.Is.
 //
+// New reads $QUESTIOND_SERVER and $QUESTIOND_TOKEN when Options leave Server
+// or Token empty, as `questiond ask` does. A daemon that does not answer is
+// made visible by Options.OnRetry (every retried failure) and bounded by
+// Options.GiveUpUnreached (then ErrUnreachable, and no question exists).
+//
 // SchemaBuilder builds a requestedSchema that can only be inside the MCP
 // elicitation subset, and Result's accessors read the answers back.
 //
@@ -20,12 +25,19 @@
 //	import (
 //		"context"
 //		"log"
+//		"time"
 //
 //		"github.com/questiond/questiond/client"
 //	)
 //
 //	func main() {
-//		c, err := client.New(client.Options{}) // the local daemon; Token for an agent token
+//		// Server and Token default to $QUESTIOND_SERVER and $QUESTIOND_TOKEN, else the local daemon.
+//		c, err := client.New(client.Options{
+//			GiveUpUnreached: time.Minute, // ErrUnreachable if questiond never answers
+//			OnRetry: func(err error, wait time.Duration) {
+//				log.Printf("questiond: %v; trying again in %s", err, wait.Round(time.Millisecond))
+//			},
+//		})
 //		if err != nil {
 //			log.Fatal(err)
 //		}

@@ -40,8 +40,9 @@ const (
 // 429 with Retry-After is sent again after that time; one without (too many
 // pending questions, freed only by answers), 422 (the key was used for
 // another request) and every other error are returned as they are. With no
-// daemon listening at all, Elicit keeps trying until ctx ends; use Create and
-// Wait to fail at once instead.
+// daemon listening at all, Elicit keeps trying until ctx ends, or returns an
+// error matching ErrUnreachable after Options.GiveUpUnreached; Options.OnRetry
+// sees every failure it retries. Use Create and Wait to fail at once instead.
 //
 // Waiting: Elicit long-polls GET /elicitations/{id}?wait=PollWait until the
 // question ends. Network errors, 5xx answers (a restarting daemon keeps the
@@ -84,6 +85,8 @@ func (c *Client) createKeyed(ctx context.Context, p Params) (*Elicitation, error
 		return nil, err
 	}
 	mayExist := false // an attempt may have created the question
+	reached := false  // questiond has answered, or a request may have reached it
+	started := time.Now()
 	for attempt := 0; ; attempt++ {
 		postCtx, stop := outlive(ctx, createGrace)
 		ex, err := c.send(postCtx, http.MethodPost, "/elicitations", nil, body, key)
@@ -92,6 +95,7 @@ func (c *Client) createKeyed(ctx context.Context, p Params) (*Elicitation, error
 			return decodeElicitation("creating an elicitation", ex.body)
 		}
 		mayExist = mayExist || ambiguous(err)
+		reached = reached || !notSent(err)
 		delay, retry := c.createRetryDelay(err, ex, attempt)
 		switch {
 		case ctx.Err() != nil:
@@ -101,7 +105,10 @@ func (c *Client) createKeyed(ctx context.Context, p Params) (*Elicitation, error
 			return nil, ctx.Err()
 		case !retry:
 			return nil, fmt.Errorf("questiond: creating an elicitation: %w", err)
+		case !reached && c.giveUp > 0 && time.Since(started) >= c.giveUp:
+			return nil, fmt.Errorf("%w: %s did not answer for %s: %w", ErrUnreachable, c.base, c.giveUp, err)
 		}
+		c.retrying(err, delay)
 		if err := c.pause(ctx, delay); err != nil {
 			if mayExist {
 				c.withdrawByKey(ctx, body, key)
@@ -163,6 +170,9 @@ func (c *Client) Wait(ctx context.Context, id string) (*Result, error) {
 			delay = max(delay, after)
 		}
 		failures++
+		if err != nil {
+			c.retrying(err, delay)
+		}
 		if err := c.pause(ctx, delay); err != nil {
 			return nil, err
 		}
@@ -185,6 +195,13 @@ func (c *Client) withdrawAfterCancel(ctx context.Context, id string) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
 	defer cancel()
 	_, _ = c.Withdraw(wctx, id)
+}
+
+// retrying tells Options.OnRetry about a failure about to be retried.
+func (c *Client) retrying(err error, delay time.Duration) {
+	if c.onRetry != nil {
+		c.onRetry(err, delay)
+	}
 }
 
 // backoff is the delay before retry number attempt (from 0): exponential,

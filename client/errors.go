@@ -79,6 +79,10 @@ var (
 	// ErrUnavailable: questiond is shutting down or its store failed; nothing
 	// was changed (503).
 	ErrUnavailable error = &sentinel{"questiond: service unavailable"}
+	// ErrUnreachable: questiond was never reached within
+	// Options.GiveUpUnreached (no question was created). It wraps the last
+	// connection error.
+	ErrUnreachable error = &sentinel{"questiond: unreachable"}
 )
 
 // errorClass is one row of the error table: a status, the names questiond

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/questiond/questiond/client"
@@ -59,7 +60,8 @@ Exit status:
 
 When the daemon cannot be reached, ask says so on stderr and keeps trying (it
 may be restarting). To bound the whole wait, run it under timeout(1): its
-SIGTERM withdraws the question (and timeout exits 124).
+SIGTERM withdraws the question (and timeout exits 124); if the daemon was
+never reached, ask says so instead: no question was asked.
 
 Flags:
 `
@@ -99,15 +101,19 @@ func ask(ctx context.Context, args []string, getenv func(string) string, stdin i
 	notice := &unreachableNotice{ctx: ctx, next: http.DefaultTransport, out: stderr, server: f.server}
 	c, err := client.New(client.Options{Server: f.server, Token: f.token, HTTPClient: &http.Client{Transport: notice}})
 	if err != nil {
-		fmt.Fprintln(stderr, "questiond ask: --server:", err)
+		fmt.Fprintln(stderr, "questiond ask:", err)
 		fmt.Fprintln(stderr, askUsageFooter)
 		return askUsage
 	}
 	result, err := c.Elicit(ctx, params)
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil && !notice.answered.Load():
+			// Nothing ever came back, so no question exists to withdraw.
+			fmt.Fprintf(stderr, "questiond ask: interrupted; %s could not be reached, so no question was asked\n", f.server)
+		case ctx.Err() != nil:
 			fmt.Fprintln(stderr, "questiond ask: interrupted; the question was withdrawn")
-		} else {
+		default:
 			fmt.Fprintln(stderr, "questiond ask:", describeAskError(err, f.server))
 		}
 		return askFailed
@@ -176,14 +182,18 @@ func parseAsk(args []string, getenv func(string) string, stdin io.Reader, stderr
 			f.titleSet = true
 		}
 	})
+	serverFrom := "--server"
 	if f.server == "" {
-		f.server = getenv("QUESTIOND_SERVER")
+		f.server, serverFrom = getenv(client.EnvServer), client.EnvServer
 	}
 	if f.server == "" {
 		f.server = client.DefaultServer
 	}
+	if _, err := client.ParseServer(f.server); err != nil {
+		return nil, client.Params{}, usagef("%s %v", serverFrom, err)
+	}
 	if f.token == "" {
-		f.token = getenv("QUESTIOND_TOKEN")
+		f.token = getenv(client.EnvToken)
 	}
 
 	if strings.TrimSpace(f.message) == "" {
@@ -367,10 +377,16 @@ type unreachableNotice struct {
 	out    io.Writer
 	server string
 	once   sync.Once
+	// answered is set once any HTTP answer came back: from then on a
+	// question may exist, and an interruption withdraws it.
+	answered atomic.Bool
 }
 
 func (n *unreachableNotice) RoundTrip(req *http.Request) (*http.Response, error) {
 	res, err := n.next.RoundTrip(req)
+	if res != nil {
+		n.answered.Store(true)
+	}
 	if err != nil && n.ctx.Err() == nil && req.Context().Err() == nil {
 		n.once.Do(func() {
 			fmt.Fprintf(n.out, "questiond ask: %s is not answering (%v); still trying, as it may be restarting (Ctrl-C gives up)\n", n.server, err)

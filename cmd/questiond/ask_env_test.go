@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// lockedBuffer is stderr written by ask's goroutines and read by the test.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A server without a scheme (QUESTIOND_SERVER=127.0.0.1:4601) is a one-line
+// usage error that names where it came from and shows the URL wanted, not
+// Go's "first path segment in URL cannot contain colon".
+func TestAskServerWithoutSchemeSaysWhatIsWanted(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		env    map[string]string
+		args   []string
+		source string
+	}{
+		{"env", map[string]string{"QUESTIOND_SERVER": "127.0.0.1:4601"}, nil, "QUESTIOND_SERVER"},
+		{"flag", nil, []string{"--server", "127.0.0.1:4601"}, "--server"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"--message", "Hi", "--text"}, c.args...)
+			status := ask(context.Background(), args, envOf(c.env), strings.NewReader(""), &stdout, &stderr)
+			first, _, _ := strings.Cut(stderr.String(), "\n")
+			if status != askUsage || stdout.Len() != 0 {
+				t.Fatalf("exit %d, stdout %q; want %d and nothing", status, stdout.String(), askUsage)
+			}
+			for _, want := range []string{c.source, `"127.0.0.1:4601"`, "want a URL such as http://127.0.0.1:4097"} {
+				if !strings.Contains(first, want) {
+					t.Errorf("first line %q does not contain %q", first, want)
+				}
+			}
+			if strings.Contains(stderr.String(), "first path segment") {
+				t.Errorf("stderr shows Go's parser error: %q", stderr.String())
+			}
+		})
+	}
+}
+
+// Stopped (timeout(1)'s SIGTERM, Ctrl-C) while the daemon was never reached,
+// ask says that no question was asked, not that one was withdrawn.
+func TestAskStoppedBeforeTheDaemonWasReachedSaysNoQuestionWasAsked(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close() // a port nothing listens on
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var stdout bytes.Buffer
+	var stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- ask(ctx, []string{"--message", "Anyone?", "--text"}, envOf(map[string]string{"QUESTIOND_SERVER": closed}),
+			strings.NewReader(""), &stdout, &stderr)
+	}()
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(stderr.String(), closed+" is not answering") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no notice within 15s; stderr %q", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the notice, not racing it
+	}
+	stop() // what the SIGTERM of timeout(1) does
+	status := <-done
+	got := stderr.String()
+	if status != askFailed || stdout.Len() != 0 {
+		t.Fatalf("exit %d, stdout %q; want %d and nothing", status, stdout.String(), askFailed)
+	}
+	if !strings.Contains(got, closed+" could not be reached, so no question was asked") || strings.Contains(got, "withdrawn") {
+		t.Fatalf("stderr %q; want the unreachable daemon named and no withdrawn question", got)
+	}
+}

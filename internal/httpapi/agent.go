@@ -106,9 +106,9 @@ func (s *Server) handleElicitationCreate(w http.ResponseWriter, r *http.Request)
 		s.writeError(w, r, err)
 		return
 	}
-	body, err := readJSONBody(w, r, s.opts.MaxBodyBytes)
+	body, err := readOwnJSONBody(w, r, s.opts.MaxBodyBytes, elicitationExample)
 	if err != nil {
-		s.writeError(w, r, onOwnRoute(err))
+		s.writeError(w, r, err)
 		return
 	}
 	params, _, err := parseCreateBody(body)
@@ -238,9 +238,9 @@ func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	body, err := readJSONBody(w, r, s.opts.MaxBodyBytes)
+	body, err := readOwnJSONBody(w, r, s.opts.MaxBodyBytes, elicitationExample)
 	if err != nil {
-		s.writeError(w, r, onOwnRoute(err))
+		s.writeError(w, r, err)
 		return
 	}
 	params, rpc, err := parseCreateBody(body)

@@ -32,6 +32,23 @@ func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, 
 	return body, nil
 }
 
+// elicitationExample is the shape an elicitation's body takes, for messages.
+const elicitationExample = `{"message":"…","requestedSchema":{"type":"object","properties":{…}}}`
+
+// readOwnJSONBody is readJSONBody for questiond's own routes, whose errors
+// say what to send: a form type gets the header to use (see onOwnRoute), and
+// an empty body an example of the object wanted.
+func readOwnJSONBody(w http.ResponseWriter, r *http.Request, limit int64, example string) ([]byte, error) {
+	body, err := readJSONBody(w, r, limit)
+	if err != nil {
+		return nil, onOwnRoute(err)
+	}
+	if strings.TrimSpace(string(body)) == "" {
+		return nil, newBadRequest(kindPayload, "the request body is empty: send a JSON object, like %s", example)
+	}
+	return body, nil
+}
+
 // decodeObject parses body as one JSON object and returns its members. The
 // messages follow OpenCode's wording ("Expected object, got …").
 func decodeObject(body []byte) (map[string]json.RawMessage, error) {

@@ -57,3 +57,24 @@ func TestReplyNamesOptionsByLabelOrValue(t *testing.T) {
 		}
 	}
 }
+
+// An empty body on questiond's own routes says what to send; OpenCode's
+// routes keep OpenCode's words.
+func TestEmptyBodySaysWhatToSend(t *testing.T) {
+	h := newHarness(t, httpapi.Options{})
+	for _, c := range []struct{ method, path, want string }{
+		{http.MethodPost, "/elicitations", `"requestedSchema"`},
+		{http.MethodPost, "/elicit", `"requestedSchema"`},
+		{http.MethodPut, "/sessions/ses_empty", `"questionCapability"`},
+	} {
+		res := h.do(c.method, c.path, "", "Content-Type", "application/json")
+		wantStatusError(t, c.method+" "+c.path+" empty", res, http.StatusBadRequest, "BadRequest")
+		if !strings.Contains(string(res.Body), "the request body is empty") || !strings.Contains(string(res.Body), strings.ReplaceAll(c.want, `"`, `\"`)) {
+			t.Errorf("%s %s empty: %s", c.method, c.path, res.Body)
+		}
+	}
+	res := h.do(http.MethodPost, "/question/que_00000000000000000000000000/reply", "", "Content-Type", "application/json")
+	if !strings.Contains(string(res.Body), "Expected object, got undefined") {
+		t.Errorf("OpenCode's reply route, empty: %s", res.Body)
+	}
+}

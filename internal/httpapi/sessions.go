@@ -50,9 +50,9 @@ func (s *Server) handleSessionPut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	body, err := readJSONBody(w, r, s.opts.MaxBodyBytes)
+	body, err := readOwnJSONBody(w, r, s.opts.MaxBodyBytes, `{"questionCapability":"user"}`)
 	if err != nil {
-		s.writeError(w, r, onOwnRoute(err))
+		s.writeError(w, r, err)
 		return
 	}
 	rec, err := decodeSessionBody(id, body)

@@ -1,8 +1,12 @@
 package elicit
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"regexp"
+	"regexp/syntax"
+	"strings"
 )
 
 // parseProperty classifies one property schema and checks it against the
@@ -124,7 +128,7 @@ func parseTextProperty(p *Property, v *jsonValue, at jsonPath) error {
 	}
 	if v.get("pattern") != nil {
 		if p.pattern, err = regexp.Compile(p.Pattern); err != nil {
-			return at.key("pattern").errorf("invalid regular expression: %v", err)
+			return at.key("pattern").errorf("%s", patternProblem(err))
 		}
 	}
 	def := v.get("default")
@@ -262,4 +266,18 @@ func parseMultiSelectDefault(p *Property, def *jsonValue, at jsonPath) error {
 	}
 	p.Default = pickedValues(p.Choices, picked)
 	return nil
+}
+
+// patternProblem says why a pattern cannot be used, in a schema author's
+// terms: which construct, and that questiond's regular expressions are RE2's
+// (no lookaround, no backreferences), not JavaScript's.
+func patternProblem(err error) string {
+	var syntax *syntax.Error
+	if !errors.As(err, &syntax) {
+		return "the pattern is not a regular expression questiond can use: " + err.Error()
+	}
+	what := strings.TrimPrefix(string(syntax.Code), "invalid or unsupported ")
+	return fmt.Sprintf("the pattern is not a regular expression questiond can use: %s at %q "+
+		"(patterns are RE2: no lookahead or lookbehind, no backreferences; named groups are written (?P<name>…))",
+		what, syntax.Expr)
 }

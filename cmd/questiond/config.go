@@ -172,7 +172,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		case badValue != nil:
 			return nil, badValue
 		default: // an unknown flag, or one missing its value
-			return nil, fmt.Errorf("%s (see questiond --help)", strings.Replace(err.Error(), ": -", ": --", 1))
+			msg := strings.Replace(err.Error(), ": -", ": --", 1) // the flag package names flags with one dash
+			if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+				msg = "unknown flag " + name
+			}
+			return nil, fmt.Errorf("%s (see questiond --help)", msg)
 		}
 	}
 	if fs.NArg() > 0 {

@@ -21,6 +21,11 @@ func TestDurationSettingsTakeSecondsLikeRequests(t *testing.T) {
 	if cfg.defaultTimeout != 10*time.Second || cfg.maxWait != 1500*time.Millisecond || cfg.heartbeat != 3*time.Second {
 		t.Fatalf("default-timeout %s, max-wait %s, heartbeat %s; want 10s, 1.5s, 3s", cfg.defaultTimeout, cfg.maxWait, cfg.heartbeat)
 	}
+	// On/off flags still stand alone, and take a value after "=".
+	cfg, err = parseConfig([]string{"--console-follow", "--notify-include-text=false", "--max-body", "10"}, envOf(nil), io.Discard)
+	if err != nil || !cfg.consoleFollow || cfg.notifyIncludeText || cfg.maxBody != 10 {
+		t.Fatalf("--console-follow --notify-include-text=false --max-body 10: %+v, %v", cfg, err)
+	}
 }
 
 // A bad value is one line that names the flag or variable and says what is
@@ -37,7 +42,7 @@ func TestBadValuesSayWhatIsWantedInOneLine(t *testing.T) {
 		{nil, map[string]string{"QUESTIOND_MAX_BODY": "1k"}, `QUESTIOND_MAX_BODY: "1k" is not a whole number`},
 		{[]string{"--insecure=maybe"}, nil, `--insecure: "maybe" is not true or false`},
 		{nil, map[string]string{"QUESTIOND_INSECURE": "maybe"}, `QUESTIOND_INSECURE: "maybe" is not true or false`},
-		{[]string{"--no-such-flag"}, nil, "--no-such-flag (see questiond --help)"},
+		{[]string{"--no-such-flag"}, nil, "unknown flag --no-such-flag (see questiond --help)"},
 		{[]string{"--addr"}, nil, "flag needs an argument: --addr"},
 		{[]string{"--addr", "4602"}, nil, `--addr: want host:port, like 127.0.0.1:4097`},
 		{[]string{"--addr", "127.0.0.1:http-ish"}, nil, `--addr: want host:port`},

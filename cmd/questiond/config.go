@@ -215,10 +215,10 @@ func printUsage(fs *flag.FlagSet, out io.Writer) {
 			line += " " + name
 		}
 		var notes []string
-		if f.DefValue != "" {
-			notes = append(notes, fmt.Sprintf("default %q", f.DefValue))
-		}
-		if f.Name != "version" {
+		if f.Name != "version" { // an action, not a setting: no default, no twin
+			if f.DefValue != "" {
+				notes = append(notes, fmt.Sprintf("default %q", f.DefValue))
+			}
 			notes = append(notes, "env "+envName(f.Name))
 		}
 		if len(notes) > 0 {

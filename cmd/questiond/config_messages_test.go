@@ -79,6 +79,9 @@ func TestHelpReadsCleanly(t *testing.T) {
 		t.Fatalf("--help: %v", err)
 	}
 	help := out.String()
+	if !strings.Contains(help, "  --version\n    \tprint the version and exit\n") {
+		t.Error("--help gives --version a default or a twin, though it is an action")
+	}
 	if strings.Contains(help, "QUESTIOND_VERSION") {
 		t.Error("--help offers QUESTIOND_VERSION, which does nothing")
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -93,65 +94,93 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	c := &config{}
 	fs := flag.NewFlagSet("questiond", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&c.addr, "addr", "127.0.0.1:4097", "`host:port` to listen on")
-	fs.StringVar(&c.store, "store", "bolt", "where questions are kept: `bolt` (durable, in --data-dir; survives restarts) or memory (lost on restart)")
-	fs.StringVar(&c.dataDir, "data-dir", "", "`directory` of the durable store (default $XDG_STATE_HOME/questiond, or ~/.local/state/questiond)")
-	fs.StringVar(&c.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
-	fs.StringVar(&c.logFormat, "log-format", "auto", "log `format`: console, json, or auto (console on a terminal, JSON otherwise)")
-	fs.DurationVar(&c.heartbeat, "heartbeat", sse.DefaultHeartbeat, "`interval` of server.heartbeat events on event streams")
-	fs.DurationVar(&c.defaultTimeout, "default-timeout", httpapi.DefaultTimeout, "`time` after which an unanswered question ends as cancel, unless the request sets its own timeout")
-	fs.DurationVar(&c.maxTimeout, "max-timeout", httpapi.DefaultMaxTimeout, "longest `timeout` a request may ask for")
-	fs.DurationVar(&c.maxWait, "max-wait", httpapi.DefaultMaxWait, "longest `wait` of one GET /elicitations/{id}?wait= long-poll")
-	fs.DurationVar(&c.keepAlive, "keepalive", httpapi.DefaultKeepAlive, "`interval` of keep-alive whitespace while POST /elicit waits, and of MCP progress notifications while a question tool waits")
-	fs.DurationVar(&c.reconnectGrace, "reconnect-grace", httpapi.DefaultReconnectGrace, "`time` a POST /elicit with an Idempotency-Key whose connection dropped keeps its question for a retry with that key, before withdrawing it")
-	fs.DurationVar(&c.retention, "retention", pending.DefaultRetention, "how long an ended question's result stays readable by its agent (`duration`)")
-	fs.IntVar(&c.maxRetained, "max-retained", pending.DefaultMaxRetained, "most ended questions whose `results` stay readable; beyond it the oldest result is forgotten (404) before its --retention is over")
-	fs.Int64Var(&c.maxBody, "max-body", httpapi.DefaultMaxBodyBytes, "largest request body in `bytes`")
-	fs.IntVar(&c.maxProperties, "max-properties", elicit.DefaultMaxProperties, "most `properties` (questions) one elicitation may have")
-	fs.IntVar(&c.headerLimit, "header-limit", elicit.DefaultHeaderLimit, "longest question header in `runes` (12 for OpenCode TUIs before 1.1.26)")
-	fs.IntVar(&c.eventQueue, "event-queue", sse.DefaultQueueLength, "`frames` queued for one event subscriber before it is cut off as too slow")
-	fs.DurationVar(&c.eventWriteTimeout, "event-write-timeout", sse.DefaultWriteTimeout, "`time` allowed to write one event frame before the subscriber is cut off")
-	fs.IntVar(&c.maxDirectories, "max-directories", sse.DefaultMaxScopes, "most distinct `directories` with a live /event stream")
-	fs.StringVar(&c.cors, "cors", "", "extra allowed browser `origins`, comma-separated (OpenCode's own allowlist always applies)")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 10*time.Second, fmt.Sprintf("longest `time` a graceful shutdown may take (event streams get at most %s of it to send their last events; a second SIGINT or SIGTERM exits at once)", daemon.DefaultStreamGrace))
-	fs.StringVar(&c.allowedHosts, "allowed-hosts", "", "extra `names` this server is reached by, comma-separated; other Host headers get 421 (DNS-rebinding guard)")
-	fs.BoolVar(&c.consoleFollow, "console-follow", false, "after the operator answers a session's last question, move every attached OpenCode TUI to the next session with a pending question")
-	fs.BoolVar(&c.insecure, "insecure", false, "allow listening beyond loopback without operator and agent credentials (dangerous)")
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:4097", "`host:port` to listen on, like 127.0.0.1:4097 (:4097 is every interface)")
+	fs.StringVar(&c.store, "store", "bolt", "where questions are kept, `bolt|memory`: bolt is durable (a file in --data-dir; survives restarts), memory is lost on restart")
+	fs.StringVar(&c.dataDir, "data-dir", "", "`dir` of the durable store; by default $XDG_STATE_HOME/questiond, else ~/.local/state/questiond")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log `debug|info|warn|error` messages and worse")
+	fs.StringVar(&c.logFormat, "log-format", "auto", "log format, `auto|console|json`: auto is console on a terminal, JSON otherwise")
+	c.heartbeat = sse.DefaultHeartbeat
+	fs.Var(durationValue{&c.heartbeat}, "heartbeat", "interval (a `duration`) of server.heartbeat events on event streams")
+	c.defaultTimeout = httpapi.DefaultTimeout
+	fs.Var(durationValue{&c.defaultTimeout}, "default-timeout", "an unanswered question ends as cancel after this `duration`, unless the request sets its own timeout")
+	c.maxTimeout = httpapi.DefaultMaxTimeout
+	fs.Var(durationValue{&c.maxTimeout}, "max-timeout", "longest timeout (a `duration`) a request may ask for")
+	c.maxWait = httpapi.DefaultMaxWait
+	fs.Var(durationValue{&c.maxWait}, "max-wait", "longest wait (a `duration`) of one GET /elicitations/{id}?wait= long-poll")
+	c.keepAlive = httpapi.DefaultKeepAlive
+	fs.Var(durationValue{&c.keepAlive}, "keepalive", "interval (a `duration`) of keep-alive whitespace while POST /elicit waits, and of MCP progress notifications while a question tool waits")
+	c.reconnectGrace = httpapi.DefaultReconnectGrace
+	fs.Var(durationValue{&c.reconnectGrace}, "reconnect-grace", "how long (a `duration`) a POST /elicit with an Idempotency-Key whose connection dropped keeps its question for a retry with that key, before withdrawing it")
+	c.retention = pending.DefaultRetention
+	fs.Var(durationValue{&c.retention}, "retention", "how long (a `duration`) an ended question's result stays readable by its agent")
+	c.maxRetained = pending.DefaultMaxRetained
+	fs.Var(intValue[int]{&c.maxRetained}, "max-retained", "most (`n`) ended questions whose results stay readable; beyond it the oldest result is forgotten (404) before its --retention is over")
+	c.maxBody = httpapi.DefaultMaxBodyBytes
+	fs.Var(intValue[int64]{&c.maxBody}, "max-body", "largest request body, in bytes (`n`)")
+	c.maxProperties = elicit.DefaultMaxProperties
+	fs.Var(intValue[int]{&c.maxProperties}, "max-properties", "most properties (questions, `n`) one elicitation may have")
+	c.headerLimit = elicit.DefaultHeaderLimit
+	fs.Var(intValue[int]{&c.headerLimit}, "header-limit", "longest question header, in runes (`n`; 12 for OpenCode TUIs before 1.1.26)")
+	c.eventQueue = sse.DefaultQueueLength
+	fs.Var(intValue[int]{&c.eventQueue}, "event-queue", "frames (`n`) queued for one event subscriber before it is cut off as too slow")
+	c.eventWriteTimeout = sse.DefaultWriteTimeout
+	fs.Var(durationValue{&c.eventWriteTimeout}, "event-write-timeout", "time (a `duration`) allowed to write one event frame before the subscriber is cut off")
+	c.maxDirectories = sse.DefaultMaxScopes
+	fs.Var(intValue[int]{&c.maxDirectories}, "max-directories", "most distinct directories (`n`) with a live /event stream")
+	fs.StringVar(&c.cors, "cors", "", "extra allowed browser origins, a comma-separated `list` (OpenCode's own allowlist always applies)")
+	c.shutdownTimeout = 10 * time.Second
+	fs.Var(durationValue{&c.shutdownTimeout}, "shutdown-timeout", fmt.Sprintf("longest time (a `duration`) a graceful shutdown may take (event streams get at most %s of it to send their last events; a second SIGINT or SIGTERM exits at once)", daemon.DefaultStreamGrace))
+	fs.StringVar(&c.allowedHosts, "allowed-hosts", "", "extra names this server is reached by, a comma-separated `list`; other Host headers get 421 (DNS-rebinding guard)")
+	fs.Var(boolValue{&c.consoleFollow}, "console-follow", "after the operator answers a session's last question, move every attached OpenCode TUI to the next session with a pending question")
+	fs.Var(boolValue{&c.insecure}, "insecure", "allow listening beyond loopback without operator and agent credentials (dangerous)")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate `file` (PEM); with --tls-key, serve HTTPS")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key `file` (PEM)")
 	fs.StringVar(&c.agentTokenFile, "agent-token-file", "", "`file` of agent tokens, one name=token per line (# comments); adds to QUESTIOND_AGENT_TOKENS")
-	fs.IntVar(&c.maxPending, "max-pending", 10000, "most pending `questions` in total (429 beyond)")
-	fs.IntVar(&c.maxPendingPerAgent, "max-pending-per-agent", 1000, "most pending `questions` of one agent token (429 beyond)")
-	fs.IntVar(&c.maxStreams, "max-streams", 1000, "most open event `streams` (503 beyond)")
-	fs.IntVar(&c.rateLimit, "rate-limit", 6000, "most `requests` per minute from one client (an agent, the operator, or an IP); 0 means no limit")
-	fs.StringVar(&c.defaultCapability, "default-question-capability", "user", "question `capability` of sessions nobody set with PUT /sessions/{id}: user (may ask the operator) or none (may ask nobody)")
-	fs.IntVar(&c.maxSessions, "max-sessions", 100000, "most session records kept by PUT /sessions/{id} (429 beyond)")
-	fs.IntVar(&c.maxMCPSessions, "max-mcp-sessions", 1000, "most live MCP sessions on /mcp (503 beyond)")
-	fs.DurationVar(&c.mcpIdleTimeout, "mcp-idle-timeout", httpapi.DefaultMCPIdle, "close an MCP session (/mcp) after this `duration` without requests; a tool call in progress keeps it open")
-	fs.StringVar(&c.publicURL, "public-url", "", "`URL` operators reach questiond at, for the link to its /ui page in notifications (default: http(s):// and the address questiond listens on, localhost for an unspecified host)")
-	fs.BoolVar(&c.notifyIncludeText, "notify-include-text", false, "put the agent's message, the questions and the answers in webhook notifications (by default they name who asks where, not what)")
-	fs.DurationVar(&c.notifyMaxAge, "notify-max-age", notify.DefaultMaxAge, fmt.Sprintf("give up on a webhook notification not delivered within this `duration` (retries back off from %s to %s)", notify.DefaultMinBackoff, notify.DefaultMaxBackoff))
-	fs.IntVar(&c.notifyQueue, "notify-queue", notify.DefaultQueueLength, "most `notifications` waiting for one webhook; beyond it the oldest is dropped")
-	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
+	c.maxPending = 10000
+	fs.Var(intValue[int]{&c.maxPending}, "max-pending", "most pending questions (`n`) in total (429 beyond)")
+	c.maxPendingPerAgent = 1000
+	fs.Var(intValue[int]{&c.maxPendingPerAgent}, "max-pending-per-agent", "most pending questions (`n`) of one agent token (429 beyond)")
+	c.maxStreams = 1000
+	fs.Var(intValue[int]{&c.maxStreams}, "max-streams", "most open event streams (`n`) (503 beyond)")
+	c.rateLimit = 6000
+	fs.Var(intValue[int]{&c.rateLimit}, "rate-limit", "most requests (`n`) per minute from one client (an agent, the operator, or an IP); 0 means no limit")
+	fs.StringVar(&c.defaultCapability, "default-question-capability", "user", "question capability, `user|none`, of sessions nobody set with PUT /sessions/{id}: user may ask the operator, none may ask nobody")
+	c.maxSessions = 100000
+	fs.Var(intValue[int]{&c.maxSessions}, "max-sessions", "most session records (`n`) kept by PUT /sessions/{id} (429 beyond)")
+	c.maxMCPSessions = 1000
+	fs.Var(intValue[int]{&c.maxMCPSessions}, "max-mcp-sessions", "most live MCP sessions (`n`) on /mcp (503 beyond)")
+	c.mcpIdleTimeout = httpapi.DefaultMCPIdle
+	fs.Var(durationValue{&c.mcpIdleTimeout}, "mcp-idle-timeout", "close an MCP session (/mcp) after this `duration` without requests; a tool call in progress keeps it open")
+	fs.StringVar(&c.publicURL, "public-url", "", "`url` operators reach questiond at, for the link to its /ui page in notifications; by default http(s):// and the address questiond listens on, localhost for an unspecified host")
+	fs.Var(boolValue{&c.notifyIncludeText}, "notify-include-text", "put the agent's message, the questions and the answers in webhook notifications (without it they name who asks where, not what)")
+	c.notifyMaxAge = notify.DefaultMaxAge
+	fs.Var(durationValue{&c.notifyMaxAge}, "notify-max-age", fmt.Sprintf("give up on a webhook notification not delivered within this `duration` (retries back off from %s to %s)", notify.DefaultMinBackoff, notify.DefaultMaxBackoff))
+	c.notifyQueue = notify.DefaultQueueLength
+	fs.Var(intValue[int]{&c.notifyQueue}, "notify-queue", "most notifications (`n`) waiting for one webhook; beyond it the oldest is dropped")
+	fs.Var(boolValue{&c.showVersion}, "version", "print the version and exit")
 
-	fs.Usage = func() {
-		fmt.Fprint(out, usageHeader)
-		fs.VisitAll(func(f *flag.Flag) {
-			name, usage := flag.UnquoteUsage(f)
-			line := "  --" + f.Name
-			if name != "" {
-				line += " " + name
-			}
-			fmt.Fprintf(out, "%s\n    \t%s (default %q, env %s)\n", line, usage, f.DefValue, envName(f.Name))
-		})
-		fmt.Fprint(out, secretsHelp)
-	}
+	// Errors are reported in one line by the caller; only --help prints the usage.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	var badValue error // the last flag value refused, with what is wanted
+	fs.VisitAll(func(f *flag.Flag) { f.Value = reportingValue{f.Value, f.Name, &badValue} })
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		switch {
+		case errors.Is(err, flag.ErrHelp):
+			printUsage(fs, out)
+			return nil, err
+		case badValue != nil:
+			return nil, badValue
+		default: // an unknown flag, or one missing its value
+			msg := strings.Replace(err.Error(), ": -", ": --", 1) // the flag package names flags with one dash
+			if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+				msg = "unknown flag " + name
+			}
+			return nil, fmt.Errorf("%s (see questiond --help)", msg)
+		}
 	}
 	if fs.NArg() > 0 {
-		fs.Usage()
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return nil, fmt.Errorf("unexpected argument %q: questiond takes only flags (see questiond --help)", fs.Arg(0))
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -161,8 +190,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 			return
 		}
 		if v := getenv(envName(f.Name)); v != "" {
-			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", envName(f.Name), v, err))
+			if err := f.Value.(reportingValue).Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", envName(f.Name), err))
 			}
 		}
 	})
@@ -173,6 +202,53 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		return nil, err
 	}
 	return c, c.check()
+}
+
+// printUsage writes --help: each flag with the kind of value it takes, its
+// default (when it has one) and its environment variable.
+func printUsage(fs *flag.FlagSet, out io.Writer) {
+	fmt.Fprint(out, usageHeader)
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		var notes []string
+		if f.Name != "version" { // an action, not a setting: no default, no twin
+			if f.DefValue != "" {
+				notes = append(notes, fmt.Sprintf("default %q", f.DefValue))
+			}
+			notes = append(notes, "env "+envName(f.Name))
+		}
+		if len(notes) > 0 {
+			usage += " (" + strings.Join(notes, ", ") + ")"
+		}
+		fmt.Fprintf(out, "%s\n    \t%s\n", line, usage)
+	})
+	fmt.Fprint(out, secretsHelp)
+}
+
+// reportingValue keeps the error of a refused flag value, naming the flag,
+// so parseConfig can return it alone instead of the flag package's
+// "invalid value … for flag -x" and the whole usage.
+type reportingValue struct {
+	flag.Value
+	name string
+	err  *error
+}
+
+func (v reportingValue) Set(s string) error {
+	err := v.Value.Set(s)
+	if err != nil {
+		*v.err = fmt.Errorf("--%s: %w", v.name, err)
+	}
+	return err
+}
+
+func (v reportingValue) IsBoolFlag() bool {
+	b, ok := v.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 const secretsHelp = `
@@ -257,6 +333,9 @@ func envName(flagName string) string {
 
 // check refuses settings that cannot work, naming the flag.
 func (c *config) check() error {
+	if _, port, err := net.SplitHostPort(c.addr); err != nil || !validPort(port) {
+		return fmt.Errorf("--addr: want host:port, like 127.0.0.1:4097 (or :4097 for every interface), got %q", c.addr)
+	}
 	positive := map[string]time.Duration{
 		"heartbeat": c.heartbeat, "default-timeout": c.defaultTimeout, "max-timeout": c.maxTimeout,
 		"max-wait": c.maxWait, "keepalive": c.keepAlive, "retention": c.retention, "reconnect-grace": c.reconnectGrace,
@@ -371,3 +450,9 @@ func (c *config) splitList(list string) []string {
 }
 
 func (c *config) corsOrigins() []string { return c.splitList(c.cors) }
+
+// validPort reports whether port is a TCP port number (0 picks a free one).
+func validPort(port string) bool {
+	n, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && n <= 65535
+}

@@ -16,7 +16,7 @@ func TestReconnectGraceFlag(t *testing.T) {
 	if _, err := parseConfig([]string{"--help"}, none, &help); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("--help: %v", err)
 	}
-	if !strings.Contains(help.String(), `--reconnect-grace time`) || !strings.Contains(help.String(), `(default "1m0s", env QUESTIOND_RECONNECT_GRACE)`) {
+	if !strings.Contains(help.String(), `--reconnect-grace duration`) || !strings.Contains(help.String(), `(default "1m0s", env QUESTIOND_RECONNECT_GRACE)`) {
 		t.Fatalf("--help does not document --reconnect-grace with its default and twin:\n%s", help.String())
 	}
 	cfg, err := parseConfig(nil, none, io.Discard)

@@ -272,12 +272,12 @@ func parseMultiSelectDefault(p *Property, def *jsonValue, at jsonPath) error {
 // terms: which construct, and that questiond's regular expressions are RE2's
 // (no lookaround, no backreferences), not JavaScript's.
 func patternProblem(err error) string {
-	var syntax *syntax.Error
-	if !errors.As(err, &syntax) {
+	var bad *syntax.Error
+	if !errors.As(err, &bad) {
 		return "the pattern is not a regular expression questiond can use: " + err.Error()
 	}
-	what := strings.TrimPrefix(string(syntax.Code), "invalid or unsupported ")
+	what := strings.TrimPrefix(string(bad.Code), "invalid or unsupported ")
 	return fmt.Sprintf("the pattern is not a regular expression questiond can use: %s at %q "+
-		"(patterns are RE2: no lookahead or lookbehind, no backreferences; named groups are written (?P<name>…))",
-		what, syntax.Expr)
+		"(patterns are RE2: no lookahead or lookbehind, no backreferences)",
+		what, bad.Expr)
 }

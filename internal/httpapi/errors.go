@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -161,7 +162,7 @@ func errorRef() string {
 
 // writeJSON writes v as compact JSON with OpenCode's headers.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
+	body, err := marshalJSON(v)
 	if err != nil {
 		// Every value we write is made of plain structs, maps and slices; a
 		// failure here is a programming error worth a loud 500.
@@ -173,4 +174,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// marshalJSON is json.Marshal without its HTML escaping: OpenCode (in
+// JavaScript) sends <, > and & as they are, and "\u003c" in an error message
+// about a pattern is unreadable. Bodies are application/json, never HTML.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -78,3 +78,14 @@ func TestEmptyBodySaysWhatToSend(t *testing.T) {
 		t.Errorf("OpenCode's reply route, empty: %s", res.Body)
 	}
 }
+
+// Error messages keep <, > and & as they are, as OpenCode sends them: a
+// pattern's explanation with \u003c in it is unreadable.
+func TestErrorsAreNotHTMLEscaped(t *testing.T) {
+	h := newHarness(t, httpapi.Options{})
+	res := h.do(http.MethodPost, "/elicitations", `{"message":"m","requestedSchema":{"type":"object","properties":{"p":{"type":"string","pattern":"(?<=a)b"}}}}`)
+	wantStatusError(t, "a pattern with a lookbehind", res, http.StatusBadRequest, "BadRequest")
+	if strings.Contains(string(res.Body), `\u003c`) || !strings.Contains(string(res.Body), "(?<=a)b") {
+		t.Errorf("error body %s: want < as it is", res.Body)
+	}
+}

@@ -91,8 +91,15 @@ func (s *Server) createAs(ctx context.Context, p *createParams, only session.Cap
 	}
 	// The question is stored: announce it even if the asking client has hung up meanwhile.
 	s.events.asked(context.WithoutCancel(ctx), q)
-	s.log.Debug("question asked", zap.String("id", id), zap.String("session", sessionID), zap.String("askingSession", route.asking),
-		zap.Int("questions", len(form.Questions)))
+	if ce := s.log.Check(zap.InfoLevel, "question asked"); ce != nil {
+		fields := []zap.Field{zap.String("id", id), zap.String("session", sessionID)}
+		for _, f := range []struct{ key, value string }{{"askingSession", route.asking}, {"agent", owner}, {"client", q.Client}, {"directory", q.Directory}} {
+			if f.value != "" { // no empty fields
+				fields = append(fields, zap.String(f.key, f.value))
+			}
+		}
+		ce.Write(append(fields, zap.Int("questions", len(form.Questions)), zap.Time("deadline", q.Deadline))...)
+	}
 	return q, nil
 }
 

@@ -239,8 +239,16 @@ func (m *Memory) decide(e *entry, o Outcome) (reported, returned *Question) {
 
 // report tells OnEnd about an ending, with no lock held.
 func (m *Memory) report(q *Question) {
-	if ce := m.log.Check(zap.DebugLevel, "question ended"); ce != nil {
-		ce.Write(zap.String("id", q.ID), zap.String("ending", string(q.Ended.Ending)), zap.String("action", q.Ended.Result.Action))
+	// A question's life is logged at info (asked by the API, ended here):
+	// ids, who and how, never the question's text or answers.
+	if ce := m.log.Check(zap.InfoLevel, "question ended"); ce != nil {
+		fields := []zap.Field{zap.String("id", q.ID), zap.String("session", q.SessionID)}
+		if q.Owner != "" {
+			fields = append(fields, zap.String("agent", q.Owner))
+		}
+		fields = append(fields, zap.String("ending", string(q.Ended.Ending)), zap.String("action", q.Ended.Result.Action),
+			zap.Duration("waited", q.Ended.At.Sub(q.CreatedAt).Round(time.Millisecond)))
+		ce.Write(fields...)
 	}
 	if m.onEnd != nil {
 		m.onEnd(q)

@@ -286,7 +286,7 @@ func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
 			panic(http.ErrAbortHandler)
 		}
 		s.writeError(w, r, &statusError{http.StatusServiceUnavailable, "ServiceUnavailable",
-			"questiond is restarting; question " + q.ID + " stays pending: collect its result with GET /elicitations/" + q.ID})
+			"questiond is shutting down; question " + q.ID + " stays pending in its durable store: once questiond is back, collect its result with GET /elicitations/" + q.ID})
 		return
 	default:
 		// The caller is gone; nothing can be written any more.

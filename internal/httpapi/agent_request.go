@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -88,7 +89,62 @@ func parseCreateBody(body []byte) (params *createParams, rpc *rpcRequest, err er
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, rpc, typeError(err, prefix)
 	}
+	if err := checkNearMisses(raw, prefix); err != nil {
+		return nil, rpc, err
+	}
 	return &p, rpc, nil
+}
+
+// createFields are the keys of createParams. Any other key is let through
+// (MCP adds params over time), unless it is a near miss of one of these: a
+// misspelled "timout" would otherwise be ignored, and the question would
+// wait the default hour.
+var createFields = []string{"message", "requestedSchema", "mode", "_meta", "sessionID", "directory", "timeout", "tool"}
+
+// checkNearMisses refuses a key of the params object raw that is not one of
+// createFields but is within two edits of one (or differs only in case).
+func checkNearMisses(raw json.RawMessage, prefix string) error {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(raw, &members) != nil {
+		return nil // not an object: the decoding above said so already
+	}
+	keys := make([]string, 0, len(members))
+	for key := range members {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys) // the same request gets the same answer
+	for _, key := range keys {
+		if slices.Contains(createFields, key) {
+			continue
+		}
+		for _, field := range createFields {
+			if strings.EqualFold(key, field) || (len(key) >= 4 && editDistance(key, field) <= 2) {
+				return newBadRequest(kindPayload, "unknown key %q: did you mean %q?\n  at %s[%q]", key, field, prefix, key)
+			}
+		}
+	}
+	return nil
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func orUndefined(raw json.RawMessage) string {

@@ -118,7 +118,9 @@ func checkNearMisses(raw json.RawMessage, prefix string) error {
 			continue
 		}
 		for _, field := range createFields {
-			if strings.EqualFold(key, field) || (len(key) >= 4 && editDistance(key, field) <= 2) {
+			// Short fields (mode, tool, _meta) only by letter case: two edits
+			// from "tool" is half the word, and "tools" may be MCP's one day.
+			if strings.EqualFold(key, field) || (len(field) >= 7 && editDistance(key, field) <= 2) {
 				return newBadRequest(kindPayload, "unknown key %q: did you mean %q?\n  at %s[%q]", key, field, prefix, key)
 			}
 		}

@@ -36,7 +36,7 @@ func TestNearMissKeysAreRefused(t *testing.T) {
 		}
 	}
 	// Far from every field: accepted, as MCP's later params must be.
-	res := h.do(http.MethodPost, "/elicitations", json.RawMessage(`{"message":"m","requestedSchema":`+schema+`,"_meta":{"x":1},"futureParam":true}`))
+	res := h.do(http.MethodPost, "/elicitations", json.RawMessage(`{"message":"m","requestedSchema":`+schema+`,"_meta":{"x":1},"futureParam":true,"tools":[],"model":"x"}`))
 	if res.Status != http.StatusCreated {
 		t.Errorf("an unknown key far from questiond's fields: %d %s", res.Status, res.Body)
 	}

@@ -131,12 +131,12 @@ func newConsoleView(srv *Server, events *Events, follow bool) *consoleView {
 // asked tells consoles about a new question: its session's turn, history and
 // status, and a toast.
 func (c *consoleView) asked(q *pending.Question) {
+	if !c.events.bus.Watching(sse.Console) {
+		c.unwatched(q)
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.events.bus.Watching(sse.Console) {
-		clear(c.summaries) // they would miss what happens meanwhile
-		return             // a console that connects later is shown its replay
-	}
 	if _, busy := c.shown[q.SessionID]; !busy {
 		c.shown[q.SessionID] = q.ID
 		c.publish(q.Directory, eventAsked, toQuestionRequest(q))
@@ -152,16 +152,16 @@ func (c *consoleView) asked(q *pending.Question) {
 // ended publishes q's ending to every stream, updates the consoles' view of
 // its session, and gives the session's next question its turn.
 func (c *consoleView) ended(q *pending.Question) {
+	if !c.events.bus.Watching(sse.Console) {
+		// Nothing to order against: a console that connects from here on
+		// reads the store, where q has already ended.
+		c.events.publishEnding(q, sse.Everyone)
+		c.unwatched(q)
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.events.publishEnding(q, sse.Everyone)
-	if !c.events.bus.Watching(sse.Console) {
-		if c.shown[q.SessionID] == q.ID {
-			delete(c.shown, q.SessionID)
-		}
-		clear(c.summaries)
-		return // a console that connects later is shown its replay
-	}
 	c.publishMessage(q)
 	waiting := c.publishSession(q, false)
 	if c.shown[q.SessionID] == q.ID {
@@ -173,6 +173,18 @@ func (c *consoleView) ended(q *pending.Question) {
 	if !waiting && c.follow && q.Ended != nil && (q.Ended.Ending == pending.EndReplied || q.Ended.Ending == pending.EndRejected) {
 		c.after(c.selectNext)
 	}
+}
+
+// unwatched forgets what q changes while no console watches: the
+// summaries would miss it, and a console that connects later is shown its
+// replay. It keeps the reply path off the console's lock but for this.
+func (c *consoleView) unwatched(q *pending.Question) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if q.Ended != nil && c.shown[q.SessionID] == q.ID {
+		delete(c.shown, q.SessionID)
+	}
+	clear(c.summaries)
 }
 
 // repeatEnding tells consoles again how q ended: a TUI that showed q before a

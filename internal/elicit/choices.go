@@ -162,7 +162,9 @@ func titledChoice(item *jsonValue, at jsonPath) (Choice, error) {
 
 // checkChoices rejects repeated values and repeated labels, either of which
 // would make an answer ambiguous, and labels with control characters, which
-// a terminal could act on and an operator could not type.
+// a terminal could act on and an operator could not type. It turns each
+// label into the label operators see (Shown), so two labels that differ
+// only in bidirectional controls are repeats too.
 func checkChoices(choices []Choice, valueAt, labelAt func(int) jsonPath) error {
 	values := make(map[string]bool, len(choices))
 	labels := make(map[string]bool, len(choices))
@@ -173,10 +175,15 @@ func checkChoices(choices []Choice, valueAt, labelAt func(int) jsonPath) error {
 		if hasControl(c.Label) {
 			return labelAt(i).errorf("option labels must not contain control characters")
 		}
-		if labels[c.Label] {
+		shown := Shown(c.Label)
+		switch {
+		case labels[shown] && shown != c.Label:
+			return labelAt(i).errorf("duplicate option label %s as operators see it (bidirectional controls are shown as U+FFFD, marks removed)", quote(shown))
+		case labels[shown]:
 			return labelAt(i).errorf("duplicate option label %s", quote(c.Label))
 		}
-		values[c.Value], labels[c.Label] = true, true
+		choices[i].Label = shown
+		values[c.Value], labels[shown] = true, true
 	}
 	return nil
 }

@@ -35,9 +35,15 @@
 // parentheses, then " (required)" for required properties. The elicitation
 // message leads the first question, followed by a blank line. An option's
 // description shows the underlying value when it differs from the label, and
-// "(default)" on the default option(s). Control characters other than
-// newline and tab in any shown text become U+FFFD, so an agent cannot drive
-// the operator's terminal; option labels must not contain any.
+// "(default)" on the default option(s). Every shown text — message,
+// header, question, option labels and descriptions — passes through Shown:
+// control characters other than newline and tab, and the bidirectional
+// embedding, override and isolate controls, become U+FFFD, and the
+// bidirectional marks are removed, so an agent can neither drive the
+// operator's terminal nor make text read other than it is. Option labels
+// must not contain control characters; a label that loses bidirectional
+// controls is answered by its shown form (or as written) and still gives
+// the option's value, untouched.
 //
 // # Answers
 //
@@ -88,7 +94,8 @@
 // object) with "type": "object", "properties" (at least one, at most
 // Options.MaxProperties, never silently truncated) and optional "required"
 // (declared names, each once). Each property needs a single "type" string.
-// Enums need at least one value; values must be non-empty strings, labels
+// Enums need at least one value and at most Options.MaxOptions; values
+// must be non-empty strings, labels
 // must not be blank or hold control characters, and neither may repeat
 // (labels that differ only in case are fine). enumNames must pair up with enum one to one. Counts
 // (minLength, maxItems, …) are non-negative integers; min must not exceed

@@ -32,6 +32,7 @@ func FuzzParseSchema(f *testing.F) {
 	f.Add([]byte(`{"type":"object","properties":{"p":{"type":"integer","minimum":-9007199254740992,"default":-0}}}`))
 	f.Add([]byte("\xef\xbb\xbf{}"))
 	f.Add([]byte(`{"type":"object","properties":{"p":{"type":"string"}}} []`))
+	f.Add([]byte(bidiSchema))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		schema, err := elicit.ParseSchema(raw, elicit.Options{})
 		if err != nil {
@@ -85,7 +86,7 @@ func checkQuestions(t *testing.T, form *elicit.Form) {
 			t.Fatalf("%d options for %d choices", len(q.Options), len(p.Choices))
 		}
 		for _, text := range append([]string{q.Header, q.Question}, optionTexts(q)...) {
-			if strings.ContainsFunc(text, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) {
+			if strings.ContainsFunc(text, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' || isBidiFormatting(r) }) {
 				t.Fatalf("question %d shows control characters: %q", i, text)
 			}
 		}
@@ -139,6 +140,7 @@ func FuzzConvert(f *testing.F) {
 	f.Add([]byte(enumsSchema), "option1\x1eFirst Option\x1eOption One\x1eoption1\x1foption2\x1eFirst Choice\x1fSecond Choice")
 	f.Add([]byte(defaultsSchema), "\x1e\x1e\x1e\x1e")
 	f.Add([]byte(oneOfMultiSchema), "#0\x1f#2")
+	f.Add([]byte(bidiSchema), "Deny \u202Eevorppa\x1e#1\x1fx\u200Fy")
 	f.Add([]byte(tenPropertySchema), "api\x1eops@example.com\x1e2026-03-01\x1e3\x1e0.25\x1eNo\x1eprod\x1eIreland\x1eweb\x1fdb\x1eAda")
 	f.Fuzz(func(t *testing.T, raw []byte, encoded string) {
 		form, err := elicit.NewForm("m", raw, elicit.Options{})
@@ -194,4 +196,18 @@ func checkFuzzContent(t *testing.T, form *elicit.Form, raw []byte, content elici
 	if err := validateLikeSDK(raw, content); err != nil {
 		t.Fatalf("content fails the SDK's validation: %v", err)
 	}
+}
+
+// bidiSchema hides bidirectional controls and marks in every place that is
+// shown: title, description, oneOf titles, enum values and items titles.
+const bidiSchema = `{"type":"object","properties":{
+	"v":{"type":"string","title":"T\u202Ei\u2066t","description":"1 \u200F2 \u061C3",
+		"oneOf":[{"const":"deny","title":"Deny \u202Eevorppa"},{"const":"ok","title":"Approve"}]},
+	"m":{"type":"array","items":{"anyOf":[{"const":"a","title":"\u2067A\u2069"},{"const":"b","title":"x\u200Fy"}]}}},
+	"required":["v"]}`
+
+// isBidiFormatting reports the bidirectional controls and marks that
+// elicit.Shown keeps from operators.
+func isBidiFormatting(r rune) bool {
+	return r >= '\u202A' && r <= '\u202E' || r >= '\u2066' && r <= '\u2069' || r == '\u200E' || r == '\u200F' || r == '\u061C'
 }

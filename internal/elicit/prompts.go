@@ -70,6 +70,9 @@ func FromPrompts(prompts []Prompt, opts Options) (message string, schema json.Ra
 		if text == "" {
 			return "", nil, nil, &PromptError{at + ".question", "must not be empty"}
 		}
+		if max := opts.maxOptions(); len(p.Options) > max {
+			return "", nil, nil, &PromptError{at + ".options", fmt.Sprintf("at most %d options can be offered, got %d", max, len(p.Options))}
+		}
 		if len(p.Options) == 0 && p.Multiple {
 			return "", nil, nil, &PromptError{at + ".multiple", "a free-text question (no options) cannot take several picks"}
 		}
@@ -77,7 +80,7 @@ func FromPrompts(prompts []Prompt, opts Options) (message string, schema json.Ra
 		if prop.Title == "" {
 			prop.Title = text // cut to the header limit like any title
 		}
-		q := QuestionInfo{Question: visible(text), Options: []QuestionOption{}}
+		q := QuestionInfo{Question: Shown(text), Options: []QuestionOption{}}
 		seen := make(map[string]bool, len(p.Options))
 		choices := make([]choice, len(p.Options))
 		for j, o := range p.Options {
@@ -87,12 +90,14 @@ func FromPrompts(prompts []Prompt, opts Options) (message string, schema json.Ra
 				return "", nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), "must not be empty"}
 			case hasControl(label):
 				return "", nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), "must not contain control characters"}
-			case seen[label]:
-				return "", nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), fmt.Sprintf("%q is already an option of this question", label)}
+			case seen[Shown(label)]:
+				return "", nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), duplicateLabel(label)}
 			}
-			seen[label] = true
+			seen[Shown(label)] = true
+			// The value stays the label as written, so the agent gets back
+			// what it sent; operators see and answer the shown label.
 			choices[j] = choice{Const: label, Title: label}
-			q.Options = append(q.Options, QuestionOption{Label: label, Description: visible(strings.TrimSpace(o.Description))})
+			q.Options = append(q.Options, QuestionOption{Label: Shown(label), Description: Shown(strings.TrimSpace(o.Description))})
 		}
 		switch {
 		case len(choices) > 0 && p.Multiple:
@@ -146,4 +151,13 @@ func PromptAnswers(content Content, n int) [][]string {
 		}
 	}
 	return answers
+}
+
+// duplicateLabel says that label repeats another option's, as operators see
+// it (two labels that differ only in bidirectional controls look the same).
+func duplicateLabel(label string) string {
+	if shown := Shown(label); shown != label {
+		return fmt.Sprintf("%q is already an option of this question, as operators see it (bidirectional controls are shown as U+FFFD, marks removed)", shown)
+	}
+	return fmt.Sprintf("%q is already an option of this question", label)
 }

@@ -262,6 +262,8 @@ func FuzzFromPrompts(f *testing.F) {
 	f.Add(uint8(3+4*2), strings.Repeat("Long question ", 10), "", " A ", "", "A", false)
 	f.Add(uint8(1+4*2), "Size?", "", "K", "", "\u212a", false)
 	f.Add(uint8(1+4*2), "Bytes?", "", "\xff", "", "\xfe", false)
+	f.Add(uint8(3+4*2), "Deny \u202Eevorppa?", "H\u2067d\u2069", "Keep \u202Eeteled", "10 \u200F20", "Keep \u202Deteled", true)
+	f.Add(uint8(1+4*2), "\u061C?", "", "a\u200Eb", "", "ab", false)
 	f.Fuzz(func(t *testing.T, n uint8, question, header, label1, desc1, label2 string, multiple bool) {
 		count, optionCount := int(n%4), int(n/4%3)
 		options := []elicit.PromptOption{po(label1, desc1), po(label2, "")}[:optionCount]
@@ -311,8 +313,8 @@ func FuzzFromPrompts(f *testing.F) {
 			if len(q.Options) != len(prompts[i].Options) || (q.Multiple != nil) != (prompts[i].Multiple && len(q.Options) > 0) {
 				t.Fatalf("shown question %d: %+v for prompt %+v", i, q, prompts[i])
 			}
-			for _, s := range []string{q.Question, q.Header} {
-				if strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }) {
+			for _, s := range append([]string{q.Question, q.Header}, optionTexts(q)...) {
+				if strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' || isBidiFormatting(r) }) {
 					t.Fatalf("shown text %q holds a control character", s)
 				}
 			}
@@ -321,31 +323,35 @@ func FuzzFromPrompts(f *testing.F) {
 			return // the agent's side of invalid UTF-8 is JSON's replacement; nothing to round-trip
 		}
 		for i, q := range shown {
-			var picks []string
-			for _, o := range q.Options {
-				if o.Label == "" || strings.ContainsFunc(o.Label, unicode.IsControl) {
+			// The operator picks the shown labels; the agent gets back the
+			// labels it wrote.
+			var picks, written []string
+			for j, o := range q.Options {
+				if o.Label == "" || strings.ContainsFunc(o.Label, unicode.IsControl) || strings.ContainsFunc(o.Label, isBidiFormatting) {
 					t.Fatalf("shown label %q", o.Label)
 				}
 				picks = append(picks, o.Label)
+				written = append(written, strings.TrimSpace(prompts[i].Options[j].Label))
 			}
 			if len(picks) == 0 {
-				picks = []string{"free text"}
+				picks, written = []string{"free text"}, []string{"free text"}
 			}
 			if q.Multiple == nil {
-				picks = picks[len(picks)-1:]
+				picks, written = picks[len(picks)-1:], written[len(written)-1:]
 			}
 			answers := make([][]string, len(shown))
 			for j := range answers {
 				answers[j] = []string{}
 			}
-			answers[i] = picks
+			want := slices.Clone(answers)
+			answers[i], want[i] = picks, written
 			content, err := form.Convert(answers)
 			if err != nil {
 				t.Fatalf("answering question %d with %q: %v", i, picks, err)
 			}
 			got := elicit.PromptAnswers(content, len(prompts))
-			if !reflect.DeepEqual(got, answers) {
-				t.Fatalf("answers %q came back as %q", answers, got)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("answers %q came back as %q, want %q", answers, got, want)
 			}
 			if err := validateLikeSDK(schema, content); err != nil {
 				t.Fatalf("the SDK refuses the content: %v", err)

@@ -5,7 +5,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -54,7 +53,7 @@ func NewForm(message string, requestedSchema json.RawMessage, opts Options) (*Fo
 	if strings.TrimSpace(message) != "" {
 		// OpenCode has no place for a form-level message, and the operator
 		// must see what the agent asked: it leads the first question.
-		form.Questions[0].Question = visible(message) + "\n\n" + form.Questions[0].Question
+		form.Questions[0].Question = Shown(message) + "\n\n" + form.Questions[0].Question
 	}
 	return form, nil
 }
@@ -89,25 +88,7 @@ func header(p *Property, limit int) string {
 	if h == "" {
 		h = strconv.Quote(p.Key)
 	}
-	return cutRunes(visible(h), limit)
-}
-
-// visible replaces control characters (other than newline and tab) with
-// U+FFFD, so text from the agent cannot drive the operator's terminal.
-func visible(s string) string {
-	if !hasControl(s) {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && r != '\n' && r != '\t' {
-			return unicode.ReplacementChar
-		}
-		return r
-	}, s)
-}
-
-func hasControl(s string) bool {
-	return strings.IndexFunc(s, unicode.IsControl) >= 0
+	return cutRunes(Shown(h), limit)
 }
 
 // cutRunes shortens s to at most limit runes, marking the cut with "…".
@@ -138,7 +119,7 @@ func questionText(p *Property) string {
 	if p.Required {
 		text += " (required)"
 	}
-	return visible(text)
+	return Shown(text)
 }
 
 // answerHints tells the operator the expected form of the answer.
@@ -283,13 +264,13 @@ func choiceOptions(p *Property) []QuestionOption {
 	opts := make([]QuestionOption, len(p.Choices))
 	for i, c := range p.Choices {
 		var notes []string
-		if c.Value != c.Label {
-			notes = append(notes, c.Value)
+		if value := Shown(c.Value); value != c.Label {
+			notes = append(notes, value)
 		}
 		if defaults[c.Value] {
 			notes = append(notes, "(default)")
 		}
-		opts[i] = QuestionOption{Label: c.Label, Description: visible(strings.Join(notes, " "))}
+		opts[i] = QuestionOption{Label: c.Label, Description: Shown(strings.Join(notes, " "))}
 	}
 	return opts
 }

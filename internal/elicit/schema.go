@@ -10,6 +10,11 @@ const (
 	DefaultMaxProperties = 50 // hard limit: more properties is an error
 	SoftPropertyLimit    = 10 // the RFC's soft limit: callers may log a warning above it
 	DefaultHeaderLimit   = 30 // runes; OpenCode TUIs before 1.1.26 need 12
+	// DefaultMaxOptions bounds the choices of one enum or multi-select. The
+	// longest lists real forms offer are pickers of time zones (about 600
+	// IANA names) and countries (249); a thousand leaves room for those and
+	// stops a schema whose options alone would flood every operator's screen.
+	DefaultMaxOptions = 1000
 )
 
 // Options tune parsing and question building. The zero value means the
@@ -17,6 +22,14 @@ const (
 type Options struct {
 	MaxProperties int // 0 means DefaultMaxProperties
 	HeaderLimit   int // 0 means DefaultHeaderLimit
+	MaxOptions    int // choices of one property; 0 means DefaultMaxOptions
+}
+
+func (o Options) maxOptions() int {
+	if o.MaxOptions <= 0 {
+		return DefaultMaxOptions
+	}
+	return o.MaxOptions
 }
 
 func (o Options) maxProperties() int {
@@ -143,6 +156,9 @@ func parseRoot(root *jsonValue, opts Options) (*Schema, error) {
 		p, err := parseProperty(m.key, m.value, required[m.key], at.key("properties").key(m.key))
 		if err != nil {
 			return nil, err
+		}
+		if max := opts.maxOptions(); len(p.Choices) > max {
+			return nil, at.key("properties").key(m.key).errorf("offers %d options; the limit is %d", len(p.Choices), max)
 		}
 		schema.Properties = append(schema.Properties, p)
 	}

@@ -202,7 +202,8 @@ func newChoiceIndex(choices []Choice) *choiceIndex {
 }
 
 // match tries, in order: the exact label, the exact value, the trimmed
-// label or value, and a unique case-insensitive label.
+// label or value, the label as written in the schema, and a unique
+// case-insensitive label.
 func (ix *choiceIndex) match(answer string) (int, bool) {
 	if i, ok := ix.byLabel[answer]; ok {
 		return i, true
@@ -215,6 +216,11 @@ func (ix *choiceIndex) match(answer string) (int, bool) {
 		return i, true
 	}
 	if i, ok := ix.byValue[trimmed]; ok {
+		return i, true
+	}
+	// A label copied from the schema, before questiond neutralised its
+	// bidirectional controls, names the option it shows as.
+	if i, ok := ix.byLabel[Shown(trimmed)]; ok {
 		return i, true
 	}
 	if i, ok := ix.byFold[foldKey(trimmed)]; ok && i >= 0 {

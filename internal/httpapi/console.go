@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/pending"
 )
 
@@ -186,8 +187,9 @@ func consoleTitle(q *pending.Question) string {
 	return "question " + q.ID
 }
 
-// oneLine is the first line of s without control characters, trimmed and
-// cut to at most max runes (the cut marked with an ellipsis).
+// oneLine is the first line of s without control characters, as operators
+// are shown agents' text (elicit.Shown: no bidirectional overrides), trimmed
+// and cut to at most max runes (the cut marked with an ellipsis).
 func oneLine(s string, max int) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
 	line = strings.TrimSpace(strings.Map(func(r rune) rune {
@@ -195,7 +197,7 @@ func oneLine(s string, max int) string {
 			return -1
 		}
 		return r
-	}, line))
+	}, elicit.Shown(line)))
 	if utf8.RuneCountInString(line) > max {
 		runes := []rune(line)
 		line = strings.TrimSpace(string(runes[:max-1])) + "…"

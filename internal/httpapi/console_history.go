@@ -50,7 +50,7 @@ func questionMessage(q *pending.Question) consoleMessage {
 	parts := make([]any, 0, 2)
 	if text := strings.TrimSpace(q.Message); text != "" {
 		parts = append(parts, textPart{
-			ID: "prt_" + suffix + "1", SessionID: q.SessionID, MessageID: messageID, Type: "text", Text: q.Message,
+			ID: "prt_" + suffix + "1", SessionID: q.SessionID, MessageID: messageID, Type: "text", Text: elicit.Shown(q.Message),
 		})
 	}
 	parts = append(parts, toolPart{

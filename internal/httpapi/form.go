@@ -87,8 +87,8 @@ func (s *Server) handleQuestionForm(w http.ResponseWriter, r *http.Request) {
 
 func toQuestionForm(q *pending.Question, form *elicit.Form) questionForm {
 	out := questionForm{
-		ID: q.ID, SessionID: q.SessionID, Directory: q.Directory, Agent: q.Owner, Client: q.Client,
-		CreatedAt: q.CreatedAt, Deadline: q.Deadline, Message: form.Message,
+		ID: q.ID, SessionID: q.SessionID, Directory: q.Directory, Agent: q.Owner, Client: elicit.Shown(q.Client),
+		CreatedAt: q.CreatedAt, Deadline: q.Deadline, Message: elicit.Shown(form.Message),
 		Fields: make([]formField, len(form.Schema.Properties)),
 	}
 	for i := range form.Schema.Properties {
@@ -99,7 +99,7 @@ func toQuestionForm(q *pending.Question, form *elicit.Form) questionForm {
 
 func toFormField(p *elicit.Property, shown elicit.QuestionInfo) formField {
 	f := formField{
-		Key: p.Key, Kind: fieldKinds[p.Kind], Header: shown.Header, Title: p.Title, Description: p.Description,
+		Key: p.Key, Kind: fieldKinds[p.Kind], Header: shown.Header, Title: elicit.Shown(p.Title), Description: elicit.Shown(p.Description),
 		Required: p.Required, Default: p.Default, MinItems: p.MinItems, MaxItems: p.MaxItems,
 		Format: p.Format, MinLength: p.MinLength, MaxLength: p.MaxLength, Pattern: p.Pattern,
 		Minimum: p.Minimum, Maximum: p.Maximum,

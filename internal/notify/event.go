@@ -117,9 +117,11 @@ func (b Body) text(includeText bool) string {
 	return s.String()
 }
 
-// code puts v in a code span on one line, escaped as Slack requires.
+// code puts v in a code span on one line, escaped as Slack requires and
+// shown as operators see agents' text (elicit.Shown: no bidirectional
+// overrides).
 func code(v string) string {
-	v = strings.Join(strings.Fields(v), " ")
+	v = strings.Join(strings.Fields(elicit.Shown(v)), " ")
 	if v == "" {
 		v = "-"
 	}

@@ -1,6 +1,7 @@
 package notify_test
 
 import (
+	"encoding/json"
 	"context"
 	"net/http"
 	"path/filepath"
@@ -282,5 +283,24 @@ func TestBadURLsAreRefusedWithoutQuotingThem(t *testing.T) {
 	_, err := notify.New(context.Background(), notify.Options{URLs: []string{"https://a.example/x", "https://b.example/", "https://a.example/x"}})
 	if err == nil || !strings.Contains(err.Error(), "webhook 3 repeats webhook 1") {
 		t.Errorf("a repeated URL: %v", err)
+	}
+}
+
+// The Slack text shows the agent's message as operators see it elsewhere:
+// a right-to-left override cannot reorder what follows it.
+func TestTextNeutralisesBidiOverrides(t *testing.T) {
+	r := newReceiver(t, always(http.StatusOK))
+	n := start(t, notify.Options{URLs: []string{r.URL}, IncludeText: true})
+	q := question("que_1")
+	q.Message = "Deny \u202Eevorppa"
+	n.Asked(q)
+	var body struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(r.next(t).body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(body.Text, "`Deny \uFFFDevorppa`") || strings.ContainsRune(body.Text, '\u202E') {
+		t.Errorf("text %q", body.Text)
 	}
 }

@@ -1,8 +1,8 @@
 package notify_test
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"net/http"
 	"path/filepath"
 	"strings"

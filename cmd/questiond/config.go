@@ -38,6 +38,7 @@ type config struct {
 	maxRetained       int
 	maxBody           int64
 	maxProperties     int
+	maxOptions        int
 	headerLimit       int
 	eventQueue        int
 	eventWriteTimeout time.Duration
@@ -119,6 +120,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.Var(intValue[int64]{&c.maxBody}, "max-body", "largest request body, in bytes (`n`)")
 	c.maxProperties = elicit.DefaultMaxProperties
 	fs.Var(intValue[int]{&c.maxProperties}, "max-properties", "most properties (questions, `n`) one elicitation may have")
+	c.maxOptions = elicit.DefaultMaxOptions
+	fs.Var(intValue[int]{&c.maxOptions}, "max-options", "most choices (`n`) one enum or multi-select question may offer")
 	c.headerLimit = elicit.DefaultHeaderLimit
 	fs.Var(intValue[int]{&c.headerLimit}, "header-limit", "longest question header, in runes (`n`; 12 for OpenCode TUIs before 1.1.26)")
 	c.eventQueue = sse.DefaultQueueLength
@@ -348,7 +351,7 @@ func (c *config) check() error {
 		}
 	}
 	counts := map[string]int64{
-		"max-body": c.maxBody, "max-properties": int64(c.maxProperties), "header-limit": int64(c.headerLimit),
+		"max-body": c.maxBody, "max-properties": int64(c.maxProperties), "max-options": int64(c.maxOptions), "header-limit": int64(c.headerLimit),
 		"event-queue": int64(c.eventQueue), "max-directories": int64(c.maxDirectories),
 		"max-retained": int64(c.maxRetained), "notify-queue": int64(c.notifyQueue),
 	}

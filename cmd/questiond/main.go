@@ -151,7 +151,7 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 		API: httpapi.Options{
 			MCPIdleTimeout: cfg.mcpIdleTimeout,
 			Version:        version,
-			Elicit:         elicit.Options{MaxProperties: cfg.maxProperties, HeaderLimit: cfg.headerLimit},
+			Elicit:         elicit.Options{MaxProperties: cfg.maxProperties, MaxOptions: cfg.maxOptions, HeaderLimit: cfg.headerLimit},
 			DefaultTimeout: cfg.defaultTimeout,
 			MaxTimeout:     cfg.maxTimeout,
 			MaxWait:        cfg.maxWait,

@@ -160,7 +160,7 @@ func TestHelpDocumentsEveryFlagWithItsEnvironmentTwin(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	help := out.String()
 	for _, name := range []string{"addr", "log-level", "log-format", "heartbeat", "default-timeout", "max-timeout",
-		"max-wait", "keepalive", "retention", "max-body", "max-properties", "header-limit", "event-queue",
+		"max-wait", "keepalive", "retention", "max-body", "max-properties", "max-options", "header-limit", "event-queue",
 		"event-write-timeout", "max-directories", "cors", "shutdown-timeout", "store", "data-dir", "allowed-hosts",
 		"insecure", "tls-cert", "tls-key", "agent-token-file", "max-pending", "max-pending-per-agent", "max-streams", "rate-limit"} {
 		if !strings.Contains(help, "--"+name) || !strings.Contains(help, envName(name)) {
@@ -183,6 +183,9 @@ func TestEnvironmentTwinsAndFlagPrecedence(t *testing.T) {
 	if cfg.heartbeat != 3*time.Second || cfg.maxWait != 2*time.Minute {
 		t.Fatalf("heartbeat %s (want 3s from env), max-wait %s (want 2m from the flag)", cfg.heartbeat, cfg.maxWait)
 	}
+	if options, err := parseConfig(nil, func(k string) string { return map[string]string{"QUESTIOND_MAX_OPTIONS": "300"}[k] }, io.Discard); err != nil || options.maxOptions != 300 {
+		t.Fatalf("QUESTIOND_MAX_OPTIONS=300: %+v, %v", options, err)
+	}
 	if got := strings.Join(cfg.corsOrigins(), "|"); got != "https://a.example|https://b.example" {
 		t.Fatalf("cors origins %q", got)
 	}
@@ -194,6 +197,7 @@ func TestBadSettingsAreRefusedByName(t *testing.T) {
 		"--default-timeout 2h --max-timeout 1h": "--default-timeout 2h0m0s is longer than --max-timeout",
 		"--log-format xml":                      "--log-format must be",
 		"--max-properties -1":                   "--max-properties must be positive",
+		"--max-options 0":                       "--max-options must be positive",
 		"--cors *":                              "wildcard",
 		"extra":                                 `unexpected argument "extra"`,
 	} {

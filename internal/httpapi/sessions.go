@@ -203,9 +203,26 @@ func (s *Server) routeQuestion(ctx context.Context, sessionID string, only sessi
 		return route{}, &statusError{http.StatusForbidden, "Forbidden", fmt.Sprintf(
 			"session %s may not ask questions: its question capability is \"none\"; continue with your best judgment", sessionID)}
 	case session.Parent:
-		return route{listedUnder: rec.ParentID, asking: sessionID}, nil
+		return s.throughParent(ctx, rec)
 	}
 	return route{listedUnder: sessionID}, nil
+}
+
+// throughParent routes a question of a Parent session to its parent, unless
+// the parent may ask nobody: the PUT refused such a parent, but the parent's
+// capability can change afterwards, and a "none" parent is one nobody
+// watches for questions.
+func (s *Server) throughParent(ctx context.Context, child session.Session) (route, error) {
+	parent, err := s.sessions.Get(context.WithoutCancel(ctx), child.ParentID)
+	if err != nil {
+		return route{}, sessionError(err, child.ParentID)
+	}
+	if parent.Capability == session.None {
+		return route{}, &statusError{http.StatusForbidden, "Forbidden", fmt.Sprintf(
+			"session %s asks through its parent session %s, whose question capability is \"none\": nobody can be asked; continue with your best judgment",
+			child.ID, child.ParentID)}
+	}
+	return route{listedUnder: child.ParentID, asking: child.ID}, nil
 }
 
 // sessionParam is the session an MCP client names when it connects.

@@ -50,8 +50,9 @@ type Session struct {
 }
 
 // Validate checks the combination of fields: a parent for Parent sessions
-// and only for them (a User session may record the parent it belongs to).
-// The error names the offending field as the wire does.
+// and only for them (a parent named by any other session would do nothing,
+// so it is refused rather than kept). The error names the offending field as
+// the wire does.
 func (s Session) Validate() error {
 	if !ValidID(s.ID) {
 		return &FieldError{Field: "id", Problem: fmt.Sprintf("expected a session id like \"ses_…\" (letters, digits, _ or -, at most 104 characters), got %q", s.ID)}
@@ -64,6 +65,8 @@ func (s Session) Validate() error {
 		return &FieldError{Field: "parentSessionID", Problem: "a session with capability \"parent\" needs the id of its parent session"}
 	case s.Capability == None && s.ParentID != "":
 		return &FieldError{Field: "parentSessionID", Problem: "a session with capability \"none\" asks nobody, so it cannot name a parent to ask"}
+	case s.Capability == User && s.ParentID != "":
+		return &FieldError{Field: "parentSessionID", Problem: "a session with capability \"user\" asks the operator itself; only \"parent\" sessions name a parent (leave parentSessionID out, or use \"parent\")"}
 	case s.ParentID != "" && !ValidID(s.ParentID):
 		return &FieldError{Field: "parentSessionID", Problem: fmt.Sprintf("expected a session id like \"ses_…\", got %q", s.ParentID)}
 	case s.ParentID != "" && s.ParentID == s.ID:

@@ -44,10 +44,9 @@ func TestValidID(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	accepted := map[string]session.Session{
-		"user":             {ID: "ses_1", Capability: session.User},
-		"user with parent": {ID: "ses_1", Capability: session.User, ParentID: "ses_p"},
-		"parent":           {ID: "ses_1", Capability: session.Parent, ParentID: "ses_p"},
-		"none":             {ID: "ses_1", Capability: session.None},
+		"user":   {ID: "ses_1", Capability: session.User},
+		"parent": {ID: "ses_1", Capability: session.Parent, ParentID: "ses_p"},
+		"none":   {ID: "ses_1", Capability: session.None},
 	}
 	for name, s := range accepted {
 		if err := s.Validate(); err != nil {
@@ -71,6 +70,7 @@ func TestValidate(t *testing.T) {
 		"user is own parent":    {session.Session{ID: "ses_1", Capability: session.User, ParentID: "ses_1"}, "parentSessionID"},
 		"bad parent id":         {session.Session{ID: "ses_1", Capability: session.Parent, ParentID: "parent"}, "parentSessionID"},
 		"user with bad parent":  {session.Session{ID: "ses_1", Capability: session.User, ParentID: "ses_ x"}, "parentSessionID"},
+		"user with parent":      {session.Session{ID: "ses_1", Capability: session.User, ParentID: "ses_p"}, "parentSessionID"},
 	}
 	for name, tc := range refused {
 		err := tc.s.Validate()

@@ -41,7 +41,7 @@ func TestRecordsSurviveRestart(t *testing.T) {
 	}{
 		{session.Session{ID: "ses_none", Capability: session.None}, "agent-1"},
 		{session.Session{ID: "ses_child", Capability: session.Parent, ParentID: "ses_parent"}, "agent-2"},
-		{session.Session{ID: "ses_user", Capability: session.User, ParentID: "ses_parent"}, ""},
+		{session.Session{ID: "ses_user", Capability: session.User}, ""},
 		{session.Session{ID: "ses_gone", Capability: session.None}, "agent-1"},
 		{session.Session{ID: "ses_changed", Capability: session.User}, "agent-1"},
 		{session.Session{ID: "ses_changed", Capability: session.None}, "agent-1"},
@@ -105,5 +105,20 @@ func TestOpenRefusesBadRecords(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// Earlier versions stored the parent a "user" session named; it never did
+// anything. Such a record still opens, as the user session it is.
+func TestOpenDropsTheParentOfAnOldUserRecord(t *testing.T) {
+	ctx := t.Context()
+	_, table := openDatabase(t, filepath.Join(t.TempDir(), "questions.db"))
+	if err := table.Put(ctx, "ses_old", []byte(`{"id":"ses_old","questionCapability":"user","parentSessionID":"ses_p","setBy":"agent-1"}`)); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	r := openRegistry(t, session.Options{Journal: table})
+	got := mustGet(t, r, "ses_old")
+	if got.Capability != session.User || got.ParentID != "" || got.SetBy != "agent-1" || !got.Configured {
+		t.Fatalf("old record opened as %+v", got)
 	}
 }

@@ -38,7 +38,9 @@ type Store interface {
 	// configured (Configured false). It fails only when the store does.
 	Get(ctx context.Context, id string) (Session, error)
 	// Put creates or replaces a record for agent (the caller); created
-	// reports which. It fails with ErrForbidden when another agent set it.
+	// reports which. It fails with ErrForbidden when another agent set it,
+	// and with a *FieldError when the record is invalid or asks through a
+	// parent whose capability is None (see Registry.Put).
 	Put(ctx context.Context, s Session, agent string) (stored Session, created bool, err error)
 	// Delete removes a record so the default applies again, and returns it.
 	Delete(ctx context.Context, id, agent string) (Session, error)
@@ -97,6 +99,11 @@ func Open(ctx context.Context, opts Options) (*Registry, error) {
 		if s.ID != key {
 			return nil, fmt.Errorf("%w: %q holds session %q", ErrCorrupt, key, s.ID)
 		}
+		if s.Capability == User {
+			// Earlier versions kept a parent named by a user session; it
+			// never did anything, and Validate now refuses it.
+			s.ParentID = ""
+		}
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: %q is invalid: %w", ErrCorrupt, key, err)
 		}
@@ -125,6 +132,11 @@ func (r *Registry) Get(ctx context.Context, id string) (Session, error) {
 
 // Put implements Store. Changes to one registry are serialised, so the
 // journal and memory never disagree about the order of two writes.
+//
+// A Parent session whose parent may ask nobody (None, configured or by
+// default) is refused: its questions would be listed where nobody answers
+// them. The parent can still become None later; asking then is refused too
+// (the HTTP layer checks the parent at every question).
 func (r *Registry) Put(ctx context.Context, s Session, agent string) (Session, bool, error) {
 	s.SetBy = agent
 	if err := s.Validate(); err != nil {
@@ -136,7 +148,12 @@ func (r *Registry) Put(ctx context.Context, s Session, agent string) (Session, b
 	r.mu.RLock()
 	old, exists := r.sessions[s.ID]
 	count := len(r.sessions)
+	parent := r.capabilityLocked(s.ParentID)
 	r.mu.RUnlock()
+	if s.Capability == Parent && parent == None {
+		return Session{}, false, &FieldError{Field: "parentSessionID", Problem: fmt.Sprintf(
+			"parent session %s may not ask questions (its question capability is \"none\"), so neither can a session asking through it; set the parent to \"user\" first, or give this session \"none\"", s.ParentID)}
+	}
 	if exists && !mayChange(old, agent) {
 		return Session{}, false, ErrForbidden
 	}
@@ -157,6 +174,14 @@ func (r *Registry) Put(ctx context.Context, s Session, agent string) (Session, b
 	r.sessions[s.ID] = s
 	r.mu.Unlock()
 	return s, !exists, nil
+}
+
+// capabilityLocked is the capability in force for id; call it with mu held.
+func (r *Registry) capabilityLocked(id string) Capability {
+	if s, ok := r.sessions[id]; ok {
+		return s.Capability
+	}
+	return r.opts.Default
 }
 
 // Delete implements Store.

@@ -172,7 +172,7 @@ func TestDelete(t *testing.T) {
 	if got, err := r.Delete(ctx, "ses_1", "agent-1"); !errors.Is(err, session.ErrNotFound) || got != (session.Session{}) {
 		t.Errorf("delete of an unknown session = %+v, %v; want ErrNotFound", got, err)
 	}
-	stored := mustPut(t, r, session.Session{ID: "ses_1", Capability: session.User, ParentID: "ses_p"}, "agent-1")
+	stored := mustPut(t, r, session.Session{ID: "ses_1", Capability: session.User}, "agent-1")
 	got, err := r.Delete(ctx, "ses_1", "agent-1")
 	if err != nil || got != stored {
 		t.Errorf("delete = %+v, %v; want the record as it was, %+v", got, err, stored)
@@ -260,5 +260,43 @@ func TestFailingJournalChangesNothing(t *testing.T) {
 	}
 	if keys := j.keys(); !slices.Equal(keys, []string{"ses_new"}) {
 		t.Errorf("journal holds %v, want [ses_new]", keys)
+	}
+}
+
+// A session may not ask through a parent that may ask nobody: its questions
+// would be listed where nobody answers them.
+func TestPutRefusesAParentOnNone(t *testing.T) {
+	ctx := t.Context()
+	child := session.Session{ID: "ses_child", Capability: session.Parent, ParentID: "ses_parent"}
+	for name, tc := range map[string]struct {
+		def    session.Capability
+		parent *session.Session // configured before the child, if any
+		ok     bool
+	}{
+		"configured none":       {session.User, &session.Session{ID: "ses_parent", Capability: session.None}, false},
+		"none by default":       {session.None, nil, false},
+		"configured user":       {session.None, &session.Session{ID: "ses_parent", Capability: session.User}, true},
+		"user by default":       {session.User, nil, true},
+		"itself asking through": {session.None, &session.Session{ID: "ses_parent", Capability: session.Parent, ParentID: "ses_root"}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := openRegistry(t, session.Options{Default: tc.def})
+			if tc.parent != nil {
+				if tc.parent.Capability == session.Parent {
+					mustPut(t, r, session.Session{ID: "ses_root", Capability: session.User}, "agent-1")
+				}
+				mustPut(t, r, *tc.parent, "agent-1")
+			}
+			_, _, err := r.Put(ctx, child, "agent-2")
+			var fe *session.FieldError
+			switch {
+			case tc.ok && err != nil:
+				t.Fatalf("put: %v", err)
+			case !tc.ok && (!errors.As(err, &fe) || fe.Field != "parentSessionID" || !strings.Contains(fe.Problem, `"none"`)):
+				t.Fatalf("put = %v; want a parentSessionID error naming none", err)
+			case !tc.ok && mustGet(t, r, "ses_child").Configured:
+				t.Fatal("the refused record was stored")
+			}
+		})
 	}
 }

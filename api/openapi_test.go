@@ -479,6 +479,8 @@ func TestSchemasAcceptTheWire(t *testing.T) {
 		{"MCPRequestError", `{"name":"BadRequest","data":{"message":"Expected a session id like \"ses_…\", got \"x\"\n  at [\"session\"]","kind":"Query"}}`, true},
 		{"MCPRequestError", `{"jsonrpc":"2.0","id":3,"error":{"code":-32022,"message":"protocol version \"2026-07-28\" is not supported by this server","data":{"supported":["2025-11-25"]}}}`, true},
 		{"MCPRequestError", `{"jsonrpc":"2.0","id":3}`, false},
+		{"MCPRequestError", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the body is empty; POST /mcp takes one JSON-RPC message"}}`, true},
+		{"MCPRequestError", `{"jsonrpc":"2.0","id":true,"error":{"code":-32700,"message":"m"}}`, false},
 		{"MCPTransportError", `"failed connection\n"`, true},
 		{"MCPTransportError", `""`, false},
 		{"Health", `{"healthy":true,"version":"1.2.3"}`, true},

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
 )
@@ -40,12 +42,13 @@ type rpcRequest struct {
 
 const methodElicitationCreate = "elicitation/create"
 
-// JSON-RPC error codes.
+// JSON-RPC error codes, JSON-RPC 2.0's own.
 const (
-	rpcInvalidRequest = -32600
-	rpcMethodNotFound = -32601
-	rpcInvalidParams  = -32602
-	rpcInternalError  = -32603
+	rpcParseError     = jsonrpc.CodeParseError
+	rpcInvalidRequest = jsonrpc.CodeInvalidRequest
+	rpcMethodNotFound = jsonrpc.CodeMethodNotFound
+	rpcInvalidParams  = jsonrpc.CodeInvalidParams
+	rpcInternalError  = jsonrpc.CodeInternalError
 )
 
 // rpcError is a JSON-RPC error that is answered as such when the caller spoke

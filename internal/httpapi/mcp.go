@@ -86,8 +86,9 @@ func newMCPEndpoint(s *Server) *mcpEndpoint {
 }
 
 // ServeHTTP refuses what the SDK would answer in plain text (a bad session
-// id, shutdown, too many streams) with questiond's JSON errors, and names the
-// questiond session of a connecting request for serverFor.
+// id, shutdown, too many streams) with questiond's JSON errors, and a body
+// that is not JSON-RPC with a JSON-RPC error (see mcp_jsonrpc.go), and names
+// the questiond session of a connecting request for serverFor.
 func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := m.srv
 	if r.Method == http.MethodPost {
@@ -125,7 +126,15 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r = r.WithContext(context.WithValue(r.Context(), mcpConnectingKey{}, conn))
 		onHeader = func() { m.connected(conn, w.Header().Get("Mcp-Session-Id")) }
 	}
-	sw := &sdkErrorWriter{ResponseWriter: w, onHeader: onHeader}
+	var post *mcpPost
+	if r.Method == http.MethodPost {
+		var refused *rpcRefusal
+		if post, refused = checkMCPBody(r, s.opts.MaxBodyBytes); refused != nil {
+			writeRPCRefusal(w, refused)
+			return
+		}
+	}
+	sw := &sdkErrorWriter{ResponseWriter: w, onHeader: onHeader, post: post}
 	m.handler.ServeHTTP(sw, r)
 	sw.finish(s, r)
 	if r.Method == http.MethodDelete && sw.sent == http.StatusNoContent {

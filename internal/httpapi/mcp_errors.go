@@ -18,6 +18,7 @@ type sdkErrorWriter struct {
 	// onHeader, when set, runs once, just before a passed-through answer's
 	// header goes out: the client cannot act on the answer before it ran.
 	onHeader func()
+	post     *mcpPost // the POST body's message(s), for JSON-RPC answers
 }
 
 func (w *sdkErrorWriter) WriteHeader(status int) {
@@ -60,6 +61,16 @@ func (w *sdkErrorWriter) finish(s *Server, r *http.Request) {
 	h := w.Header()
 	h.Del("X-Content-Type-Options")
 	var err error
+	if w.status == http.StatusBadRequest {
+		if answer, accepted := rpcAnswerFor(w.post, message); accepted {
+			h.Del("Content-Type")
+			w.ResponseWriter.WriteHeader(http.StatusAccepted)
+			return
+		} else if answer != nil {
+			writeRPCRefusal(w.ResponseWriter, answer)
+			return
+		}
+	}
 	switch w.status {
 	case http.StatusBadRequest:
 		kind, lower := kindPayload, strings.ToLower(message)

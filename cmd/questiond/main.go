@@ -110,9 +110,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	if dcfg.BoltPath != "" {
-		log.Info("question store opened", zap.String("path", dcfg.BoltPath))
-	} else {
+	if dcfg.BoltPath == "" {
 		log.Warn("questions are kept in memory only: a restart loses every pending question (--store bolt keeps them)")
 	}
 	served := make(chan error, 1)

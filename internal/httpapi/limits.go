@@ -84,6 +84,7 @@ func (s *Server) rateLimit() func(http.Handler) http.Handler {
 		return func(next http.Handler) http.Handler { return next }
 	}
 	key := func(r *http.Request) (string, error) {
+
 		if c, err := s.auth.identify(r); err == nil {
 			switch c.role {
 			case roleAgent:
@@ -98,11 +99,24 @@ func (s *Server) rateLimit() func(http.Handler) http.Handler {
 		}
 		return "ip:" + httprate.CanonicalizeIP(host), nil
 	}
-	return httprate.LimitBy(n, time.Minute, key, httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
+	limit := httprate.LimitBy(n, time.Minute, key, httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
 		if w.Header().Get("Retry-After") == "" {
 			w.Header().Set("Retry-After", strconv.Itoa(60))
 		}
 		writeJSON(w, http.StatusTooManyRequests, namedError{"TooManyRequests", namedErrorData{
 			Message: fmt.Sprintf("more than %d requests in a minute from this client; slow down", n)}})
 	}))
+	return func(next http.Handler) http.Handler {
+		limited := limit(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == healthPath {
+				// A probe must see questiond's health, not the rest of its
+				// address's traffic: a 429 would get a healthy container
+				// restarted. Health costs no more than a refusal would.
+				next.ServeHTTP(w, r)
+				return
+			}
+			limited.ServeHTTP(w, r)
+		})
+	}
 }

@@ -149,7 +149,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	c.maxStreams = 1000
 	fs.Var(intValue[int]{&c.maxStreams}, "max-streams", "most open event streams (`n`) (503 beyond)")
 	c.rateLimit = 6000
-	fs.Var(intValue[int]{&c.rateLimit}, "rate-limit", "most requests (`n`) per minute from one client (an agent, the operator, or an IP); 0 means no limit")
+	fs.Var(intValue[int]{&c.rateLimit}, "rate-limit", "most requests (`n`) per minute from one client (an agent, the operator, or an IP; health probes are not counted); 0 means no limit")
 	fs.StringVar(&c.defaultCapability, "default-question-capability", "user", "question capability, `user|none`, of sessions nobody set with PUT /sessions/{id}: user may ask the operator, none may ask nobody")
 	c.maxSessions = 100000
 	fs.Var(intValue[int]{&c.maxSessions}, "max-sessions", "most session records (`n`) kept by PUT /sessions/{id} (429 beyond)")
@@ -267,7 +267,8 @@ Credentials and webhooks (environment only, so they never show in the process li
   QUESTIOND_NOTIFY_URLS         webhooks told of every new question and ending, comma-separated
                                 http(s) URLs (a Slack or Mattermost incoming webhook is one)
   QUESTIOND_NOTIFY_SECRET       signs webhook deliveries (X-Questiond-Signature; 16+ characters)
-Without credentials questiond serves loopback addresses only.
+Without credentials questiond serves loopback addresses only; a container, which
+listens on 0.0.0.0, gets them with docker run -e QUESTIOND_OPERATOR_PASSWORD -e QUESTIOND_AGENT_TOKENS …
 `
 
 // readSecrets reads the operator's credentials and the agents' tokens from

@@ -1061,7 +1061,7 @@ func TestLiveLimitsFollowTheDocument(t *testing.T) {
 		l := startLive(t, httpapi.Auth{}, httpapi.Limits{RequestsPerMinute: 1})
 		l.do(t, exchange{method: "GET", path: "/doc"}, 200)
 		for _, x := range everyRoute(unknownID) {
-			if x.path == "/global/health" { // probes are not limited
+			if x.path == "/global/health" { // probes (no credentials) are not limited
 				l.do(t, x, 200)
 				continue
 			}
@@ -1072,7 +1072,7 @@ func TestLiveLimitsFollowTheDocument(t *testing.T) {
 		}
 		var want []string
 		for _, id := range l.operationIDs() {
-			if id != "global.health" && id != "global.healthHead" {
+			if id != "global.health" && id != "global.healthHead" { // see TestHealthIsNotRateLimited
 				want = append(want, id+" 429")
 			}
 		}

@@ -149,7 +149,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	c.maxStreams = 1000
 	fs.Var(intValue[int]{&c.maxStreams}, "max-streams", "most open event streams (`n`) (503 beyond)")
 	c.rateLimit = 6000
-	fs.Var(intValue[int]{&c.rateLimit}, "rate-limit", "most requests (`n`) per minute from one client (an agent, the operator, or an IP; health probes are not counted); 0 means no limit")
+	fs.Var(intValue[int]{&c.rateLimit}, "rate-limit", "most requests (`n`) per minute from one client (an agent, the operator, or an IP; health probes without credentials are not counted); 0 means no limit")
 	fs.StringVar(&c.defaultCapability, "default-question-capability", "user", "question capability, `user|none`, of sessions nobody set with PUT /sessions/{id}: user may ask the operator, none may ask nobody")
 	c.maxSessions = 100000
 	fs.Var(intValue[int]{&c.maxSessions}, "max-sessions", "most session records (`n`) kept by PUT /sessions/{id} (429 beyond)")

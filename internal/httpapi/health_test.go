@@ -66,17 +66,22 @@ func TestHealthAnswersProbes(t *testing.T) {
 }
 
 // The rate limit counts no probe: a probe sees questiond's health, not how
-// busy its address is, and probing eats nobody's allowance.
+// busy its address is, and probing eats nobody's allowance. Health asked
+// with credentials counts, or it would let anyone guess passwords unlimited.
 func TestHealthIsNotRateLimited(t *testing.T) {
-	h := newHarness(t, httpapi.Options{Limits: httpapi.Limits{RequestsPerMinute: 3}})
+	h := newHarness(t, httpapi.Options{Auth: authOperatorOnly(), Limits: httpapi.Limits{RequestsPerMinute: 3}})
 	for i := range 10 {
 		if res := h.do(http.MethodGet, "/global/health", nil); res.Status != http.StatusOK {
 			t.Fatalf("probe %d: %d %s, want 200", i+1, res.Status, res.Body)
 		}
 	}
-	for i, want := range []int{200, 200, 200, 429} {
-		if res := h.do(http.MethodGet, "/question", nil); res.Status != want {
-			t.Fatalf("GET /question %d after the probes: %d, want %d", i+1, res.Status, want)
+	for i, want := range []int{401, 401, 401, 429} {
+		res := h.do(http.MethodGet, "/global/health", nil, "Authorization", basicAuth("opencode", wrongPassword))
+		if res.Status != want {
+			t.Fatalf("guess %d at the password on health: %d, want %d", i+1, res.Status, want)
 		}
+	}
+	if res := h.do(http.MethodGet, "/global/health", nil); res.Status != http.StatusOK {
+		t.Fatalf("a probe after the guesses were limited: %d, want 200", res.Status)
 	}
 }

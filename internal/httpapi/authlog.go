@@ -14,6 +14,9 @@ import (
 // after the first is logged.
 const authFailureWindow = time.Minute
 
+// maxLoggedPathLength bounds a request path in the log.
+const maxLoggedPathLength = 200
+
 // maxAuthFailureClients bounds the clients one window remembers; failures
 // of further clients are only counted.
 const maxAuthFailureClients = 1024
@@ -67,7 +70,7 @@ func (a *authFailures) failed(r *http.Request, routes string) {
 		reason = "no credentials"
 	}
 	a.log.Warn("authentication failed", zap.String("remote", key.remote), zap.String("routes", routes),
-		zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.String("reason", reason),
+		zap.String("method", r.Method), zap.String("path", truncate(r.URL.Path, maxLoggedPathLength)), zap.String("reason", reason),
 		zap.String("credentials", form))
 }
 

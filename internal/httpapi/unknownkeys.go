@@ -34,7 +34,7 @@ func newUnknownKeys(log *zap.Logger) *unknownKeys {
 // ("" without agent tokens).
 func (u *unknownKeys) note(keys []string, route, agent string) {
 	for _, key := range keys {
-		key = truncateKey(key)
+		key = truncate(key, maxLoggedKeyLength)
 		u.mu.Lock()
 		first, full := false, false
 		switch {
@@ -59,14 +59,15 @@ func (u *unknownKeys) note(keys []string, route, agent string) {
 	}
 }
 
-// truncateKey cuts key to maxLoggedKeyLength bytes on a rune boundary.
-func truncateKey(key string) string {
-	if len(key) <= maxLoggedKeyLength {
-		return key
+// truncate cuts s to at most n bytes on a rune boundary, marking the cut:
+// what a client sends is logged at a bounded length.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	cut := maxLoggedKeyLength
-	for cut > 0 && !utf8.RuneStart(key[cut]) {
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
-	return key[:cut] + "…"
+	return s[:cut] + "…"
 }

@@ -532,6 +532,9 @@ func TestLiveResponsesFollowTheDocument(t *testing.T) {
 	if !health.Healthy || health.Version != "test" {
 		t.Errorf("health = %+v", health)
 	}
+	if head := l.do(t, exchange{method: "HEAD", path: "/global/health"}, 200); len(head.body) != 0 {
+		t.Errorf("HEAD /global/health: body %q", head.body)
+	}
 	if doc := l.do(t, exchange{method: "GET", path: "/doc"}, 200); !bytes.Equal(doc.body, api.JSON()) {
 		t.Error("GET /doc does not serve api.JSON()")
 	}
@@ -869,6 +872,7 @@ func everyRoute(id string) []exchange {
 		{method: "GET", path: "/events"},
 		{method: "GET", path: "/global/event"},
 		{method: "GET", path: "/global/health"},
+		{method: "HEAD", path: "/global/health"},
 		{method: "GET", path: "/doc"},
 		{method: "GET", path: "/config"},
 		{method: "GET", path: "/config/providers"},
@@ -946,7 +950,14 @@ func TestLiveAccessControlFollowsTheDocument(t *testing.T) {
 
 		anonymous := route
 		anonymous.anonymous, anonymous.brokenRequest = true, true
-		l.do(t, anonymous, 401)
+		if route.path == "/global/health" { // probes carry no credentials
+			anonymous.brokenRequest = false
+			if r := l.do(t, anonymous, 200); route.method == "GET" && string(r.body) != `{"healthy":true}` {
+				t.Errorf("health without credentials: %s, want only {\"healthy\":true}", r.body)
+			}
+		} else {
+			l.do(t, anonymous, 401)
+		}
 
 		wrong := route
 		wrong.header = withHeader(route.header, "Authorization", basicAuth(user, password+"x"))
@@ -1031,7 +1042,7 @@ func TestLiveAccessControlFollowsTheDocument(t *testing.T) {
 	var want []string
 	for _, id := range l.operationIDs() {
 		want = append(want, id+" 401", id+" 421")
-		if id != "global.health" && id != "doc.get" {
+		if id != "global.health" && id != "global.healthHead" && id != "doc.get" {
 			want = append(want, id+" 403")
 		}
 	}
@@ -1048,8 +1059,12 @@ func TestLiveLimitsFollowTheDocument(t *testing.T) {
 	t.Run("request rate", func(t *testing.T) {
 		// The limiter's minute starts with the server, so the test ends inside it.
 		l := startLive(t, httpapi.Auth{}, httpapi.Limits{RequestsPerMinute: 1})
-		l.do(t, exchange{method: "GET", path: "/global/health"}, 200)
+		l.do(t, exchange{method: "GET", path: "/doc"}, 200)
 		for _, x := range everyRoute(unknownID) {
+			if x.path == "/global/health" { // probes (no credentials) are not limited
+				l.do(t, x, 200)
+				continue
+			}
 			r := l.do(t, x, 429)
 			if retry := r.header.Get("Retry-After"); retry != "60" {
 				t.Errorf("%s: Retry-After %q, want 60 (the limiter's window)", x, retry)
@@ -1057,7 +1072,9 @@ func TestLiveLimitsFollowTheDocument(t *testing.T) {
 		}
 		var want []string
 		for _, id := range l.operationIDs() {
-			want = append(want, id+" 429")
+			if id != "global.health" && id != "global.healthHead" { // see TestHealthIsNotRateLimited
+				want = append(want, id+" 429")
+			}
 		}
 		l.assertValidated(t, want)
 	})

@@ -83,6 +83,8 @@ any OpenCode client (GET /question, POST /question/{id}/reply, GET /event).
 Usage:
   questiond [flags]        run the daemon
   questiond ask [flags]    ask a question from a script (see questiond ask --help)
+  questiond health [flags] exit 0 if the daemon here is up, for container health checks
+                           (see questiond health --help)
 
 Every flag can also be set with the environment variable shown beside it;
 a flag given on the command line wins over the environment.
@@ -90,12 +92,16 @@ a flag given on the command line wins over the environment.
 Flags:
 `
 
+// defaultAddr is where the daemon listens, and `questiond health` probes,
+// unless told otherwise.
+const defaultAddr = "127.0.0.1:4097"
+
 // parseConfig reads args and the environment into a config.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet("questiond", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&c.addr, "addr", "127.0.0.1:4097", "`host:port` to listen on, like 127.0.0.1:4097 (:4097 is every interface)")
+	fs.StringVar(&c.addr, "addr", defaultAddr, "`host:port` to listen on, like 127.0.0.1:4097 (:4097 is every interface)")
 	fs.StringVar(&c.store, "store", "bolt", "where questions are kept, `bolt|memory`: bolt is durable (a file in --data-dir; survives restarts), memory is lost on restart")
 	fs.StringVar(&c.dataDir, "data-dir", "", "`dir` of the durable store; by default $XDG_STATE_HOME/questiond, else ~/.local/state/questiond")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `debug|info|warn|error` messages and worse")
@@ -146,7 +152,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	c.maxStreams = 1000
 	fs.Var(intValue[int]{&c.maxStreams}, "max-streams", "most open event streams (`n`) (503 beyond)")
 	c.rateLimit = 6000
-	fs.Var(intValue[int]{&c.rateLimit}, "rate-limit", "most requests (`n`) per minute from one client (an agent, the operator, or an IP); 0 means no limit")
+	fs.Var(intValue[int]{&c.rateLimit}, "rate-limit", "most requests (`n`) per minute from one client (an agent, the operator, or an IP; health probes without credentials are not counted); 0 means no limit")
 	fs.StringVar(&c.defaultCapability, "default-question-capability", "user", "question capability, `user|none`, of sessions nobody set with PUT /sessions/{id}: user may ask the operator, none may ask nobody")
 	c.maxSessions = 100000
 	fs.Var(intValue[int]{&c.maxSessions}, "max-sessions", "most session records (`n`) kept by PUT /sessions/{id} (429 beyond)")
@@ -264,7 +270,8 @@ Credentials and webhooks (environment only, so they never show in the process li
   QUESTIOND_NOTIFY_URLS         webhooks told of every new question and ending, comma-separated
                                 http(s) URLs (a Slack or Mattermost incoming webhook is one)
   QUESTIOND_NOTIFY_SECRET       signs webhook deliveries (X-Questiond-Signature; 16+ characters)
-Without credentials questiond serves loopback addresses only.
+Without credentials questiond serves loopback addresses only; a container, which
+listens on 0.0.0.0, gets them with docker run -e QUESTIOND_OPERATOR_PASSWORD -e QUESTIOND_AGENT_TOKENS …
 `
 
 // readSecrets reads the operator's credentials and the agents' tokens from
@@ -416,6 +423,12 @@ func (c *config) databasePath(getenv func(string) string) (string, error) {
 	return filepath.Join(dir, "questiond.db"), nil
 }
 
+// port is the port of --addr.
+func (c *config) port() string {
+	_, port, _ := net.SplitHostPort(c.addr)
+	return port
+}
+
 // exposed reports whether --addr reaches beyond this machine.
 func (c *config) exposed() bool {
 	host, _, err := net.SplitHostPort(c.addr)
@@ -436,8 +449,19 @@ func (c *config) checkExposure() (warning string, err error) {
 		return "", nil
 	}
 	if !c.insecure {
+		var missing, set []string
+		if c.operatorPassword == "" {
+			missing, set = append(missing, "QUESTIOND_OPERATOR_PASSWORD"), append(set, "QUESTIOND_OPERATOR_PASSWORD")
+		}
+		if len(c.agentTokens) == 0 {
+			missing = append(missing, "QUESTIOND_AGENT_TOKENS")
+			set = append(set, "QUESTIOND_AGENT_TOKENS=name=token (16+ characters; or --agent-token-file)")
+		}
+		// In a container 0.0.0.0 is the only address that can be reached, so
+		// the way out there is the credentials, passed with docker run -e.
 		return "", fmt.Errorf("refusing to listen on %s without credentials: anyone who reaches it could answer or ask questions. "+
-			"Set QUESTIOND_OPERATOR_PASSWORD and QUESTIOND_AGENT_TOKENS (or --agent-token-file), listen on 127.0.0.1, or pass --insecure", c.addr)
+			"Set %s; in a container: docker run -e %s … (-e NAME passes your shell's value); or listen on 127.0.0.1:%s (this machine only); or pass --insecure",
+			c.addr, strings.Join(set, " and "), strings.Join(missing, " -e "), c.port())
 	}
 	return "INSECURE: listening beyond loopback without operator and agent credentials; anyone who reaches " + c.addr + " can answer and ask questions", nil
 }

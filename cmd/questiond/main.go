@@ -1,7 +1,8 @@
 // Command questiond is the daemon: it lets AI agents ask a human structured
 // questions over HTTP (MCP elicitation) and lets operators answer them with
 // OpenCode clients. Run `questiond --help` for every setting; `questiond ask`
-// asks a question from a script (`questiond ask --help`).
+// asks a question from a script (`questiond ask --help`); `questiond health`
+// probes the daemon for a container's health check.
 package main
 
 import (
@@ -37,6 +38,9 @@ func main() {
 		status := ask(ctx, os.Args[2:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 		stop()
 		os.Exit(status)
+	}
+	if len(os.Args) > 1 && os.Args[1] == "health" {
+		os.Exit(health(context.Background(), os.Args[2:], os.Getenv, os.Stdout, os.Stderr))
 	}
 	err := run(stopOnSignals(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr, nil)
 	switch {
@@ -110,9 +114,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	if dcfg.BoltPath != "" {
-		log.Info("question store opened", zap.String("path", dcfg.BoltPath))
-	} else {
+	if dcfg.BoltPath == "" {
 		log.Warn("questions are kept in memory only: a restart loses every pending question (--store bolt keeps them)")
 	}
 	served := make(chan error, 1)

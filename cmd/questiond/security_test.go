@@ -37,6 +37,7 @@ func TestExposedAddressNeedsCredentials(t *testing.T) {
 		{"0.0.0.0:4097", nil, nil, true},
 		{":4097", nil, nil, true},
 		{"192.0.2.10:4097", map[string]string{"QUESTIOND_OPERATOR_PASSWORD": "pw"}, nil, true},
+		{"[::]:8080", map[string]string{"QUESTIOND_AGENT_TOKENS": full["QUESTIOND_AGENT_TOKENS"]}, nil, true},
 		{"0.0.0.0:4097", full, nil, false},
 		{"0.0.0.0:4097", nil, []string{"--insecure"}, false},
 	} {
@@ -48,8 +49,8 @@ func TestExposedAddressNeedsCredentials(t *testing.T) {
 		if c.refuse != (err != nil) {
 			t.Errorf("%s %v: refused = %v (%v), want %v", c.addr, c.args, err != nil, err, c.refuse)
 		}
-		if err != nil && !strings.Contains(err.Error(), "QUESTIOND_OPERATOR_PASSWORD") {
-			t.Errorf("the refusal does not say what to do: %v", err)
+		if err != nil {
+			wantRefusalFitsContainers(t, c.addr, c.env, err.Error())
 		}
 		if len(c.args) > 0 && !strings.Contains(warning, "INSECURE") {
 			t.Errorf("--insecure without a loud warning: %q", warning)
@@ -219,4 +220,27 @@ func writeSelfSigned(t *testing.T, dir string) (certFile, keyFile string) {
 	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
 	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
 	return certFile, keyFile
+}
+
+// wantRefusalFitsContainers checks the refusal to listen beyond loopback
+// without credentials: one line naming the variables still missing (and
+// only those), how to pass them to a container, and the loopback address,
+// which outside a container is the other way out.
+func wantRefusalFitsContainers(t *testing.T, addr string, env map[string]string, msg string) {
+	t.Helper()
+	if strings.Contains(msg, "\n") {
+		t.Errorf("refusal of %s is more than one line: %q", addr, msg)
+	}
+	_, port, _ := net.SplitHostPort(addr)
+	for _, want := range []string{"refusing to listen on " + addr, "docker run -e ", "127.0.0.1:" + port, "--insecure"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("refusal of %s: %q does not say %q", addr, msg, want)
+		}
+	}
+	for _, name := range []string{"QUESTIOND_OPERATOR_PASSWORD", "QUESTIOND_AGENT_TOKENS"} {
+		named := strings.Contains(msg, "-e "+name)
+		if missing := env[name] == ""; named != missing {
+			t.Errorf("refusal of %s with %v: names -e %s: %v, want %v: %q", addr, env, name, named, missing, msg)
+		}
+	}
 }

@@ -150,6 +150,8 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 		if d.journal, err = pending.OpenBolt(cfg.BoltPath, boltOpts); err != nil {
 			return fmt.Errorf("opening the question store: %w", err)
 		}
+		// Said here, before the store restores what the file holds.
+		d.log.Info("question store opened", zap.String("path", cfg.BoltPath))
 	}
 	if err := d.openNotifier(ctx, cfg); err != nil {
 		return err

@@ -123,6 +123,7 @@ func (s *Server) handleElicitationCreate(w http.ResponseWriter, r *http.Request)
 		s.writeError(w, r, rpcAsBadRequest(err))
 		return
 	}
+	s.unknown.note(params.unknown, routeElicitations, callerFrom(r.Context()).agent)
 	params.key = newRequestKey(key, routeElicitations, params)
 	q, replayed, err := s.createKeyed(r.Context(), params)
 	if err != nil {
@@ -254,6 +255,7 @@ func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
 	var q *pending.Question
 	replayed := false
 	if err == nil {
+		s.unknown.note(params.unknown, routeElicit, callerFrom(r.Context()).agent)
 		params.key = newRequestKey(key, routeElicit, params)
 		q, replayed, err = s.createKeyed(r.Context(), params)
 	}

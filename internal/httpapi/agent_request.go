@@ -27,8 +27,9 @@ type createParams struct {
 	Timeout         json.RawMessage `json:"timeout"`
 	Tool            *pending.Tool   `json:"tool"`
 
-	key    requestKey // from the Idempotency-Key header, not the body
-	client string     // the MCP client that asks (see pending.Question.Client), not from the body
+	key     requestKey // from the Idempotency-Key header, not the body
+	client  string     // the MCP client that asks (see pending.Question.Client), not from the body
+	unknown []string   // keys of the params that are none of createFields, sorted
 }
 
 // rpcRequest is a JSON-RPC 2.0 request, or the {"method","params"} wrapper
@@ -92,7 +93,7 @@ func parseCreateBody(body []byte) (params *createParams, rpc *rpcRequest, err er
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return nil, rpc, typeError(err, prefix)
 	}
-	if err := checkNearMisses(raw, prefix); err != nil {
+	if p.unknown, err = checkNearMisses(raw, prefix); err != nil {
 		return nil, rpc, err
 	}
 	return &p, rpc, nil
@@ -105,11 +106,12 @@ func parseCreateBody(body []byte) (params *createParams, rpc *rpcRequest, err er
 var createFields = []string{"message", "requestedSchema", "mode", "_meta", "sessionID", "directory", "timeout", "tool"}
 
 // checkNearMisses refuses a key of the params object raw that is not one of
-// createFields but is within two edits of one (or differs only in case).
-func checkNearMisses(raw json.RawMessage, prefix string) error {
+// createFields but is within two edits of one (or differs only in case). It
+// returns the other unknown keys, which are let through.
+func checkNearMisses(raw json.RawMessage, prefix string) (unknown []string, err error) {
 	var members map[string]json.RawMessage
 	if json.Unmarshal(raw, &members) != nil {
-		return nil // not an object: the decoding above said so already
+		return nil, nil // not an object: the decoding above said so already
 	}
 	keys := make([]string, 0, len(members))
 	for key := range members {
@@ -124,11 +126,12 @@ func checkNearMisses(raw json.RawMessage, prefix string) error {
 			// Short fields (mode, tool, _meta) only by letter case: two edits
 			// from "tool" is half the word, and "tools" may be MCP's one day.
 			if strings.EqualFold(key, field) || (len(field) >= 7 && editDistance(key, field) <= 2) {
-				return newBadRequest(kindPayload, "unknown key %q: did you mean %q?\n  at %s[%q]", key, field, prefix, key)
+				return nil, newBadRequest(kindPayload, "unknown key %q: did you mean %q?\n  at %s[%q]", key, field, prefix, key)
 			}
 		}
+		unknown = append(unknown, key)
 	}
-	return nil
+	return unknown, nil
 }
 
 // editDistance is the Levenshtein distance between a and b, in bytes.

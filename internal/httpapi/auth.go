@@ -177,12 +177,11 @@ func (s *Server) operatorsOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := s.auth.identify(r)
 		switch {
-		case err != nil:
+		case err != nil, c.role == roleAnonymous && s.auth.operator:
+			s.authLog.failed(r, "operator")
 			operatorChallenge(w)
 		case c.role == roleAgent:
 			forbidden(w, "Agent credentials cannot list, answer or watch questions; only an operator can.")
-		case s.auth.operator && c.role != roleOperator:
-			operatorChallenge(w)
 		default:
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 		}
@@ -194,29 +193,35 @@ func (s *Server) agentsOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := s.auth.identify(r)
 		switch {
-		case err != nil:
+		case err != nil, c.role == roleAnonymous && len(s.auth.agents) > 0:
+			s.authLog.failed(r, "agent")
 			s.agentChallenge(w)
 		case c.role == roleOperator:
 			forbidden(w, "Operator credentials cannot ask questions; only an agent can.")
-		case len(s.auth.agents) > 0 && c.role != roleAgent:
-			s.agentChallenge(w)
 		default:
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 		}
 	})
 }
 
-// anyRole guards routes both roles use (health, the API document): any valid
+// anyRole guards the API document, which both roles use: any valid
 // credentials do, none do only when no role has credentials configured.
 func (s *Server) anyRole(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := s.auth.identify(r)
-		if err != nil || (c.role == roleAnonymous && (s.auth.operator || len(s.auth.agents) > 0)) {
+		if err != nil || !s.auth.admits(c) {
+			s.authLog.failed(r, "either")
 			operatorChallenge(w)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// admits reports whether c may use the routes either role may: with
+// credentials of either role, or with none when no role has any configured.
+func (a *authenticator) admits(c caller) bool {
+	return c.role != roleAnonymous || (!a.operator && len(a.agents) == 0)
 }
 
 // ownedBy reports whether the calling agent may see q: its own questions

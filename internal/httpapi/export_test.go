@@ -1,5 +1,7 @@
 package httpapi
 
+import "time"
+
 // Test-only access to the hooks, for the external test package. Set them
 // before the server takes requests.
 
@@ -10,3 +12,7 @@ func SetOnKeyClaimed(s *Server, hook func(key string)) { s.onKeyClaimed = hook }
 // SetOnGraceArmed observes a keyed POST /elicit whose caller dropped: its
 // question now waits ReconnectGrace for a retry.
 func SetOnGraceArmed(s *Server, hook func(id string)) { s.onGraceArmed = hook }
+
+// SetAuthFailureWindow shortens the window over which failed
+// authentications are summed up in one log line.
+func SetAuthFailureWindow(s *Server, window time.Duration) { s.authLog.window = window }

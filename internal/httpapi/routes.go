@@ -47,11 +47,10 @@ func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
 		r.Get("/session/{sessionID}/message", s.handleSessionMessages)
 		r.Post("/session/{sessionID}/message", s.handlePromptRefused)
 	})
-	r.Group(func(r chi.Router) {
-		r.Use(s.anyRole)
-		r.Get("/global/health", s.handleHealth)
-		r.Get("/doc", s.handleDoc)
-	})
+	// Anyone: probes (Docker, Kubernetes) carry no credentials.
+	r.Get(healthPath, s.handleHealth)
+	r.Head(healthPath, s.handleHealth)
+	r.With(s.anyRole).Get("/doc", s.handleDoc)
 
 	// Agents: MCP elicitation.
 	r.Group(func(r chi.Router) {
@@ -75,7 +74,7 @@ func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	var allowed []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
 		if s.router.Match(chi.NewRouteContext(), m, r.URL.Path) {
 			allowed = append(allowed, m)
 		}
@@ -96,11 +95,34 @@ func handleRoot(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusFound)
 }
 
+const healthPath = "/global/health"
+
+// handleHealth serves GET and HEAD /global/health to probes, which carry no
+// credentials: where credentials are configured, such a caller learns only
+// that questiond is up, {"healthy":true}. A caller who may use the routes of
+// either role gets OpenCode's own body, version included. Credentials that
+// admit nobody are refused as on /doc (401), so a client with a mistyped
+// password finds out at its first request.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, struct {
-		Healthy bool   `json:"healthy"`
-		Version string `json:"version"`
-	}{true, s.opts.Version})
+	c, err := s.auth.identify(r)
+	admitted := err == nil && s.auth.admits(c)
+	if !admitted && credentialForm(r) != "none" {
+		s.authLog.failed(r, "either")
+		operatorChallenge(w)
+		return
+	}
+	body := healthBody{Healthy: true}
+	if admitted {
+		body.Version = s.opts.Version
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// healthBody is OpenCode's health answer; Version is left out for callers
+// who may not know it.
+type healthBody struct {
+	Healthy bool   `json:"healthy"`
+	Version string `json:"version,omitempty"`
 }
 
 func (s *Server) handleDoc(w http.ResponseWriter, r *http.Request) {

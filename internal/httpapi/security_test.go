@@ -82,6 +82,9 @@ func TestAuthRefusesBadCredentialsOnEveryRoute(t *testing.T) {
 			for _, ref := range v.refusals {
 				for _, r := range ref.routes {
 					for _, c := range ref.creds {
+						if c.value == "" && r.path == "/global/health" {
+							continue // probes ask without credentials: see TestHealthAnswersProbes
+						}
 						req := r.method + " " + r.on(w.alphaQ) + " with " + c.name + " (" + c.value + ")"
 						res := send(t, w.h, r.method, r.on(w.alphaQ), r.body, withAuth(c.value))
 						wantChallenge(t, r, req, res)

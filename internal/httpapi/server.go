@@ -106,6 +106,8 @@ type Server struct {
 	log      *zap.Logger
 	router   chi.Router
 	auth     *authenticator
+	authLog  *authFailures
+	unknown  *unknownKeys      // request keys questiond does not know, logged once each
 	inboxes  map[string]string // inbox session id → its agent (see inbox.go)
 	mcp      *mcpEndpoint
 	console  *consoleView
@@ -179,6 +181,8 @@ func New(store Store, events *Events, opts Options) (*Server, error) {
 	}
 	s := &Server{store: store, sessions: sessions, events: events, opts: opts, log: opts.Logger.Named("http"), auth: auth,
 		inboxes: inboxOwners(opts.Auth), creates: newDoor(), toolCalls: newDoor(), endings: newDoor()}
+	s.authLog = newAuthFailures(s.log, authFailureWindow)
+	s.unknown = newUnknownKeys(s.log)
 	s.lifetime, s.release = context.WithCancel(context.Background())
 	s.mcp = newMCPEndpoint(s)
 	s.console = newConsoleView(s, events, opts.ConsoleFollow)
@@ -248,6 +252,7 @@ func (s *Server) Release(ctx context.Context) error {
 		return fmt.Errorf("waiting for question endings under way: %w", err)
 	}
 	s.console.close()
+	s.authLog.flush()
 	return nil
 }
 

@@ -69,8 +69,11 @@ func (s *Server) handleSessionPut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sessionError(err, id))
 		return
 	}
-	s.log.Info("session question capability set", zap.String("session", id),
-		zap.String("capability", string(stored.Capability)), zap.String("parent", stored.ParentID))
+	fields := []zap.Field{zap.String("session", id), zap.String("capability", string(stored.Capability))}
+	if stored.ParentID != "" {
+		fields = append(fields, zap.String("parent", stored.ParentID))
+	}
+	s.log.Info("session question capability set", fields...)
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated

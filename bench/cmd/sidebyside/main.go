@@ -11,6 +11,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -64,13 +65,15 @@ func main() {
 		}
 		return
 	}
-	if err := run(cfg, servers); err != nil {
+	if err := run(cfg, servers, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-opencode:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfg *config, servers string) error {
+// run measures the servers named in servers (comma-separated) and writes
+// the table to out; progress goes to standard error.
+func run(cfg *config, servers string, out io.Writer) error {
 	if cfg.questiond == "" {
 		return fmt.Errorf("-questiond is required (the binary to measure)")
 	}
@@ -130,12 +133,12 @@ func run(cfg *config, servers string) error {
 		default:
 		}
 	}
-	fmt.Print(header)
+	fmt.Fprint(out, header)
 	if cfg.opencodeFound != "" {
-		fmt.Printf("- opencode-ai: %s (`opencode --version`), `opencode serve` with a fake model on loopback\n", cfg.opencodeFound)
+		fmt.Fprintf(out, "- opencode-ai: %s (`opencode --version`), `opencode serve` offline with a fake model (an OpenAI-compatible endpoint in the load generator's process) that asks the same two questions with OpenCode's question tool\n", cfg.opencodeFound)
 	}
-	fmt.Println()
-	fmt.Print(table(cfg, results))
+	fmt.Fprintln(out)
+	fmt.Fprint(out, table(cfg, results))
 	return nil
 }
 

@@ -65,20 +65,41 @@ func measureAll(cfg *config, targets []*target) (map[string]*measurement, error)
 		}
 	}
 	rounds(http.StatusOK, request{http.MethodGet, "/question", nil}, func(m *measurement) *[]loadResult { return &m.full })
-	for _, t := range targets {
-		fmt.Fprintf(os.Stderr, "  %s: replying to %d questions\n", t.name, cfg.pending)
-		m := results[t.name]
-		var items []struct{ ID string }
-		if err := json.Unmarshal(m.pendingList, &items); err != nil {
-			return nil, fmt.Errorf("%s: GET /question: %w", t.name, err)
+	for round := range cfg.rounds {
+		for _, t := range targets {
+			m := results[t.name]
+			if round > 0 {
+				if err := t.makePending(client, cfg.pending); err != nil {
+					return nil, fmt.Errorf("%s: making %d questions pending again: %w", t.name, cfg.pending, err)
+				}
+				list, err := waitPending(client, t.base, cfg.pending, pendingTimeout)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", t.name, err)
+				}
+				m.pendingList = list
+			}
+			fmt.Fprintf(os.Stderr, "  %s: replying to %d questions, round %d\n", t.name, cfg.pending, round+1)
+			r, err := replyAll(cfg, client, t, m.pendingList)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", t.name, err)
+			}
+			m.reply = append(m.reply, r)
 		}
-		replies := make([]request, len(items))
-		for i, q := range items {
-			replies[i] = request{http.MethodPost, "/question/" + q.ID + "/reply", seedAnswers}
-		}
-		m.reply = append(m.reply, drive(client, t.base, cfg.conns, 0, http.StatusOK, each(replies)))
 	}
 	return results, nil
+}
+
+// replyAll answers each question of list (a GET /question body) once.
+func replyAll(cfg *config, client *http.Client, t *target, list []byte) (loadResult, error) {
+	var items []struct{ ID string }
+	if err := json.Unmarshal(list, &items); err != nil {
+		return loadResult{}, fmt.Errorf("GET /question: %w", err)
+	}
+	replies := make([]request, len(items))
+	for i, q := range items {
+		replies[i] = request{http.MethodPost, "/question/" + q.ID + "/reply", seedAnswers}
+	}
+	return drive(client, t.base, cfg.conns, 0, http.StatusOK, each(replies)), nil
 }
 
 // measureIdle reads t's resident memory once it has answered one request,
@@ -187,7 +208,8 @@ func describeRun(cfg *config) string {
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Fprintf(&b, "- load average at the start: %s\n", strings.Join(strings.Fields(string(load))[:3], " "))
 	}
-	fmt.Fprintf(&b, "- load: %d connections, %v per timed case after %v of warm-up; %d pending questions; %d idle subscribers\n",
-		cfg.conns, cfg.duration, cfg.warmup, cfg.pending, cfg.subscribers)
+	fmt.Fprintf(&b, "- load: %d keep-alive connections from one Go client on the same machine; %d rounds of %v per timed case (after %v of warm-up), the servers taking turns; replies: %d rounds of %d pending questions each answered once; %d idle `/event` subscribers\n",
+		cfg.conns, cfg.rounds, cfg.duration, cfg.warmup, cfg.rounds, cfg.pending, cfg.subscribers)
+	b.WriteString("- questiond runs as `questiond --store memory|bolt --rate-limit 0` (all the load is one client), otherwise with its defaults; the bare server is this program (`-serve-bare`) sending questiond's own `GET /question` bytes, pre-encoded\n")
 	return b.String()
 }

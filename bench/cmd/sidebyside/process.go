@@ -106,13 +106,15 @@ func (p *process) stop() error {
 }
 
 // waitHTTP polls url until it answers 200, the process exits or the
-// start timeout is over.
+// start timeout is over. Each try gets a few seconds: OpenCode accepts
+// connections before it is ready, and never answers a request sent then.
 func waitHTTP(p *process, url string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
+	client := &http.Client{Timeout: 5 * time.Second}
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if res, err := http.DefaultClient.Do(req); err == nil {
+		if res, err := client.Do(req); err == nil {
 			_, _ = io.Copy(io.Discard, res.Body)
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {

@@ -50,7 +50,7 @@ func measureAll(cfg *config, targets []*target) (map[string]*measurement, error)
 	rounds := func(want int, req request, into func(*measurement) *[]loadResult) {
 		for round := range cfg.rounds {
 			for _, t := range targets {
-				fmt.Fprintf(os.Stderr, "  %s %s, round %d\n", req.method, req.path, round+1)
+				fmt.Fprintf(os.Stderr, "  %s: %s %s, round %d\n", t.name, req.method, req.path, round+1)
 				r := timed(cfg, client, t.base, want, req)
 				*into(results[t.name]) = append(*into(results[t.name]), r)
 			}
@@ -128,6 +128,7 @@ func measurePending(cfg *config, client *http.Client, t *target, m *measurement)
 	if err != nil {
 		return err
 	}
+	start := time.Now()
 	if err := t.makePending(client, cfg.pending); err != nil {
 		return fmt.Errorf("making %d questions pending: %w", cfg.pending, err)
 	}
@@ -139,6 +140,7 @@ func measurePending(cfg *config, client *http.Client, t *target, m *measurement)
 		cfg.seed = list
 	}
 	m.pendingList = list
+	fmt.Fprintf(os.Stderr, "  %s: %d questions pending after %v\n", t.name, cfg.pending, time.Since(start).Round(100*time.Millisecond))
 	time.Sleep(cfg.settle)
 	after, err := residentKiB(t.proc.pid())
 	if err != nil {

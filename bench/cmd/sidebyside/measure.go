@@ -68,6 +68,9 @@ func measureAll(cfg *config, targets []*target) (map[string]*measurement, error)
 	for round := range cfg.rounds {
 		for _, t := range targets {
 			m := results[t.name]
+			if round >= t.replyRounds(cfg) {
+				continue
+			}
 			if round > 0 {
 				if err := t.makePending(client, cfg.pending); err != nil {
 					return nil, fmt.Errorf("%s: making %d questions pending again: %w", t.name, cfg.pending, err)
@@ -210,7 +213,7 @@ func describeRun(cfg *config) string {
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Fprintf(&b, "- load average at the start: %s\n", strings.Join(strings.Fields(string(load))[:3], " "))
 	}
-	fmt.Fprintf(&b, "- load: %d keep-alive connections from one Go client on the same machine; %d rounds of %v per timed case (after %v of warm-up), the servers taking turns; replies: %d rounds of %d pending questions each answered once; %d idle `/event` subscribers\n",
+	fmt.Fprintf(&b, "- load: %d keep-alive connections from one Go client on the same machine; %d rounds of %v per timed case (after %v of warm-up), the servers taking turns; replies: %d rounds (OpenCode: 1, as it takes minutes to make its questions pending) of %d pending questions each answered once; %d idle `/event` subscribers\n",
 		cfg.conns, cfg.rounds, cfg.duration, cfg.warmup, cfg.rounds, cfg.pending, cfg.subscribers)
 	b.WriteString("- questiond runs as `questiond --store memory|bolt --rate-limit 0` (all the load is one client), otherwise with its defaults; the bare server is this program (`-serve-bare`) sending questiond's own `GET /question` bytes, pre-encoded\n")
 	return b.String()

@@ -23,6 +23,18 @@ type target struct {
 	cleanup func() // what else was started for it (the fake model)
 	// makePending makes n questions pending; n is the only count asked for.
 	makePending func(client *http.Client, n int) error
+	// slowToAsk is set for OpenCode, which takes minutes to make cfg.pending
+	// questions pending (a session and a model turn each, slower as its
+	// sessions pile up): its replies are measured in one round only.
+	slowToAsk bool
+}
+
+// replyRounds is how many rounds of replies t is measured in.
+func (t *target) replyRounds(cfg *config) int {
+	if t.slowToAsk {
+		return 1
+	}
+	return cfg.rounds
 }
 
 // seedForm is the two-question form every agent asks (questiond's

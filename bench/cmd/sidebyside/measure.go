@@ -34,14 +34,21 @@ const unknownID = "que_ffffffffffffffbenchunknown"
 // measureAll runs every case on every target. The servers all run from the
 // start, and each timed case visits them in turn, round after round, so
 // that whatever else loads the machine meanwhile falls on all of them
-// alike. Memory is read before any load, and around the questions made
-// pending (before their list is loaded).
+// alike. Memory is read first, on quiet processes: idle, with idle event
+// subscribers, and with the questions pending. Then come the loads: the
+// full list, one round of replies (after which OpenCode is given the time
+// to finish the model turns they start), the empty list, replies to an
+// unknown id, and the remaining rounds of replies.
 func measureAll(cfg *config, targets []*target) (map[string]*measurement, error) {
 	client := newLoadClient(cfg.conns)
 	defer client.CloseIdleConnections()
 	results := make(map[string]*measurement)
 	for _, t := range targets {
 		m, err := measureIdle(cfg, client, t)
+		if err == nil {
+			fmt.Fprintf(os.Stderr, "  %s: making %d questions pending\n", t.name, cfg.pending)
+			err = measurePending(cfg, client, t, m)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", t.name, err)
 		}
@@ -56,16 +63,7 @@ func measureAll(cfg *config, targets []*target) (map[string]*measurement, error)
 			}
 		}
 	}
-	rounds(http.StatusOK, request{http.MethodGet, "/question", nil}, func(m *measurement) *[]loadResult { return &m.empty })
-	rounds(http.StatusNotFound, request{http.MethodPost, "/question/" + unknownID + "/reply", seedAnswers}, func(m *measurement) *[]loadResult { return &m.unknown })
-	for _, t := range targets {
-		fmt.Fprintf(os.Stderr, "  %s: making %d questions pending\n", t.name, cfg.pending)
-		if err := measurePending(cfg, client, t, results[t.name]); err != nil {
-			return nil, fmt.Errorf("%s: %w", t.name, err)
-		}
-	}
-	rounds(http.StatusOK, request{http.MethodGet, "/question", nil}, func(m *measurement) *[]loadResult { return &m.full })
-	for round := range cfg.rounds {
+	replyRound := func(round int) error {
 		for _, t := range targets {
 			m := results[t.name]
 			if round >= t.replyRounds(cfg) {
@@ -73,20 +71,38 @@ func measureAll(cfg *config, targets []*target) (map[string]*measurement, error)
 			}
 			if round > 0 {
 				if err := t.makePending(client, cfg.pending); err != nil {
-					return nil, fmt.Errorf("%s: making %d questions pending again: %w", t.name, cfg.pending, err)
+					return fmt.Errorf("%s: making %d questions pending again: %w", t.name, cfg.pending, err)
 				}
 				list, err := waitPending(client, t.base, cfg.pending, pendingTimeout)
 				if err != nil {
-					return nil, fmt.Errorf("%s: %w", t.name, err)
+					return fmt.Errorf("%s: %w", t.name, err)
 				}
 				m.pendingList = list
 			}
 			fmt.Fprintf(os.Stderr, "  %s: replying to %d questions, round %d\n", t.name, cfg.pending, round+1)
 			r, err := replyAll(cfg, client, t, m.pendingList)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", t.name, err)
+				return fmt.Errorf("%s: %w", t.name, err)
 			}
 			m.reply = append(m.reply, r)
+			if t.settle != nil {
+				if err := t.settle(client); err != nil {
+					return fmt.Errorf("%s: after the replies: %w", t.name, err)
+				}
+			}
+		}
+		return nil
+	}
+	get := request{http.MethodGet, "/question", nil}
+	rounds(http.StatusOK, get, func(m *measurement) *[]loadResult { return &m.full })
+	if err := replyRound(0); err != nil {
+		return nil, err
+	}
+	rounds(http.StatusOK, get, func(m *measurement) *[]loadResult { return &m.empty })
+	rounds(http.StatusNotFound, request{http.MethodPost, "/question/" + unknownID + "/reply", seedAnswers}, func(m *measurement) *[]loadResult { return &m.unknown })
+	for round := 1; round < cfg.rounds; round++ {
+		if err := replyRound(round); err != nil {
+			return nil, err
 		}
 	}
 	return results, nil
@@ -120,13 +136,13 @@ func measureIdle(cfg *config, client *http.Client, t *target) (*measurement, err
 	if err != nil {
 		return nil, err
 	}
+	time.Sleep(cfg.settle) // the subscribers' streams end
 	return &measurement{idleKiB: idle, subscribed: n, perSubscriber: float64(withSubscribers-idle) / float64(n)}, nil
 }
 
 // measurePending makes cfg.pending questions pending on t and reads what
 // they cost in resident memory.
 func measurePending(cfg *config, client *http.Client, t *target, m *measurement) error {
-	time.Sleep(cfg.settle)
 	before, err := residentKiB(t.proc.pid())
 	if err != nil {
 		return err
@@ -215,6 +231,7 @@ func describeRun(cfg *config) string {
 	}
 	fmt.Fprintf(&b, "- load: %d keep-alive connections from one Go client on the same machine; %d rounds of %v per timed case (after %v of warm-up), the servers taking turns; replies: %d rounds (OpenCode: 1, as it takes minutes to make its questions pending) of %d pending questions each answered once; %d idle `/event` subscribers\n",
 		cfg.conns, cfg.rounds, cfg.duration, cfg.warmup, cfg.rounds, cfg.pending, cfg.subscribers)
+	b.WriteString("- order: memory first, on quiet processes (idle after one request, with the subscribers, with the questions pending), then the list with questions pending, one round of replies (OpenCode then given the time to finish the model turn each reply starts), the empty list, replies to an unknown id, and the other rounds of replies; figures are the median round\n")
 	b.WriteString("- questiond runs as `questiond --store memory|bolt --rate-limit 0` (all the load is one client), otherwise with its defaults; the bare server is this program (`-serve-bare`) sending questiond's own `GET /question` bytes, pre-encoded\n")
 	return b.String()
 }

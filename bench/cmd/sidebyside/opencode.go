@@ -85,7 +85,8 @@ func startOpencode(cfg *config) (*target, error) {
 		return nil, err
 	}
 	return &target{name: "opencode", base: base, proc: p, cleanup: stopLLM, slowToAsk: true,
-		makePending: func(client *http.Client, n int) error { return promptOpencode(client, base, n) }}, nil
+		makePending: func(client *http.Client, n int) error { return promptOpencode(client, base, n) },
+		settle:      func(client *http.Client) error { return waitSessionsIdle(client, base) }}, nil
 }
 
 // writeProject makes the directory OpenCode serves: a git repository with
@@ -134,6 +135,35 @@ func promptOpencode(client *http.Client, base string, n int) error {
 	}
 	_, err := waitPending(client, base, n, pendingTimeout)
 	return err
+}
+
+// waitSessionsIdle polls GET /session/status until no session is busy:
+// each answer sets off one more model turn in its session.
+func waitSessionsIdle(client *http.Client, base string) error {
+	deadline := time.Now().Add(pendingTimeout)
+	for {
+		body, err := getBody(client, base+"/session/status")
+		if err != nil {
+			return err
+		}
+		var status map[string]struct{ Type string }
+		if err := json.Unmarshal(body, &status); err != nil {
+			return fmt.Errorf("GET /session/status: %w in %.300s", err, body)
+		}
+		busy := 0
+		for _, s := range status {
+			if s.Type != "idle" {
+				busy++
+			}
+		}
+		if busy == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d sessions still busy after %v", busy, pendingTimeout)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 func postJSON(client *http.Client, url string, body []byte) ([]byte, error) {

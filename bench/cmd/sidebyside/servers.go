@@ -27,6 +27,9 @@ type target struct {
 	// questions pending (a session and a model turn each, slower as its
 	// sessions pile up): its replies are measured in one round only.
 	slowToAsk bool
+	// settle, when not nil, waits until the work a round of replies set off
+	// is over, so that it does not load the next measurements.
+	settle func(client *http.Client) error
 }
 
 // replyRounds is how many rounds of replies t is measured in.

@@ -12,7 +12,7 @@ TUI_ARTIFACTS ?= artifacts/tui
 UI_ARTIFACTS ?= artifacts/ui
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test check quick unit tui ui fuzz compat bench lint clean
+.PHONY: all build run test check quick unit tui ui fuzz compat bench bench-opencode lint clean
 
 # A bare `make` builds the binary; `make test` is the whole suite.
 .DEFAULT_GOAL := build
@@ -89,6 +89,13 @@ compat:
 # BENCH selects benchmarks (a -bench pattern), PKG the packages, COUNT the runs.
 bench:
 	$(GO) test -run '^$$' -bench '$(or $(BENCH),.)' -benchmem -count=$(or $(COUNT),1) $(or $(PKG),./...)
+
+# questiond (memory and bolt) beside OpenCode's server (opencode-ai from npm,
+# pinned, cached like `make tui`'s) and a bare server, under one load
+# generator; prints the Markdown table BENCHMARKS.md keeps (about 4 min here).
+# BENCH_ARGS go to bench/cmd/sidebyside: BENCH_ARGS='-duration 1s -rounds 1'.
+bench-opencode:
+	./bench/opencode.sh $(BENCH_ARGS)
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -72,6 +72,9 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 	d.mu.Unlock()
 	if !serving {
 		_ = d.ln.Close() // Serve never took it
+		if d.metricsLn != nil {
+			_ = d.metricsLn.Close()
+		}
 	}
 	d.silent.CloseAll()
 	httpDone := make(chan error, 1)
@@ -121,6 +124,9 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 	if err := <-httpDone; err != nil {
 		errs = append(errs, fmt.Errorf("stopping the HTTP server: %w", err))
 		_ = d.http.Close()
+	}
+	if err := d.stopMetrics(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stopping the metrics server: %w", err))
 	}
 	if err := <-notified; err != nil {
 		errs = append(errs, fmt.Errorf("stopping notifications: %w", err))

@@ -23,7 +23,7 @@ import (
 type Metrics struct {
 	reg *prometheus.Registry
 
-	asked  prometheus.Counter
+	asked    prometheus.Counter
 	ended    map[pending.Ending]prometheus.Counter  // every known Ending, made by New: read only
 	waited   map[pending.Ending]prometheus.Observer // likewise
 	endedVec *prometheus.CounterVec                 // for an ending questiond does not know yet
@@ -82,7 +82,7 @@ func New() *Metrics {
 		m.waited[e] = m.waitVec.WithLabelValues(string(e))
 	}
 	m.commitVec = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "questiond_store_commit_seconds",
-		Help: "Time a question store commit took to be durable (group commits included), by operation (put, delete).",
+		Help:    "Time a question store commit took to be durable (group commits included), by operation (put, delete).",
 		Buckets: commitBuckets}, []string{"op"})
 	for _, op := range []string{opPut, opDelete} {
 		m.commits[op] = m.commitVec.WithLabelValues(op)

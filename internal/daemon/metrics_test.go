@@ -53,22 +53,7 @@ func metricsDaemon(t *testing.T) (d *daemon.Daemon, ln *stallListener, metricsUR
 	cfg.Events = sse.Options{Heartbeat: time.Hour, QueueLength: 2, WriteTimeout: time.Minute}
 	cfg.API.Auth = httpapi.Auth{OperatorPassword: metricsPassword, AgentTokens: map[string]string{metricsAgent: metricsToken}}
 	cfg.API.Limits.MaxPending = 1
-	d, err = daemon.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- d.Serve() }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := d.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
+	d = running(t, cfg)
 	return d, ln, "http://" + mln.Addr().String() + "/metrics"
 }
 

@@ -22,10 +22,11 @@ func (c *config) checkMetricsAddr() error {
 	if c.metricsAddr == metricsOff {
 		return nil
 	}
-	if _, port, err := net.SplitHostPort(c.metricsAddr); err != nil || !validPort(port) {
+	_, port, err := net.SplitHostPort(c.metricsAddr)
+	if err != nil || !validPort(port) {
 		return fmt.Errorf("--metrics-addr: want host:port, like %s, or %s; got %q", defaultMetricsAddr, metricsOff, c.metricsAddr)
 	}
-	if c.metricsAddr == c.addr {
+	if c.metricsAddr == c.addr && port != "0" {
 		return fmt.Errorf("--metrics-addr %s is --addr too: give metrics a port of their own", c.metricsAddr)
 	}
 	return nil

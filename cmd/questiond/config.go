@@ -98,7 +98,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs := flag.NewFlagSet("questiond", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:4097", "`host:port` to listen on, like 127.0.0.1:4097 (:4097 is every interface)")
-	fs.StringVar(&c.metricsAddr, "metrics-addr", defaultMetricsAddr, "`host:port` serving GET /metrics (Prometheus) to scrapers, without credentials, or off; loopback by default, :9464 is every interface")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", defaultMetricsAddr, "`host:port` serving GET /metrics (Prometheus) to scrapers, without credentials, or off (:9464 is every interface)")
 	fs.StringVar(&c.store, "store", "bolt", "where questions are kept, `bolt|memory`: bolt is durable (a file in --data-dir; survives restarts), memory is lost on restart")
 	fs.StringVar(&c.dataDir, "data-dir", "", "`dir` of the durable store; by default $XDG_STATE_HOME/questiond, else ~/.local/state/questiond")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `debug|info|warn|error` messages and worse")

@@ -164,6 +164,7 @@ func TestDocumentHasEveryRoute(t *testing.T) {
 		"GET /provider",
 		"GET /question",
 		"GET /questiond/question/{requestID}/form",
+		"GET /readyz",
 		"GET /session",
 		"GET /session/status",
 		"GET /session/{sessionID}",
@@ -171,6 +172,7 @@ func TestDocumentHasEveryRoute(t *testing.T) {
 		"GET /sessions/{sessionID}",
 		"GET /ui",
 		"GET /ui/{file}",
+		"HEAD /readyz",
 		"POST /elicit",
 		"POST /elicitations",
 		"POST /mcp",
@@ -564,6 +566,8 @@ func TestSecurityOfEveryOperation(t *testing.T) {
 		"elicitation.mcpPost":      {agent, "AgentUnauthorized"},
 		"elicitation.mcpStream":    {[][]string{{"agentBearer"}, {"operatorBasic"}}, "AgentUnauthorized"}, // and OpenCode's MCP status
 		"elicitation.mcpEnd":       {agent, "AgentUnauthorized"},
+		"ready.get":                {[][]string{nil}, ""}, // probes: anyone, credentials ignored, never 401
+		"ready.head":               {[][]string{nil}, ""},
 	}
 	raw := rawDoc(t)
 	for path, item := range doc.Paths.Map() {
@@ -598,7 +602,11 @@ func TestSecurityOfEveryOperation(t *testing.T) {
 				return strings.TrimPrefix(s, "#/components/responses/")
 			}
 			wantRefs := map[string]string{"401": w.unauthorized, "421": "MisdirectedRequest", "429": "TooManyRequests"}
-			if op.OperationID != "global.health" && op.OperationID != "doc.get" {
+			readiness := strings.HasPrefix(op.OperationID, "ready.")
+			if readiness {
+				wantRefs["429"] = "" // probes do not count against the rate limit
+			}
+			if !readiness && op.OperationID != "global.health" && op.OperationID != "doc.get" {
 				wantRefs["403"] = "Forbidden"
 			}
 			for status, name := range wantRefs {

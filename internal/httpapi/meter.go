@@ -16,7 +16,7 @@ import (
 type Meter interface {
 	// Request counts a request once its handler returned: its method
 	// (MethodOther for one questiond does not serve), its chi route pattern
-	// (RouteUnmatched when no route matched) and the status it got.
+	// (RouteUnmatched when none matches) and the status it got.
 	Request(method, route string, status int)
 	// ToolCall counts an MCP question tool call that returned: the tool's
 	// name and its result, "accept", "decline", "cancel" or "error".
@@ -50,8 +50,7 @@ func (noMeter) Refused(string)              {}
 
 // meterRequests counts every request by method, route pattern and status.
 // It runs inside the router, so that the route is known once the handler
-// returns; a request refused before routing (the host guard, the rate
-// limit) counts as RouteUnmatched.
+// returns.
 func (s *Server) meterRequests(next http.Handler) http.Handler {
 	if _, off := s.meter.(noMeter); off {
 		return next
@@ -59,14 +58,26 @@ func (s *Server) meterRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		route := RouteUnmatched
-		if rctx := chi.RouteContext(r.Context()); rctx != nil {
-			if p := rctx.RoutePattern(); p != "" {
-				route = p
-			}
-		}
-		s.meter.Request(meteredMethod(r.Method), route, sw.final())
+		s.meter.Request(meteredMethod(r.Method), s.routeOf(r), sw.final())
 	})
+}
+
+// routeOf is the pattern of the route r took, or would have taken had the
+// host guard or the rate limit not refused it first: those refusals are
+// counted under the route asked for. RouteUnmatched when none matches.
+func (s *Server) routeOf(r *http.Request) string {
+	if rctx := chi.RouteContext(r.Context()); rctx != nil {
+		if p := rctx.RoutePattern(); p != "" {
+			return p
+		}
+	}
+	rctx := chi.NewRouteContext()
+	if s.router.Match(rctx, r.Method, r.URL.Path) {
+		if p := rctx.RoutePattern(); p != "" {
+			return p
+		}
+	}
+	return RouteUnmatched
 }
 
 // meteredMethod keeps the method label to the methods questiond serves.

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"net"
 	"net/http/httptest"
 	"path/filepath"
 	"testing"
@@ -28,7 +27,6 @@ var servers = []struct {
 	start func(tb testing.TB, queueLength int) *server
 }{
 	{"questiond", startQuestiond},
-	{"questiond-metrics", startQuestiondMetrics},
 	{"questiond-bolt", startQuestiondBolt},
 	{"baseline", startBaseline},
 }
@@ -66,19 +64,6 @@ func startQuestiondOn(tb testing.TB, queueLength int, name, boltPath string) *se
 		}
 	}
 	return &server{name: name, url: q.URL, stop: stop}
-}
-
-func startQuestiondMetrics(tb testing.TB, queueLength int) *server {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	q, err := testserver.Start(testserver.Config{Events: sse.Options{QueueLength: queueLength}, Logger: zap.NewNop(), Metrics: ln})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return &server{name: "questiond-metrics", url: q.URL, stop: func() { _ = q.Stop() }}
 }
 
 func startBaseline(tb testing.TB, queueLength int) *server {

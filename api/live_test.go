@@ -317,7 +317,9 @@ func (l *liveServer) check(t *testing.T, r *result, wantStatus int) {
 		RequestValidationInput: r.input,
 		Status:                 r.status,
 		Header:                 r.header,
-		Options:                &openapi3filter.Options{IncludeResponseStatus: true},
+		// A HEAD answer has the headers of the GET answer the document
+		// describes, never its body.
+		Options: &openapi3filter.Options{IncludeResponseStatus: true, ExcludeResponseBody: x.method == http.MethodHead},
 	}
 	in.SetBodyBytes(r.body)
 	if err := openapi3filter.ValidateResponse(t.Context(), in); err != nil {
@@ -534,6 +536,11 @@ func TestLiveResponsesFollowTheDocument(t *testing.T) {
 	}
 	if head := l.do(t, exchange{method: "HEAD", path: "/global/health"}, 200); len(head.body) != 0 {
 		t.Errorf("HEAD /global/health: body %q", head.body)
+	}
+	for _, method := range []string{"GET", "HEAD"} {
+		if r := l.do(t, exchange{method: method, path: "/readyz"}, 200); r.header.Get("Cache-Control") != "no-store" {
+			t.Errorf("%s /readyz: Cache-Control %q", method, r.header.Get("Cache-Control"))
+		}
 	}
 	if doc := l.do(t, exchange{method: "GET", path: "/doc"}, 200); !bytes.Equal(doc.body, api.JSON()) {
 		t.Error("GET /doc does not serve api.JSON()")
@@ -756,8 +763,13 @@ func TestLiveResponsesFollowTheDocument(t *testing.T) {
 	l.do(t, exchange{method: "POST", path: "/mcp", body: mcpInitialize, header: mcpAccept}, 503)
 	l.do(t, exchange{method: "GET", path: "/mcp", header: []string{"Accept", "text/event-stream", "Mcp-Session-Id", "mcp-unknown"}}, 503)
 	l.do(t, exchange{method: "DELETE", path: "/mcp", header: []string{"Mcp-Session-Id", "mcp-unknown"}}, 503)
+	l.do(t, exchange{method: "GET", path: "/readyz"}, 503)
+	if r := l.do(t, exchange{method: "HEAD", path: "/readyz"}, 503); len(r.body) != 0 {
+		t.Errorf("HEAD /readyz: body %q", r.body)
+	}
 
 	l.assertCovered(t, []string{
+		"ready.get 200", "ready.get 503", "ready.head 200", "ready.head 503",
 		"doc.get 200",
 		"elicitation.create 201", "elicitation.create 400", "elicitation.create 415", "elicitation.create 503",
 		"elicitation.elicit 200", "elicitation.elicit 400", "elicitation.elicit 415", "elicitation.elicit 503",
@@ -1039,8 +1051,20 @@ func TestLiveAccessControlFollowsTheDocument(t *testing.T) {
 	exerciseAgentsApart(t, l, asAgentA, asAgentB)
 	exerciseConsole(t, l, events)
 
+	// Readiness answers anyone and ignores credentials, even wrong ones; only
+	// the Host guard applies.
+	for _, method := range []string{"GET", "HEAD"} {
+		l.do(t, exchange{method: method, path: "/readyz", anonymous: true}, 200)
+		l.do(t, exchange{method: method, path: "/readyz", header: []string{"Authorization", basicAuth(user, "not the password")}}, 200)
+		l.do(t, exchange{method: method, path: "/readyz", anonymous: true, host: "attacker.example"}, 421)
+	}
+
 	var want []string
 	for _, id := range l.operationIDs() {
+		if strings.HasPrefix(id, "ready.") {
+			want = append(want, id+" 200", id+" 421")
+			continue
+		}
 		want = append(want, id+" 401", id+" 421")
 		if id != "global.health" && id != "global.healthHead" && id != "doc.get" {
 			want = append(want, id+" 403")
@@ -1072,11 +1096,13 @@ func TestLiveLimitsFollowTheDocument(t *testing.T) {
 		}
 		var want []string
 		for _, id := range l.operationIDs() {
-			if id != "global.health" && id != "global.healthHead" { // see TestHealthIsNotRateLimited
+			if id != "global.health" && id != "global.healthHead" && !strings.HasPrefix(id, "ready.") { // see TestHealthIsNotRateLimited; probes are not limited
 				want = append(want, id+" 429")
 			}
 		}
 		l.assertValidated(t, want)
+		l.do(t, exchange{method: "GET", path: "/readyz"}, 200)
+		l.do(t, exchange{method: "HEAD", path: "/readyz"}, 200)
 	})
 
 	t.Run("event streams and pending questions", func(t *testing.T) {

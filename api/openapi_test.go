@@ -164,6 +164,7 @@ func TestDocumentHasEveryRoute(t *testing.T) {
 		"GET /provider",
 		"GET /question",
 		"GET /questiond/question/{requestID}/form",
+		"GET /readyz",
 		"GET /session",
 		"GET /session/status",
 		"GET /session/{sessionID}",
@@ -172,6 +173,7 @@ func TestDocumentHasEveryRoute(t *testing.T) {
 		"GET /ui",
 		"GET /ui/{file}",
 		"HEAD /global/health",
+		"HEAD /readyz",
 		"POST /elicit",
 		"POST /elicitations",
 		"POST /mcp",
@@ -577,6 +579,8 @@ func TestSecurityOfEveryOperation(t *testing.T) {
 		"elicitation.mcpPost":      {agent, "AgentUnauthorized"},
 		"elicitation.mcpStream":    {[][]string{{"agentBearer"}, {"operatorBasic"}}, "AgentUnauthorized"}, // and OpenCode's MCP status
 		"elicitation.mcpEnd":       {agent, "AgentUnauthorized"},
+		"ready.get":                {[][]string{nil}, ""}, // probes: anyone, credentials ignored, never 401
+		"ready.head":               {[][]string{nil}, ""},
 	}
 	raw := rawDoc(t)
 	for path, item := range doc.Paths.Map() {
@@ -612,7 +616,11 @@ func TestSecurityOfEveryOperation(t *testing.T) {
 			}
 			wantRefs := map[string]string{"401": w.unauthorized, "421": "MisdirectedRequest", "429": "TooManyRequests"}
 			probe := op.OperationID == "global.health" || op.OperationID == "global.healthHead"
-			if !probe && op.OperationID != "doc.get" {
+			readiness := strings.HasPrefix(op.OperationID, "ready.")
+			if readiness {
+				wantRefs["429"] = "" // probes do not count against the rate limit
+			}
+			if !probe && !readiness && op.OperationID != "doc.get" {
 				wantRefs["403"] = "Forbidden"
 			}
 			for status, name := range wantRefs {

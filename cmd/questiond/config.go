@@ -24,6 +24,8 @@ import (
 // environment variable twin; a flag on the command line wins.
 type config struct {
 	addr              string
+	metricsAddr       string
+	metricsExplicit   bool // --metrics-addr or its variable was given
 	store             string
 	dataDir           string
 	logLevel          string
@@ -102,6 +104,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs := flag.NewFlagSet("questiond", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&c.addr, "addr", defaultAddr, "`host:port` to listen on, like 127.0.0.1:4097 (:4097 is every interface)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", defaultMetricsAddr, "`host:port` serving GET /metrics (Prometheus) to scrapers, without credentials, or off (:9464 is every interface)")
 	fs.StringVar(&c.store, "store", "bolt", "where questions are kept, `bolt|memory`: bolt is durable (a file in --data-dir; survives restarts), memory is lost on restart")
 	fs.StringVar(&c.dataDir, "data-dir", "", "`dir` of the durable store; by default $XDG_STATE_HOME/questiond, else ~/.local/state/questiond")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `debug|info|warn|error` messages and worse")
@@ -207,6 +210,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	c.metricsExplicit = set["metrics-addr"] || getenv(envName("metrics-addr")) != ""
 	if err := c.readSecrets(getenv); err != nil {
 		return nil, err
 	}
@@ -345,6 +349,9 @@ func envName(flagName string) string {
 func (c *config) check() error {
 	if _, port, err := net.SplitHostPort(c.addr); err != nil || !validPort(port) {
 		return fmt.Errorf("--addr: want host:port, like 127.0.0.1:4097 (or :4097 for every interface), got %q", c.addr)
+	}
+	if err := c.checkMetricsAddr(); err != nil {
+		return err
 	}
 	positive := map[string]time.Duration{
 		"heartbeat": c.heartbeat, "default-timeout": c.defaultTimeout, "max-timeout": c.maxTimeout,

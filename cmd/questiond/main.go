@@ -110,6 +110,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	dcfg.TLS = tlsConfig
+	metricsLn, metricsWarning, err := cfg.listenMetrics(cfg.metricsExplicit)
+	if err != nil {
+		return err
+	}
+	if metricsWarning != "" {
+		log.Warn(metricsWarning)
+	}
+	dcfg.Metrics = metricsLn
 	d, err := daemon.New(ctx, dcfg)
 	if err != nil {
 		return err
@@ -126,7 +134,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log.Info("questiond listening", zap.String("addr", d.Addr().String()), zap.String("scheme", scheme),
 		zap.String("version", version), zap.Bool("operatorAuth", cfg.operatorPassword != ""),
 		zap.Int("agentTokens", len(cfg.agentTokens)), zap.Int("webhooks", len(cfg.notifyURLs)),
-		zap.Bool("webhooksSigned", cfg.notifySecret != ""))
+		zap.Bool("webhooksSigned", cfg.notifySecret != ""), metricsField(metricsLn))
 	if ready != nil {
 		ready <- d.Addr().String()
 	}

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/metrics"
 	"github.com/questiond/questiond/internal/notify"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
@@ -69,6 +70,9 @@ type Config struct {
 	// PublicURL is where operators reach questiond, for links; "" means
 	// the listener's address (localhost for an unspecified one).
 	PublicURL string
+	// Metrics, if set, is a listener the daemon serves GET /metrics on
+	// (Prometheus), and closes. Without it nothing is measured.
+	Metrics net.Listener
 	// Wrap, if set, puts a handler in front of the API (fault injection,
 	// counting).
 	Wrap func(http.Handler) http.Handler
@@ -102,6 +106,10 @@ type Daemon struct {
 	silent  *httpapi.SilentConns
 	ln      net.Listener
 
+	metrics     *metrics.Metrics // nil without Config.Metrics
+	metricsHTTP *http.Server
+	metricsLn   net.Listener
+
 	mu       sync.Mutex
 	serving  bool // Serve has taken the listener
 	stopping bool // Shutdown has begun
@@ -128,7 +136,7 @@ func New(ctx context.Context, cfg Config) (*Daemon, error) {
 		d.failureTimeout = DefaultFailureTimeout
 	}
 	if err := d.open(ctx, cfg); err != nil {
-		return nil, errors.Join(err, d.abandon(cfg.Listener))
+		return nil, errors.Join(err, d.abandon(cfg.Listener, cfg.Metrics))
 	}
 	return d, nil
 }
@@ -144,6 +152,13 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 	if err := d.listen(cfg); err != nil {
 		return err
 	}
+	var watchers []httpapi.Watcher
+	if cfg.Metrics != nil {
+		d.metrics = metrics.New()
+		d.openMetricsServer(cfg)
+		watchers = append(watchers, d.metrics)
+		cfg.API.Meter = d.metrics
+	}
 	if cfg.BoltPath != "" {
 		boltOpts := cfg.Bolt
 		boltOpts.Logger = d.log
@@ -156,7 +171,7 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 	if err := d.openNotifier(ctx, cfg); err != nil {
 		return err
 	}
-	events := httpapi.NewEvents(bus, d.log, d.notify)
+	events := httpapi.NewEvents(bus, d.log, append(watchers, d.notify)...)
 	if err := d.openStore(ctx, cfg, events); err != nil {
 		return err
 	}
@@ -172,9 +187,13 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 		store = cfg.WrapStore(store)
 	}
 	cfg.API.Logger = d.log
+	if cfg.API.Ready == nil {
+		cfg.API.Ready = d.store // not a wrapper's: readiness is the store's own
+	}
 	if d.api, err = httpapi.New(store, events, cfg.API); err != nil {
 		return fmt.Errorf("building the HTTP API: %w", err)
 	}
+	d.observe()
 	var handler http.Handler = d.api
 	if cfg.Wrap != nil {
 		handler = cfg.Wrap(handler)
@@ -265,6 +284,9 @@ func (d *Daemon) openStore(ctx context.Context, cfg Config, events *httpapi.Even
 	if d.journal != nil {
 		opts.Journal = d.journal
 	}
+	if opts.Journal != nil && d.metrics != nil {
+		opts.Journal = d.metrics.Journal(opts.Journal)
+	}
 	if opts.Journal == nil {
 		d.store = pending.NewMemory(opts)
 		return nil
@@ -300,7 +322,7 @@ func (d *Daemon) openSessions(ctx context.Context, opts session.Options) (*sessi
 }
 
 // abandon closes what New opened before it failed; nothing was served.
-func (d *Daemon) abandon(given net.Listener) error {
+func (d *Daemon) abandon(given, metricsLn net.Listener) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d.failureTimeout)
 	defer cancel()
 	var errs []error
@@ -308,6 +330,9 @@ func (d *Daemon) abandon(given net.Listener) error {
 		errs = append(errs, d.ln.Close())
 	} else if given != nil {
 		errs = append(errs, given.Close())
+	}
+	if metricsLn != nil {
+		errs = append(errs, metricsLn.Close())
 	}
 	if d.bus != nil {
 		errs = append(errs, d.bus.Close(ctx))
@@ -352,6 +377,7 @@ func (d *Daemon) Serve() error {
 	}
 	d.serving = true
 	d.mu.Unlock()
+	d.serveMetrics()
 	err := d.http.Serve(d.ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil

@@ -41,8 +41,9 @@ import (
 //     stopped reading cannot eat the time of the rest; such a stream is cut
 //     off, which is logged as a warning and is not an error.
 //  6. It waits for the HTTP server: requests in flight finish and their
-//     answers are written. Then it closes the store (stopping its timers),
-//     then the bbolt file it opened, if any.
+//     answers are written. Then it stops serving metrics (a scrape in flight
+//     finishes first), closes the store (stopping its timers), then the
+//     bbolt file it opened, if any.
 //
 // Shutdown does not end the pending questions of a durable store, and does
 // not close a Journal the caller owns.
@@ -72,6 +73,9 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 	d.mu.Unlock()
 	if !serving {
 		_ = d.ln.Close() // Serve never took it
+		if d.metricsLn != nil {
+			_ = d.metricsLn.Close()
+		}
 	}
 	d.silent.CloseAll()
 	httpDone := make(chan error, 1)
@@ -121,6 +125,9 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 	if err := <-httpDone; err != nil {
 		errs = append(errs, fmt.Errorf("stopping the HTTP server: %w", err))
 		_ = d.http.Close()
+	}
+	if err := d.stopMetrics(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stopping the metrics server: %w", err))
 	}
 	if err := <-notified; err != nil {
 		errs = append(errs, fmt.Errorf("stopping notifications: %w", err))

@@ -65,3 +65,10 @@ func (g *hostGuard) middleware(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// GuardHosts is the host guard for another listener of questiond's (the
+// metrics listener): Host headers of listenAddr, loopback, IP literals when
+// it listens on every interface, and allowed names pass; others get 421.
+func GuardHosts(listenAddr string, allowed []string) func(http.Handler) http.Handler {
+	return newHostGuard(listenAddr, allowed).middleware
+}

@@ -49,6 +49,7 @@ func (s *Server) checkPending(ctx context.Context, owner string) error {
 			return err
 		}
 		if n+int(s.creating.Load())-1 >= lim.MaxPending {
+			s.meter.Refused(LimitPending)
 			return tooMany(fmt.Sprintf("questiond holds %d pending questions, its limit; try again once some are answered", lim.MaxPending))
 		}
 	}
@@ -58,6 +59,7 @@ func (s *Server) checkPending(ctx context.Context, owner string) error {
 			return err
 		}
 		if n >= lim.MaxPendingPerAgent {
+			s.meter.Refused(LimitPendingPerAgent)
 			return tooMany(fmt.Sprintf("agent %q has %d pending questions, its limit; try again once some are answered", owner, n))
 		}
 	}
@@ -69,6 +71,7 @@ func (s *Server) streamSlot() (release func(), err error) {
 	max := s.opts.Limits.MaxStreams
 	if n := s.streams.Add(1); max > 0 && n > int64(max) {
 		s.streams.Add(-1)
+		s.meter.Refused(LimitStreams)
 		return nil, &statusError{http.StatusServiceUnavailable, "ServiceUnavailable",
 			fmt.Sprintf("questiond already serves %d event streams, its limit; try again later", max)}
 	}
@@ -99,6 +102,7 @@ func (s *Server) rateLimit() func(http.Handler) http.Handler {
 		return "ip:" + httprate.CanonicalizeIP(host), nil
 	}
 	limit := httprate.LimitBy(n, time.Minute, key, httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
+		s.meter.Refused(LimitRate)
 		if w.Header().Get("Retry-After") == "" {
 			w.Header().Set("Retry-After", strconv.Itoa(60))
 		}

@@ -237,10 +237,25 @@ func (m *mcpEndpoint) roomForSession() error {
 		m.sweep()
 	}
 	if len(m.servers) >= max {
+		m.srv.meter.Refused(LimitMCPSessions)
 		return &statusError{http.StatusServiceUnavailable, "ServiceUnavailable",
 			fmt.Sprintf("questiond already serves %d MCP sessions, its limit; close unused sessions (DELETE /mcp) or try again later", max)}
 	}
 	return nil
+}
+
+// sessions counts the live MCP sessions, for metrics: it walks the servers
+// kept, so call it at scrape time, not per request.
+func (m *mcpEndpoint) sessions() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, server := range m.servers {
+		for range server.Sessions() {
+			n++
+		}
+	}
+	return n
 }
 
 func hasSessions(server *mcp.Server) bool {

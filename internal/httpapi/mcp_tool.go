@@ -50,7 +50,18 @@ type askOutput struct {
 // askTool is the handler of the question tool bound to capability: it asks,
 // blocks until the question ends, and withdraws it if the call is cancelled.
 func (s *Server) askTool(conn *mcpConnection, capability session.Capability) mcp.ToolHandlerFor[askInput, askOutput] {
-	return func(ctx context.Context, req *mcp.CallToolRequest, in askInput) (*mcp.CallToolResult, askOutput, error) {
+	tool := toolAskUser
+	if capability == session.Parent {
+		tool = toolAskParent
+	}
+	return func(ctx context.Context, req *mcp.CallToolRequest, in askInput) (res *mcp.CallToolResult, out askOutput, err error) {
+		defer func() {
+			result := out.Action
+			if err != nil || result == "" {
+				result = "error"
+			}
+			s.meter.ToolCall(tool, result)
+		}()
 		// Counted until its question is withdrawn or answered: Release waits
 		// for that, so the withdrawal is announced before the bus closes.
 		if !s.toolCalls.enter() {

@@ -14,7 +14,7 @@ import (
 // routes get no middleware that buffers or times out responses.
 func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.recoverer, hosts.middleware, cors.middleware, s.rateLimit())
+	r.Use(s.meterRequests, s.recoverer, hosts.middleware, cors.middleware, exceptProbes(s.rateLimit()))
 	r.NotFound(s.handleNotFound)
 	page := ui.Handler(http.HandlerFunc(s.handleNotFound))
 	r.MethodNotAllowed(s.handleMethodNotAllowed)
@@ -51,6 +51,10 @@ func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
 	r.Get(healthPath, s.handleHealth)
 	r.Head(healthPath, s.handleHealth)
 	r.With(s.anyRole).Get("/doc", s.handleDoc)
+
+	// Anyone: readiness probes carry no credentials.
+	r.Get(readyPath, s.handleReady)
+	r.Head(readyPath, s.handleReady)
 
 	// Agents: MCP elicitation.
 	r.Group(func(r chi.Router) {

@@ -91,6 +91,12 @@ type Options struct {
 	// AllowedHosts it decides which Host headers are served (421 otherwise).
 	ListenAddr   string
 	AllowedHosts []string
+	// Meter hears of every request, MCP tool call and limit refusal, for
+	// metrics; nil means nobody does.
+	Meter Meter
+	// Ready says whether the store can serve, for GET /readyz; nil means
+	// the store's own Ping when it has one, and always ready otherwise.
+	Ready Pinger
 	// ConsoleFollow moves every attached OpenCode TUI to the next session
 	// with a pending question after the operator answers the last one of a
 	// session (tui.session.select).
@@ -108,6 +114,8 @@ type Server struct {
 	auth     *authenticator
 	authLog  *authFailures
 	unknown  *unknownKeys      // request keys questiond does not know, logged once each
+	meter    Meter
+	ready    *readiness
 	inboxes  map[string]string // inbox session id → its agent (see inbox.go)
 	mcp      *mcpEndpoint
 	console  *consoleView
@@ -183,6 +191,11 @@ func New(store Store, events *Events, opts Options) (*Server, error) {
 		inboxes: inboxOwners(opts.Auth), creates: newDoor(), toolCalls: newDoor(), endings: newDoor()}
 	s.authLog = newAuthFailures(s.log, authFailureWindow)
 	s.unknown = newUnknownKeys(s.log)
+	s.meter = opts.Meter
+	if s.meter == nil {
+		s.meter = noMeter{}
+	}
+	s.ready = newReadiness(opts.Ready, store, s.log)
 	s.lifetime, s.release = context.WithCancel(context.Background())
 	s.mcp = newMCPEndpoint(s)
 	s.console = newConsoleView(s, events, opts.ConsoleFollow)
@@ -193,6 +206,10 @@ func New(store Store, events *Events, opts Options) (*Server, error) {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// MCPSessions returns the number of live MCP sessions on /mcp, for metrics.
+// It walks them: call it at scrape time, not per request.
+func (s *Server) MCPSessions() int { return s.mcp.sessions() }
 
 // Drain makes the server refuse new elicitations, new event streams and
 // new MCP requests (503) from now on, so a shutdown can settle what is

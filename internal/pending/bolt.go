@@ -40,9 +40,10 @@ type BoltOptions struct {
 // transaction (a group commit), so concurrent questions share an fsync, and
 // a write that finds the file idle commits at once.
 type Bolt struct {
-	db   *bbolt.DB
-	path string
-	log  *zap.Logger
+	db     *bbolt.DB
+	path   string
+	opened os.FileInfo // the file at path when opened, for Ping
+	log    *zap.Logger
 
 	mu         sync.Mutex
 	queue      []*write // writes waiting for the next commit

@@ -82,7 +82,12 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	if err != nil {
 		return nil, openFailure(path, wait, err)
 	}
-	b := &Bolt{db: db, path: path, log: log.Named("bolt")}
+	opened, err := os.Stat(path)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open question store %s: %w: %w", path, ErrUnavailable, err)
+	}
+	b := &Bolt{db: db, path: path, opened: opened, log: log.Named("bolt")}
 	if err := guardCorruption(b.prepare); err != nil {
 		_ = db.Close()
 		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrForeign) {

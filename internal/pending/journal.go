@@ -12,7 +12,8 @@ import (
 // it, and a restarted store is rebuilt from the journal by [Open].
 //
 // [Bolt] is the embedded implementation; a networked backend (Redis, shared by
-// several replicas) can implement the same four methods.
+// several replicas) can implement the same four methods, and Pinger so that
+// readiness probes see it fail.
 type Journal interface {
 	// Load returns every stored record, pending and ended, in any order.
 	Load(ctx context.Context) ([]*Question, error)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -31,6 +32,10 @@ type Broker struct {
 
 	stopHeartbeat chan struct{}
 	heartbeatDone chan struct{}
+
+	// Counted for Stats, outside mu: atomics cost publishing nothing more.
+	published atomic.Uint64
+	cutOff    atomic.Uint64
 }
 
 // testHooks let tests force interleavings. Every field is nil in production.
@@ -74,6 +79,7 @@ func (b *Broker) Publish(ctx context.Context, m Message) error {
 	if err != nil {
 		return fmt.Errorf("publishing %q: %w", m.Event.Type, err)
 	}
+	b.published.Add(1)
 	return nil
 }
 
@@ -98,6 +104,20 @@ func (b *Broker) Subscribers() int {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return b.routes.count
+}
+
+// Stats is what a broker has done so far, for metrics.
+type Stats struct {
+	Subscribers int    // connected now
+	Published   uint64 // events Publish accepted (not heartbeats, not the first frames of a stream)
+	CutOff      uint64 // subscribers cut off: a full queue, a write timeout, or Close's grace over
+}
+
+// Stats returns the broker's counts. Publish only adds to atomic counters
+// for it; the subscriber count takes the lock, so call it at scrape time,
+// not per event.
+func (b *Broker) Stats() Stats {
+	return Stats{Subscribers: b.Subscribers(), Published: b.published.Load(), CutOff: b.cutOff.Load()}
 }
 
 // Watching reports whether a stream of audience's kind is connected

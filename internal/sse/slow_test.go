@@ -92,6 +92,9 @@ func TestStalledClientIsCutOffWithoutSlowingAnyone(t *testing.T) {
 	if n := h.b.Subscribers(); n != 1 {
 		t.Fatalf("%d subscribers after the cut-off, want 1", n)
 	}
+	if got, want := h.b.Stats(), (sse.Stats{Subscribers: 1, Published: total, CutOff: 1}); got != want {
+		t.Errorf("stats %+v, want %+v", got, want)
+	}
 	if elapsed >= writeTimeout/2 || slowest >= writeTimeout/2 {
 		t.Fatalf("publishing took %v (slowest publish %v): it waited for the stalled client", elapsed, slowest)
 	}

@@ -287,6 +287,9 @@ func (s *subscriber) log(level zapcore.Level, msg string, fields ...zap.Field) {
 	}
 }
 
+// logCutOff is called once per subscriber cut off, which is also what
+// Stats counts.
 func (s *subscriber) logCutOff(reason string, err error) {
+	s.broker.cutOff.Add(1)
 	s.log(zap.WarnLevel, "event subscriber cut off", zap.String("reason", reason), zap.Error(err))
 }

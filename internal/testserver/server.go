@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -43,6 +44,9 @@ type Config struct {
 	Journal pending.Journal
 	// Addr is where to listen; "" means 127.0.0.1:0.
 	Addr string
+	// Metrics, if set, is a listener to serve GET /metrics on, as
+	// --metrics-addr does; Stop closes it.
+	Metrics net.Listener
 	// Wrap, if set, puts a handler in front of the API (fault injection,
 	// counting).
 	Wrap func(http.Handler) http.Handler
@@ -85,6 +89,7 @@ func Start(cfg Config) (*Server, error) {
 		Bolt:           cfg.Bolt,
 		Journal:        cfg.Journal,
 		Addr:           cfg.Addr,
+		Metrics:        cfg.Metrics,
 		Wrap:           cfg.Wrap,
 		WrapStore:      cfg.WrapStore,
 		Logger:         cfg.Logger,

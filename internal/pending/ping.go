@@ -1,0 +1,66 @@
+package pending
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
+// Pinger is a journal that can say whether it can take commits now, for
+// readiness probes. A journal that does not implement it is taken to be
+// ready whenever it is open.
+type Pinger interface {
+	// Ping returns nil when the journal answers, or an error wrapping
+	// ErrUnavailable. It must be cheap: probes call it every few seconds.
+	Ping(ctx context.Context) error
+}
+
+// Ping reports whether the store can serve: it is open and its journal, if
+// it has one that is a Pinger, answers. A store without a journal is ready
+// until it is closed.
+func (m *Memory) Ping(ctx context.Context) error {
+	m.mu.RLock()
+	closed := m.closed
+	m.mu.RUnlock()
+	if closed {
+		return fmt.Errorf("ping: %w", ErrClosed)
+	}
+	if p, ok := m.journal.(Pinger); ok {
+		if err := p.Ping(ctx); err != nil {
+			return journalError(err)
+		}
+	}
+	return nil
+}
+
+// Ping checks that the file is still open and is still the file at its path:
+// a file deleted or replaced underneath (a volume unmounted, an operator's
+// mistake) would take commits no restart can find. It reads, and writes
+// nothing: a probe must not add commits.
+func (b *Bolt) Ping(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("ping %s: %w", b.path, err)
+	}
+	if err := b.db.View(func(*bbolt.Tx) error { return nil }); err != nil {
+		return b.pingFailed(err)
+	}
+	now, err := os.Stat(b.path)
+	if err != nil {
+		return b.pingFailed(err)
+	}
+	if !os.SameFile(b.opened, now) {
+		return b.pingFailed(errors.New("the file at this path is not the one questiond opened"))
+	}
+	return nil
+}
+
+// pingFailed wraps err like failed does, without logging: the caller polls,
+// and logs a change of readiness once.
+func (b *Bolt) pingFailed(err error) error {
+	return fmt.Errorf("%s: ping: %w: %w", b.path, ErrUnavailable, err)
+}
+
+var _ Pinger = (*Bolt)(nil)

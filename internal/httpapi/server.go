@@ -113,7 +113,7 @@ type Server struct {
 	router   chi.Router
 	auth     *authenticator
 	authLog  *authFailures
-	unknown  *unknownKeys      // request keys questiond does not know, logged once each
+	unknown  *unknownKeys // request keys questiond does not know, logged once each
 	meter    Meter
 	ready    *readiness
 	inboxes  map[string]string // inbox session id → its agent (see inbox.go)

@@ -1,0 +1,105 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+)
+
+// migrations are the schema's versions, in order: migrations[i] takes the
+// schema from version i to i+1. Released ones never change; a new version
+// appends one.
+var migrations = []string{
+	// 1: questions, their change log, session records.
+	`
+CREATE TABLE questions (
+	id          text PRIMARY KEY,
+	record      json NOT NULL, -- pending.EncodeRecord; json keeps its bytes as written
+	owner       text NOT NULL DEFAULT '',
+	request_key text NOT NULL DEFAULT '',
+	ended       boolean NOT NULL DEFAULT false,
+	created_at  timestamptz NOT NULL,
+	ended_at    timestamptz
+);
+-- One live question per agent and Idempotency-Key across the cluster.
+CREATE UNIQUE INDEX questions_live_key ON questions (owner, request_key) WHERE request_key <> '' AND NOT ended;
+CREATE INDEX questions_ended_at ON questions (ended_at) WHERE ended;
+
+CREATE TABLE log_head (
+	one boolean PRIMARY KEY DEFAULT true CHECK (one),
+	seq bigint NOT NULL
+);
+INSERT INTO log_head VALUES (true, 0);
+
+CREATE TABLE changes (
+	seq         bigint PRIMARY KEY,
+	question_id text NOT NULL,
+	kind        text NOT NULL CHECK (kind IN ('asked', 'ended')),
+	at          timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE sessions (
+	id     text PRIMARY KEY,
+	record json NOT NULL
+);
+`,
+}
+
+// SchemaVersion is the schema version this build writes.
+var SchemaVersion = len(migrations)
+
+// ErrNewerSchema says the database was written by a newer questiond; it is
+// left as it is.
+var ErrNewerSchema = errors.New("the database schema is newer than this questiond")
+
+// migrationLock is the advisory lock key replicas take while migrating, so
+// that several starting at once migrate once ("qd15" as a number).
+const migrationLock = 0x71643135
+
+// migrate brings the schema to SchemaVersion, each step in its own
+// transaction, under a session advisory lock.
+func (s *Store) migrate(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return unavailable("connecting to migrate the schema", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
+		return unavailable("locking the schema", err)
+	}
+	defer func() {
+		// A lost connection releases the lock by itself.
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLock)
+	}()
+	if _, err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS questiond_schema (one boolean PRIMARY KEY DEFAULT true CHECK (one), version integer NOT NULL)"); err != nil {
+		return unavailable("creating the schema version table", err)
+	}
+	var version int
+	err = conn.QueryRow(ctx, "SELECT version FROM questiond_schema").Scan(&version)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		version = 0
+	case err != nil:
+		return unavailable("reading the schema version", err)
+	}
+	if version > SchemaVersion {
+		return fmt.Errorf("%w: the database is at version %d, this questiond knows versions up to %d; upgrade questiond", ErrNewerSchema, version, SchemaVersion)
+	}
+	for v := version; v < SchemaVersion; v++ {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO questiond_schema (version) VALUES ($1) ON CONFLICT (one) DO UPDATE SET version = EXCLUDED.version", v+1)
+			return err
+		})
+		if err != nil {
+			return unavailable(fmt.Sprintf("migrating the schema to version %d", v+1), err)
+		}
+		s.log.Info("database schema migrated", zap.Int("version", v+1))
+	}
+	return nil
+}

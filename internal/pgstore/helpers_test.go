@@ -74,6 +74,17 @@ func (r *recorder) next(t testing.TB) *pending.Question {
 	}
 }
 
+// until returns the first question recorded with this id and state
+// (ended or not), skipping others, failing after 10 s.
+func (r *recorder) until(t testing.TB, id string, ended bool) *pending.Question {
+	t.Helper()
+	for {
+		if q := r.next(t); q.ID == id && (q.Ended != nil) == ended {
+			return q
+		}
+	}
+}
+
 // none fails if anything was recorded, or is within a short while.
 func (r *recorder) none(t testing.TB, what string) {
 	t.Helper()

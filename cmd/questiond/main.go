@@ -112,6 +112,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if dcfg.BoltPath != "" {
 		log.Info("question store opened", zap.String("path", dcfg.BoltPath))
+	} else if dcfg.DatabaseURL != "" {
+		log.Info("question store opened: PostgreSQL, shared with every replica on the database")
 	} else {
 		log.Warn("questions are kept in memory only: a restart loses every pending question (--store bolt keeps them)")
 	}
@@ -186,7 +188,14 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 			QueueLength: cfg.notifyQueue,
 		},
 	}
-	if cfg.store != "memory" {
+	switch cfg.store {
+	case "postgres":
+		if cfg.databaseURL == "" {
+			return daemon.Config{}, errors.New("--store postgres needs QUESTIOND_DATABASE_URL, the database's libpq URL (environment only: it may hold a password)")
+		}
+		dcfg.DatabaseURL = cfg.databaseURL
+		return dcfg, nil
+	case "bolt":
 		path, err := cfg.databasePath(getenv)
 		if err != nil {
 			return daemon.Config{}, err

@@ -20,6 +20,7 @@ import (
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/notify"
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/pgstore"
 	"github.com/questiond/questiond/internal/session"
 	"github.com/questiond/questiond/internal/sse"
 )
@@ -53,6 +54,11 @@ type Config struct {
 	// Journal, if set, makes the store durable through a journal the caller
 	// owns and closes after Shutdown. It excludes BoltPath.
 	Journal pending.Journal
+	// DatabaseURL, if set, keeps questions and session records in the
+	// PostgreSQL database it names (a libpq URL), shared with every other
+	// replica on it: see postgres.go. It excludes BoltPath and Journal.
+	DatabaseURL string
+	Postgres    pgstore.Options
 	// Sessions configures the registry the daemon opens when API.Sessions
 	// is nil; its Journal is the BoltPath file when there is one.
 	Sessions session.Options
@@ -95,6 +101,7 @@ type Daemon struct {
 	bus     *sse.Broker
 	store   *pending.Memory
 	journal *pending.Bolt // opened from Config.BoltPath; nil otherwise
+	pg      *postgres     // opened from Config.DatabaseURL; nil otherwise
 	notify  *notify.Notifier
 	durable bool // pending questions outlive Shutdown
 	api     *httpapi.Server
@@ -115,6 +122,9 @@ type Daemon struct {
 func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	if cfg.BoltPath != "" && cfg.Journal != nil {
 		return nil, errors.New("daemon: both BoltPath and Journal are set")
+	}
+	if cfg.DatabaseURL != "" && (cfg.BoltPath != "" || cfg.Journal != nil) {
+		return nil, errors.New("daemon: DatabaseURL excludes BoltPath and Journal")
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -149,6 +159,11 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 		boltOpts.Logger = d.log
 		if d.journal, err = pending.OpenBolt(cfg.BoltPath, boltOpts); err != nil {
 			return fmt.Errorf("opening the question store: %w", err)
+		}
+	}
+	if cfg.DatabaseURL != "" {
+		if err := d.openPostgres(ctx, cfg); err != nil {
+			return err
 		}
 	}
 	if err := d.openNotifier(ctx, cfg); err != nil {
@@ -263,6 +278,9 @@ func (d *Daemon) openStore(ctx context.Context, cfg Config, events *httpapi.Even
 	if d.journal != nil {
 		opts.Journal = d.journal
 	}
+	if d.pg != nil {
+		return d.openReplica(ctx, opts, events)
+	}
 	if opts.Journal == nil {
 		d.store = pending.NewMemory(opts)
 		return nil
@@ -282,7 +300,10 @@ func (d *Daemon) openStore(ctx context.Context, cfg Config, events *httpapi.Even
 // openSessions opens the session registry, in the question database when
 // the daemon opened one: a session set to "none" must stay "none" across
 // restarts.
-func (d *Daemon) openSessions(ctx context.Context, opts session.Options) (*session.Registry, error) {
+func (d *Daemon) openSessions(ctx context.Context, opts session.Options) (session.Store, error) {
+	if d.pg != nil {
+		return d.pg.db.Sessions(opts)
+	}
 	if d.journal != nil {
 		table, err := d.journal.Table("sessions")
 		if err != nil {
@@ -310,6 +331,7 @@ func (d *Daemon) abandon(given net.Listener) error {
 	if d.bus != nil {
 		errs = append(errs, d.bus.Close(ctx))
 	}
+	d.stopFollowing()
 	if d.store != nil {
 		errs = append(errs, d.store.Close(ctx))
 	}
@@ -319,6 +341,7 @@ func (d *Daemon) abandon(given net.Listener) error {
 	if d.journal != nil {
 		errs = append(errs, d.journal.Close())
 	}
+	d.closePostgres()
 	return errors.Join(errs...)
 }
 

@@ -100,6 +100,8 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 	if err := d.store.StopTimeouts(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stopping question deadlines: %w", err))
 	}
+	// Other replicas' changes are announced no more: streams close next.
+	d.stopFollowing()
 
 	// 5. Close the notifier and the event streams, each on a deadline of
 	// its own.
@@ -133,6 +135,7 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("closing the question database: %w", err))
 		}
 	}
+	d.closePostgres()
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

@@ -1,0 +1,68 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/pgstore"
+)
+
+// postgres is a replica's share of a PostgreSQL database: the pool, and
+// the tailer that applies the other replicas' changes to the local store.
+//
+// Each replica keeps a pending.Memory as its mirror of the shared
+// questions: futures stay channels and deadlines timers, as on one
+// machine. Every creation and ending is committed to the database first
+// (pgstore.Journal), where a conditional write lets exactly one replica's
+// ending win; the tailer then brings it to every other replica's mirror
+// (pending.Memory.Observe), which wakes its waiting agents and announces
+// it on its event streams (httpapi.Events.Observed). A replica that stops
+// leaves its questions pending for the others.
+type postgres struct {
+	db     *pgstore.Store
+	tailer *pgstore.Tailer
+}
+
+// openPostgres connects to cfg.DatabaseURL and migrates its schema.
+func (d *Daemon) openPostgres(ctx context.Context, cfg Config) error {
+	opts := cfg.Postgres
+	opts.Logger = d.log
+	db, err := pgstore.Open(ctx, cfg.DatabaseURL, opts)
+	if err != nil {
+		return fmt.Errorf("opening the PostgreSQL database: %w", err)
+	}
+	d.pg = &postgres{db: db}
+	d.durable = true
+	return nil
+}
+
+// openReplica restores the questions from the database and starts
+// following the other replicas' changes from what it restored.
+func (d *Daemon) openReplica(ctx context.Context, opts pending.MemoryOptions, events *httpapi.Events) error {
+	journal := d.pg.db.Questions()
+	opts.Journal, opts.OnObserve = journal, events.Observed
+	store, err := pending.Open(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("restoring questions from PostgreSQL: %w", err)
+	}
+	d.store = store
+	d.pg.tailer = d.pg.db.Follow(store, journal, pgstore.TailOptions{})
+	return nil
+}
+
+// stopFollowing stops applying other replicas' changes; idempotent.
+func (d *Daemon) stopFollowing() {
+	if d.pg != nil && d.pg.tailer != nil {
+		d.pg.tailer.Stop()
+	}
+}
+
+// closePostgres closes the pool, after the store.
+func (d *Daemon) closePostgres() {
+	if d.pg != nil {
+		d.stopFollowing()
+		d.pg.db.Close()
+	}
+}

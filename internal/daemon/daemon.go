@@ -181,6 +181,9 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 		cfg.API.Sessions = sessions
 	}
 	var store httpapi.Store = d.store
+	if d.pg != nil {
+		store = d.pg.mirror // reads that miss catch up with the other replicas
+	}
 	if cfg.WrapStore != nil {
 		store = cfg.WrapStore(store)
 	}

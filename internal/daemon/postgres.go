@@ -22,7 +22,7 @@ import (
 // leaves its questions pending for the others.
 type postgres struct {
 	db     *pgstore.Store
-	tailer *pgstore.Tailer
+	mirror *pgstore.Mirror // d.store, following the other replicas
 }
 
 // openPostgres connects to cfg.DatabaseURL and migrates its schema.
@@ -48,14 +48,14 @@ func (d *Daemon) openReplica(ctx context.Context, opts pending.MemoryOptions, ev
 		return fmt.Errorf("restoring questions from PostgreSQL: %w", err)
 	}
 	d.store = store
-	d.pg.tailer = d.pg.db.Follow(store, journal, pgstore.TailOptions{})
+	d.pg.mirror = d.pg.db.Follow(store, journal, pgstore.TailOptions{})
 	return nil
 }
 
 // stopFollowing stops applying other replicas' changes; idempotent.
 func (d *Daemon) stopFollowing() {
-	if d.pg != nil && d.pg.tailer != nil {
-		d.pg.tailer.Stop()
+	if d.pg != nil && d.pg.mirror != nil {
+		d.pg.mirror.Stop()
 	}
 }
 

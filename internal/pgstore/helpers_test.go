@@ -27,7 +27,7 @@ func open(t testing.TB, url string) *pgstore.Store {
 type replica struct {
 	db       *pgstore.Store
 	store    *pending.Memory
-	tail     *pgstore.Tailer
+	tail     *pgstore.Mirror
 	ends     *recorder // OnEnd
 	observed *recorder // OnObserve
 }

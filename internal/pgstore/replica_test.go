@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/pgstore"
 )
 
 // A question created on replica A is pending on B (reported to B's
@@ -156,5 +157,46 @@ func TestLateReplicaSeesPendingQuestions(t *testing.T) {
 	}
 	if _, err := c.store.Settle(ctx, "q3", reply("y")); err != nil {
 		t.Fatalf("ending a stopped replica's question: %v", err)
+	}
+}
+
+// A replica whose tail lags still finds a question another replica has
+// just created: the miss waits for the tail to apply what was committed
+// before it, instead of answering 404.
+func TestMissCatchesUpWithTheLog(t *testing.T) {
+	url := database(t)
+	a := newReplica(t, url, pending.MemoryOptions{})
+	db := open(t, url)
+	j := db.Questions()
+	m, err := pending.Open(context.Background(), pending.MemoryOptions{Journal: j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	tail := db.Tail(j.LoadedSeq(), func(c pgstore.Change) {
+		<-release // the tail lags until the test lets it go
+		if c.Question != nil {
+			_, _ = m.Observe(context.Background(), c.Question)
+		}
+	}, pgstore.TailOptions{})
+	b := db.Mirror(m, tail)
+	t.Cleanup(func() {
+		b.Stop()
+		_ = m.Close(context.Background())
+	})
+	ctx := context.Background()
+	if err := a.store.Create(ctx, question("q1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Get(ctx, "q1"); !errors.Is(err, pending.ErrNotFound) {
+		t.Fatalf("the lagging mirror's own Get: %v; want ErrNotFound (else this test shows nothing)", err)
+	}
+	time.AfterFunc(200*time.Millisecond, func() { close(release) })
+	got, err := b.Get(ctx, "q1")
+	if err != nil || got.ID != "q1" {
+		t.Fatalf("Get through the mirror: %+v, %v; want q1 once caught up", got, err)
+	}
+	if _, err := b.Settle(ctx, "nope", reply("x")); !errors.Is(err, pending.ErrNotFound) {
+		t.Fatalf("settle of an unknown id: %v; want ErrNotFound", err)
 	}
 }

@@ -66,7 +66,9 @@ type replica struct {
 // the database at url.
 func startReplica(t *testing.T, name, url string) *replica {
 	t.Helper()
-	cmd := exec.Command(binary(t), "--store", "postgres", "--addr", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug")
+	// A short keepalive: a retry that attaches to a wait sends its headers
+	// with the first keepalive byte.
+	cmd := exec.Command(binary(t), "--store", "postgres", "--addr", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug", "--keepalive", "500ms")
 	cmd.Env = append(os.Environ(), "QUESTIOND_DATABASE_URL="+url)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -223,12 +223,20 @@ func TestPostgresCrashUnderLoad(t *testing.T) {
 	if len(acked) != agents*each {
 		t.Fatalf("%d of %d questions acknowledged", len(acked), agents*each)
 	}
-	// Every acknowledged question is pending, once, on every replica.
+	// Every acknowledged question is pending, once, on every replica, as
+	// soon as its tail has caught up (within its reconnection backoff).
 	for _, r := range replicas {
-		code, body := r.call(t, http.MethodGet, "/question", "")
 		var list []struct{ ID string }
-		if code != http.StatusOK || json.Unmarshal([]byte(body), &list) != nil {
-			t.Fatalf("%s: /question: %d %s", r.name, code, body)
+		for deadline := time.Now().Add(15 * time.Second); ; {
+			code, body := r.call(t, http.MethodGet, "/question", "")
+			list = nil
+			if code != http.StatusOK || json.Unmarshal([]byte(body), &list) != nil {
+				t.Fatalf("%s: /question: %d %s", r.name, code, body)
+			}
+			if len(list) >= len(acked) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 		ids := map[string]int{}
 		for _, q := range list {

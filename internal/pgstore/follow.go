@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -33,6 +34,7 @@ type Mirror struct {
 // hands each change to m.Observe, which ignores this replica's own. Stop
 // the mirror before closing m.
 func (s *Store) Follow(m *pending.Memory, j *Journal, opts TailOptions) *Mirror {
+	opts.Resync = func(ctx context.Context) (int64, error) { return resync(ctx, m, j) }
 	tail := s.Tail(j.LoadedSeq(), func(c Change) {
 		if c.Question == nil {
 			return // forgotten (retention) since
@@ -42,6 +44,35 @@ func (s *Store) Follow(m *pending.Memory, j *Journal, opts TailOptions) *Mirror 
 		}
 	}, opts)
 	return s.Mirror(m, tail)
+}
+
+// resync brings m up to date from every record, for a tailer that fell
+// behind what the log keeps: questions m lacks become pending, endings of
+// questions pending in m are applied. It returns the log position the
+// records cover.
+func resync(ctx context.Context, m *pending.Memory, j *Journal) (int64, error) {
+	records, err := j.Load(ctx)
+	if err != nil {
+		return 0, err
+	}
+	slices.SortFunc(records, func(a, b *pending.Question) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	for _, q := range records {
+		if q.Ended != nil {
+			continue
+		}
+		if _, err := m.Observe(ctx, q); err != nil {
+			return 0, err
+		}
+	}
+	for _, q := range records {
+		if q.Ended == nil {
+			continue
+		}
+		if _, err := m.Observe(ctx, q); err != nil {
+			return 0, err
+		}
+	}
+	return j.LoadedSeq(), nil
 }
 
 // Mirror pairs m with the tailer that keeps it in step (Follow does both).

@@ -200,3 +200,68 @@ func TestMissCatchesUpWithTheLog(t *testing.T) {
 		t.Fatalf("settle of an unknown id: %v; want ErrNotFound", err)
 	}
 }
+
+// A replica whose position was pruned from the log (cut off for longer
+// than KeepChanges) resynchronises from the records: it gets every
+// pending question, skips ended ones it never knew, and follows on.
+func TestPrunedLogResyncs(t *testing.T) {
+	url := database(t)
+	a := newReplica(t, url, pending.MemoryOptions{})
+	db := open(t, url)
+	j := db.Questions()
+	observed := newRecorder()
+	m, err := pending.Open(context.Background(), pending.MemoryOptions{Journal: j, OnObserve: observed.record})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, id := range []string{"q1", "q2"} {
+		if err := a.store.Create(ctx, question(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.store.Settle(ctx, "q1", reply("x")); err != nil {
+		t.Fatal(err)
+	}
+	// A tailer that keeps changes for a millisecond prunes them all.
+	pruner := db.Tail(0, func(pgstore.Change) {}, pgstore.TailOptions{KeepChanges: time.Millisecond})
+	time.Sleep(50 * time.Millisecond)
+	if err := a.store.Create(ctx, question("q3")); err != nil {
+		t.Fatal(err)
+	}
+	if err := pruner.WaitFor(ctx, 4); err != nil {
+		t.Fatal(err)
+	}
+	pruner.Stop()
+	var left int
+	if err := db.Pool().QueryRow(ctx, "SELECT count(*) FROM changes WHERE seq < 4").Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d old changes left after pruning (%v); want 0", left, err)
+	}
+
+	b := db.Follow(m, j, pgstore.TailOptions{})
+	t.Cleanup(func() {
+		b.Stop()
+		_ = m.Close(ctx)
+	})
+	if err := b.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	list, err := m.List(ctx, pending.Filter{})
+	if err != nil || len(list) != 2 || list[0].ID != "q2" || list[1].ID != "q3" {
+		t.Fatalf("after the resync B lists %v, %v; want q2 and q3", ids(list), err)
+	}
+	if _, err := a.store.Settle(ctx, "q2", reply("y")); err != nil {
+		t.Fatal(err)
+	}
+	if got := observed.until(t, "q2", true); got.Ended.Result.Content["pick"] != "y" {
+		t.Fatalf("B observed %+v", got.Ended)
+	}
+}
+
+func ids(qs []*pending.Question) []string {
+	out := make([]string, len(qs))
+	for i, q := range qs {
+		out[i] = q.ID
+	}
+	return out
+}

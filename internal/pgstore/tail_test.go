@@ -62,7 +62,7 @@ func TestTailIsGapFreeUnderConcurrentWriters(t *testing.T) {
 				}
 				if w == 0 && i == each/2 {
 					// Cut the tailer's connection: the only one LISTENing.
-					if _, err := b.Pool().Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' OR wait_event = 'ClientRead' AND query LIKE '%FROM changes c%'"); err != nil {
+					if _, err := b.Pool().Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", pgstore.TailerApplicationName); err != nil {
 						t.Errorf("terminate: %v", err)
 					}
 				}

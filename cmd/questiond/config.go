@@ -83,6 +83,7 @@ any OpenCode client (GET /question, POST /question/{id}/reply, GET /event).
 Usage:
   questiond [flags]        run the daemon
   questiond ask [flags]    ask a question from a script (see questiond ask --help)
+  questiond migrate        copy the bbolt database into PostgreSQL (see questiond migrate --help)
 
 Every flag can also be set with the environment variable shown beside it;
 a flag given on the command line wins over the environment.

@@ -1,7 +1,8 @@
 // Command questiond is the daemon: it lets AI agents ask a human structured
 // questions over HTTP (MCP elicitation) and lets operators answer them with
 // OpenCode clients. Run `questiond --help` for every setting; `questiond ask`
-// asks a question from a script (`questiond ask --help`).
+// asks a question from a script (`questiond ask --help`); `questiond migrate`
+// copies a bbolt database into PostgreSQL.
 package main
 
 import (
@@ -35,6 +36,12 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "ask" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		status := ask(ctx, os.Args[2:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(status)
+	}
+	if len(os.Args) > 1 && os.Args[1] == "migrate" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		status := migrateCommand(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
 		stop()
 		os.Exit(status)
 	}

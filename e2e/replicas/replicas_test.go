@@ -66,10 +66,16 @@ type replica struct {
 // the database at url.
 func startReplica(t *testing.T, name, url string) *replica {
 	t.Helper()
+	return startProcess(t, name, []string{"QUESTIOND_DATABASE_URL=" + url}, "--store", "postgres")
+}
+
+// startProcess starts questiond with env added to the test's and args.
+func startProcess(t *testing.T, name string, env []string, args ...string) *replica {
+	t.Helper()
 	// A short keepalive: a retry that attaches to a wait sends its headers
 	// with the first keepalive byte.
-	cmd := exec.Command(binary(t), "--store", "postgres", "--addr", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug", "--keepalive", "500ms")
-	cmd.Env = append(os.Environ(), "QUESTIOND_DATABASE_URL="+url)
+	cmd := exec.Command(binary(t), append([]string{"--addr", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug", "--keepalive", "500ms"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,9 @@ type Config struct {
 	// Journal, if set, makes the store durable through a journal the caller
 	// owns and closes. It excludes BoltPath.
 	Journal pending.Journal
+	// DatabaseURL, if set, keeps the questions in that PostgreSQL database
+	// (--store postgres). It excludes BoltPath and Journal.
+	DatabaseURL string
 	// Addr is where to listen; "" means 127.0.0.1:0.
 	Addr string
 	// Wrap, if set, puts a handler in front of the API (fault injection,
@@ -84,6 +87,7 @@ func Start(cfg Config) (*Server, error) {
 		BoltPath:       cfg.BoltPath,
 		Bolt:           cfg.Bolt,
 		Journal:        cfg.Journal,
+		DatabaseURL:    cfg.DatabaseURL,
 		Addr:           cfg.Addr,
 		Wrap:           cfg.Wrap,
 		WrapStore:      cfg.WrapStore,

@@ -29,6 +29,9 @@ type postgres struct {
 func (d *Daemon) openPostgres(ctx context.Context, cfg Config) error {
 	opts := cfg.Postgres
 	opts.Logger = d.log
+	// The API's limits on pending questions hold for the whole cluster:
+	// the database enforces them too, against creations on other replicas.
+	opts.MaxPending, opts.MaxPendingPerAgent = cfg.API.Limits.MaxPending, cfg.API.Limits.MaxPendingPerAgent
 	db, err := pgstore.Open(ctx, cfg.DatabaseURL, opts)
 	if err != nil {
 		return fmt.Errorf("opening the PostgreSQL database: %w", err)

@@ -55,6 +55,16 @@ VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
 				asked = append(asked, q.ID)
 			}
 		}
+		// The counters of the limits follow what is now pending; locked
+		// before the log head, as every change locks them.
+		if _, err := tx.Exec(ctx, "UPDATE pending_total SET n = (SELECT count(*) FROM questions WHERE NOT ended)"); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+INSERT INTO pending_owners (owner, n) SELECT owner, count(*) FROM questions WHERE NOT ended GROUP BY owner
+ON CONFLICT (owner) DO UPDATE SET n = EXCLUDED.n`); err != nil {
+			return err
+		}
 		if len(asked) > 0 {
 			var head int64
 			if err := tx.QueryRow(ctx, "UPDATE log_head SET seq = seq + $1 RETURNING seq", len(asked)).Scan(&head); err != nil {

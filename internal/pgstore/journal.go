@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -14,38 +15,6 @@ import (
 
 // channel is the LISTEN/NOTIFY channel changes are announced on.
 const channel = "questiond_changes"
-
-// The change statements: each is one implicit transaction that writes the
-// question, takes the next sequence number from log_head (whose row lock
-// it holds until it commits, which orders commits by number) and appends
-// the change, then notifies. A creation or an ending that does not apply
-// writes nothing and returns no row.
-const (
-	createSQL = `
-WITH q AS (
-	INSERT INTO questions (id, record, owner, request_key, created_at)
-	VALUES ($1, $2, $3, $4, $5)
-	ON CONFLICT (id) DO NOTHING
-	RETURNING id
-), head AS (
-	UPDATE log_head SET seq = seq + 1 WHERE EXISTS (SELECT FROM q) RETURNING seq
-), change AS (
-	INSERT INTO changes (seq, question_id, kind) SELECT seq, $1, 'asked' FROM head RETURNING seq
-)
-SELECT seq, pg_notify('` + channel + `', seq::text) FROM change`
-
-	endSQL = `
-WITH q AS (
-	UPDATE questions SET record = $2, ended = true, ended_at = $3
-	WHERE id = $1 AND NOT ended
-	RETURNING id
-), head AS (
-	UPDATE log_head SET seq = seq + 1 WHERE EXISTS (SELECT FROM q) RETURNING seq
-), change AS (
-	INSERT INTO changes (seq, question_id, kind) SELECT seq, $1, 'ended' FROM head RETURNING seq
-)
-SELECT seq, pg_notify('` + channel + `', seq::text) FROM change`
-)
 
 // Journal is the pending.Journal on the questions table, shared by every
 // replica. Unlike a file it can refuse a write because a rival replica's
@@ -57,6 +26,16 @@ type Journal struct {
 	s      *Store
 	loaded atomic.Int64 // the change log's head as of the last Load
 }
+
+// Each creation and ending is one call of a function of the schema
+// (migration 2): one statement, one round trip, its own transaction. It
+// writes the question, takes the next change number from log_head, whose
+// row lock it holds until it commits (so commits come in number order),
+// appends the change and notifies the tailers with its number.
+const (
+	askSQL = "SELECT questiond_ask($1, $2, $3, $4, $5, $6, $7)"
+	endSQL = "SELECT questiond_end($1, $2, $3)"
+)
 
 var _ pending.Journal = (*Journal)(nil)
 
@@ -104,6 +83,8 @@ func (j *Journal) Load(ctx context.Context) ([]*pending.Question, error) {
 // Put commits creations (records without Ended) and endings. One record is
 // one statement; several are one transaction, all or nothing.
 func (j *Journal) Put(ctx context.Context, qs ...*pending.Question) error {
+	ctx, cancel := writeContext(ctx)
+	defer cancel()
 	switch len(qs) {
 	case 0:
 		return nil
@@ -135,20 +116,23 @@ func (j *Journal) put(ctx context.Context, db querier, q *pending.Question) erro
 	}
 	var seq int64
 	if q.Ended == nil {
-		err = db.QueryRow(ctx, createSQL, q.ID, string(record), q.Owner, q.IdempotencyKey, q.CreatedAt).Scan(&seq, nil)
+		err = db.QueryRow(ctx, askSQL, q.ID, string(record), q.Owner, q.IdempotencyKey, q.CreatedAt,
+			j.s.opts.MaxPending, j.s.opts.MaxPendingPerAgent).Scan(&seq)
 	} else {
-		err = db.QueryRow(ctx, endSQL, q.ID, string(record), q.Ended.At).Scan(&seq, nil)
+		err = db.QueryRow(ctx, endSQL, q.ID, string(record), q.Ended.At).Scan(&seq)
 	}
 	var pgErr *pgconn.PgError
 	switch {
-	case err == nil:
+	case err == nil && seq > 0:
 		return nil
-	case errors.Is(err, pgx.ErrNoRows) && q.Ended == nil:
+	case err == nil && q.Ended == nil:
 		return fmt.Errorf("create question %q: the id is taken: %w", q.ID, pending.ErrExists)
-	case errors.Is(err, pgx.ErrNoRows):
+	case err == nil:
 		return fmt.Errorf("end question %q: it has already ended, or is gone: %w", q.ID, pending.ErrNotFound)
 	case errors.As(err, &pgErr) && pgErr.Code == "23505": // unique_violation: questions_live_key
 		return fmt.Errorf("create question %q: idempotency key in use: %w", q.ID, pending.ErrExists)
+	case errors.As(err, &pgErr) && (pgErr.Code == "QD001" || pgErr.Code == "QD002"):
+		return fmt.Errorf("create question %q: %s: %w", q.ID, pgErr.Message, pending.ErrFull)
 	}
 	return questionsError("store question "+q.ID, err)
 }
@@ -159,10 +143,25 @@ func (j *Journal) Delete(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	ctx, cancel := writeContext(ctx)
+	defer cancel()
 	if _, err := j.s.pool.Exec(ctx, "DELETE FROM questions WHERE id = ANY($1)", ids); err != nil {
 		return questionsError("delete questions", err)
 	}
 	return nil
+}
+
+// WriteTimeout bounds one write to the questions, however long the caller
+// would wait.
+const WriteTimeout = 15 * time.Second
+
+// writeContext detaches a write from its caller's cancellation: a write
+// runs to its end (committed or failed) once begun, as the pending.Journal
+// contract asks, so that a caller who leaves mid-commit (a closed
+// connection) never leaves its outcome unknown. It is bounded by
+// WriteTimeout instead.
+func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), WriteTimeout)
 }
 
 // Close does nothing: the Store owns the pool, and is closed after the
@@ -172,7 +171,7 @@ func (j *Journal) Close() error { return nil }
 // questionsError wraps a failure of the questions' journal so it reads as
 // pending.ErrUnavailable, unless it is a rival's win or a context error.
 func questionsError(op string, err error) error {
-	if errors.Is(err, pending.ErrExists) || errors.Is(err, pending.ErrNotFound) || errors.Is(err, pending.ErrInvalid) {
+	if errors.Is(err, pending.ErrExists) || errors.Is(err, pending.ErrNotFound) || errors.Is(err, pending.ErrInvalid) || errors.Is(err, pending.ErrFull) {
 		return err
 	}
 	err = unavailable(op, err)

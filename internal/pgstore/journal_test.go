@@ -167,3 +167,82 @@ func TestRecordsRoundTrip(t *testing.T) {
 }
 
 var _ = pgstore.KindAsked
+
+// The limits on pending questions hold across replicas: creations racing
+// on two pools take exactly the places there are, the rest get
+// pending.ErrFull, and an ending frees a place.
+func TestLimitsHoldAcrossReplicas(t *testing.T) {
+	url := database(t)
+	opts := pgstore.Options{MaxPending: 5, MaxPendingPerAgent: 3}
+	var journals []*pgstore.Journal
+	for range 2 {
+		s, err := pgstore.Open(context.Background(), url, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		journals = append(journals, s.Questions())
+	}
+	ctx := context.Background()
+	var created, full atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 12 {
+		wg.Go(func() {
+			q := question(fmt.Sprintf("q%d", i))
+			q.Owner = []string{"agent-1", "agent-2"}[i%2]
+			switch err := journals[i%2].Put(ctx, q); {
+			case err == nil:
+				created.Add(1)
+			case errors.Is(err, pending.ErrFull) && !errors.Is(err, pending.ErrUnavailable):
+				full.Add(1)
+			default:
+				t.Errorf("create %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	// Each agent may hold 3, so 6 would fit them; the total allows 5.
+	if created.Load() != 5 || full.Load() != 7 {
+		t.Fatalf("%d created, %d refused; want 5 and 7", created.Load(), full.Load())
+	}
+	records, err := journals[0].Load(ctx)
+	if err != nil || len(records) != 5 {
+		t.Fatalf("%d stored (%v); want 5", len(records), err)
+	}
+	ended := records[0]
+	o := reply("x")
+	o.At = time.Now()
+	ended.Ended = &o
+	if err := journals[1].Put(ctx, ended); err != nil {
+		t.Fatal(err)
+	}
+	q := question("after")
+	q.Owner = ended.Owner
+	if err := journals[0].Put(ctx, q); err != nil {
+		t.Fatalf("a creation after an ending freed a place: %v", err)
+	}
+	q = question("beyond")
+	q.Owner = "agent-3"
+	if err := journals[0].Put(ctx, q); !errors.Is(err, pending.ErrFull) {
+		t.Fatalf("a sixth pending question: %v; want ErrFull", err)
+	}
+}
+
+// One agent's limit leaves the others their places.
+func TestPerAgentLimit(t *testing.T) {
+	s, err := pgstore.Open(context.Background(), database(t), pgstore.Options{MaxPendingPerAgent: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	j := s.Questions()
+	ctx := context.Background()
+	for i, owner := range []string{"agent-1", "agent-1", "agent-1", "agent-2", "", "", ""} {
+		q := question(fmt.Sprintf("q%d", i))
+		q.Owner = owner
+		err := j.Put(ctx, q)
+		if refused := errors.Is(err, pending.ErrFull); refused != (i == 2) || (err != nil && !refused) {
+			t.Fatalf("create %d by %q: %v", i, owner, err)
+		}
+	}
+}

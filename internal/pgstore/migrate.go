@@ -46,6 +46,76 @@ CREATE TABLE sessions (
 	record json NOT NULL
 );
 `,
+	// 2: cluster-wide limits on pending questions, kept as counters beside
+	// the questions, and every change as one function call. Each change
+	// locks, in this order, its question, the total, its owner's count and
+	// the log head, so that two changes never wait for each other in a
+	// circle.
+	`
+CREATE TABLE pending_total (
+	one boolean PRIMARY KEY DEFAULT true CHECK (one),
+	n   bigint NOT NULL
+);
+INSERT INTO pending_total SELECT true, count(*) FROM questions WHERE NOT ended;
+CREATE TABLE pending_owners (
+	owner text PRIMARY KEY,
+	n     bigint NOT NULL
+);
+INSERT INTO pending_owners SELECT owner, count(*) FROM questions WHERE NOT ended GROUP BY owner;
+
+-- questiond_ask stores a new pending question and logs it; it returns the
+-- change's number, or 0 when the id is taken. Beyond max_total pending
+-- questions, or max_owner of the owner's (0: no limit), it fails with
+-- SQLSTATE QD001 or QD002, changing nothing.
+CREATE FUNCTION questiond_ask(p_id text, p_record json, p_owner text, p_key text, p_created timestamptz, max_total bigint, max_owner bigint)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	s bigint;
+BEGIN
+	INSERT INTO questions (id, record, owner, request_key, created_at)
+	VALUES (p_id, p_record, p_owner, p_key, p_created)
+	ON CONFLICT (id) DO NOTHING;
+	IF NOT FOUND THEN
+		RETURN 0;
+	END IF;
+	UPDATE pending_total SET n = n + 1 WHERE max_total <= 0 OR n < max_total;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'questiond holds % pending questions, its limit', max_total USING ERRCODE = 'QD001';
+	END IF;
+	INSERT INTO pending_owners AS o (owner, n) VALUES (p_owner, 1)
+	ON CONFLICT (owner) DO UPDATE SET n = o.n + 1 WHERE max_owner <= 0 OR p_owner = '' OR o.n < max_owner;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'agent % has % pending questions, its limit', p_owner, max_owner USING ERRCODE = 'QD002';
+	END IF;
+	UPDATE log_head SET seq = seq + 1 RETURNING seq INTO s;
+	INSERT INTO changes (seq, question_id, kind) VALUES (s, p_id, 'asked');
+	PERFORM pg_notify('questiond_changes', s::text);
+	RETURN s;
+END $$;
+
+-- questiond_end records the ending of a pending question and logs it; it
+-- returns the change's number, or 0 when the question has already ended
+-- (or is gone).
+CREATE FUNCTION questiond_end(p_id text, p_record json, p_at timestamptz)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	s bigint;
+	who text;
+BEGIN
+	UPDATE questions SET record = p_record, ended = true, ended_at = p_at
+	WHERE id = p_id AND NOT ended
+	RETURNING owner INTO who;
+	IF NOT FOUND THEN
+		RETURN 0;
+	END IF;
+	UPDATE pending_total SET n = n - 1;
+	UPDATE pending_owners SET n = n - 1 WHERE owner = who;
+	UPDATE log_head SET seq = seq + 1 RETURNING seq INTO s;
+	INSERT INTO changes (seq, question_id, kind) VALUES (s, p_id, 'ended');
+	PERFORM pg_notify('questiond_changes', s::text);
+	RETURN s;
+END $$;
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

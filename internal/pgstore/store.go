@@ -22,6 +22,10 @@ type Options struct {
 	// MaxConns bounds the pool; zero means pgxpool's default (4 per CPU,
 	// at least 4).
 	MaxConns int32
+	// MaxPending and MaxPendingPerAgent bound the pending questions of the
+	// whole cluster, and of one agent (owner), in the database itself: a
+	// creation beyond them fails with pending.ErrFull. Zero: no bound.
+	MaxPending, MaxPendingPerAgent int
 }
 
 // Store is one replica's handle on the shared database: a connection pool
@@ -29,6 +33,7 @@ type Options struct {
 type Store struct {
 	pool   *pgxpool.Pool
 	config *pgxpool.Config
+	opts   Options
 	log    *zap.Logger
 }
 
@@ -52,7 +57,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, redact(err))
 	}
-	s := &Store{pool: pool, config: config, log: log.Named("pgstore")}
+	s := &Store{pool: pool, config: config, opts: opts, log: log.Named("pgstore")}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"sync/atomic"
 	"testing"
 
@@ -19,30 +20,38 @@ import (
 // this process (each a whole daemon with its own pool and tailer) on the
 // throwaway PostgreSQL server pgtest starts, which shares the machine.
 var storeSystems = []struct {
-	name  string
-	start func(tb testing.TB, queueLength int) *server
+	name     string
+	replicas int // PostgreSQL replicas; 0: start is the system
+	start    func(tb testing.TB, queueLength int) *server
 }{
-	{"memory", startQuestiond},
-	{"bolt", startQuestiondBolt},
-	{"postgres-1", func(tb testing.TB, q int) *server { return startReplicas(tb, q, 1) }},
-	{"postgres-3", func(tb testing.TB, q int) *server { return startReplicas(tb, q, 3) }},
+	{"memory", 0, startQuestiond},
+	{"bolt", 0, startQuestiondBolt},
+	{"postgres-1", 1, nil},
+	{"postgres-3", 3, nil},
 }
 
-// startReplicas starts n questiond replicas on one fresh database. The
+// replicasOn returns a start function for n replicas on a fresh database
+// that lives as long as tb: the parent benchmark's, since a sub-benchmark's
+// fixture outlives its first run.
+func replicasOn(tb testing.TB, n int) func(testing.TB, int) *server {
+	dbURL := pgtest.Database(tb)
+	return func(tb testing.TB, queueLength int) *server { return startReplicas(tb, dbURL, queueLength, n) }
+}
+
+// startReplicas starts n questiond replicas on the database at dbURL. The
 // server's clients spread their requests over the replicas, one after
 // another, as a round-robin load balancer would: an agent asks through one,
 // the operator replies through the next, the agent collects through a
 // third.
-func startReplicas(tb testing.TB, queueLength, n int) *server {
+func startReplicas(tb testing.TB, dbURL string, queueLength, n int) *server {
 	tb.Helper()
-	dbURL := pgtest.Database(tb)
 	var urls []string
 	var stops []func() error
 	for range n {
 		q, err := testserver.Start(testserver.Config{
 			Events:      sse.Options{QueueLength: queueLength},
 			DatabaseURL: dbURL,
-			Logger:      zap.NewNop(),
+			Logger:      benchLogger(),
 		})
 		if err != nil {
 			tb.Fatal(err)
@@ -97,10 +106,14 @@ func BenchmarkStores(b *testing.B) {
 	for _, agents := range agentCounts {
 		rates := make(map[string]float64)
 		for _, sys := range storeSystems {
+			start := sys.start
+			if sys.replicas > 0 {
+				start = replicasOn(b, sys.replicas)
+			}
 			var fx *roundTripFixture
 			b.Run(fmt.Sprintf("%s/agents=%d", sys.name, agents), func(b *testing.B) {
 				if fx == nil {
-					fx = newRoundTripFixture(b, sys.start, agents)
+					fx = newRoundTripFixture(b, start, agents)
 				}
 				b.ResetTimer()
 				if err := runRoundTrips(fx.op, fx.client, agents, b.N); err != nil {
@@ -132,11 +145,19 @@ func BenchmarkStores(b *testing.B) {
 func TestStoresRoundTrip(t *testing.T) {
 	for _, sys := range storeSystems[2:] {
 		t.Run(sys.name, func(t *testing.T) {
-			fx := newRoundTripFixture(t, sys.start, 4)
+			fx := newRoundTripFixture(t, replicasOn(t, sys.replicas), 4)
 			defer fx.close()
 			if err := runRoundTrips(fx.op, fx.client, 4, 20); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
+}
+
+func benchLogger() *zap.Logger {
+	if os.Getenv("BENCH_DEBUG") == "" {
+		return zap.NewNop()
+	}
+	l, _ := zap.NewDevelopment(zap.IncreaseLevel(zap.InfoLevel))
+	return l
 }

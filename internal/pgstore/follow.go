@@ -89,19 +89,25 @@ func (m *Mirror) Stop() { m.tail.Stop() }
 // Get implements the store's Get, catching up on a miss.
 func (m *Mirror) Get(ctx context.Context, id string) (*pending.Question, error) {
 	q, err := m.Memory.Get(ctx, id)
-	if m.missed(ctx, err) {
+	if err = m.missed(ctx, err); err != nil {
+		return nil, err
+	}
+	if q == nil {
 		return m.Memory.Get(ctx, id)
 	}
-	return q, err
+	return q, nil
 }
 
 // Wait implements the store's Wait, catching up on a miss.
 func (m *Mirror) Wait(ctx context.Context, id string) (*pending.Question, error) {
 	q, err := m.Memory.Wait(ctx, id)
-	if m.missed(ctx, err) {
+	if err = m.missed(ctx, err); err != nil {
+		return nil, err
+	}
+	if q == nil {
 		return m.Memory.Wait(ctx, id)
 	}
-	return q, err
+	return q, nil
 }
 
 // Settle implements the store's Settle, catching up on a miss (a question
@@ -109,29 +115,45 @@ func (m *Mirror) Wait(ctx context.Context, id string) (*pending.Question, error)
 // retry answers ErrNotFound again).
 func (m *Mirror) Settle(ctx context.Context, id string, o pending.Outcome) (*pending.Question, error) {
 	q, err := m.Memory.Settle(ctx, id, o)
-	if m.missed(ctx, err) {
+	if err = m.missed(ctx, err); err != nil {
+		return nil, err
+	}
+	if q == nil {
 		return m.Memory.Settle(ctx, id, o)
 	}
-	return q, err
+	return q, nil
 }
 
 // FindKey implements the store's FindKey, catching up on a miss.
 func (m *Mirror) FindKey(ctx context.Context, owner, key string) (*pending.Question, error) {
 	q, err := m.Memory.FindKey(ctx, owner, key)
-	if m.missed(ctx, err) {
+	if err = m.missed(ctx, err); err != nil {
+		return nil, err
+	}
+	if q == nil {
 		return m.Memory.FindKey(ctx, owner, key)
 	}
-	return q, err
+	return q, nil
 }
 
-// missed reports whether err is a miss and the tailer has now applied
-// every change committed before this call, so that trying again is worth
-// it. A database that cannot be read leaves the miss as it is.
-func (m *Mirror) missed(ctx context.Context, err error) bool {
+// missed decides what a first try's error means. A miss (ErrNotFound) is
+// only believed once the tailer has applied every change committed before
+// it: missed returns nil then, for the caller to try again. If the mirror
+// cannot catch up (the database is unreachable, the tail lags by more than
+// CatchUpWait) the answer is unknown, which is ErrUnavailable (503, try
+// again), not a 404 for a question that may exist. Other errors stand.
+func (m *Mirror) missed(ctx context.Context, err error) error {
 	if !errors.Is(err, pending.ErrNotFound) {
-		return false
+		return err
 	}
-	return m.CatchUp(ctx) == nil
+	if cerr := m.CatchUp(ctx); cerr != nil {
+		if ctx.Err() != nil {
+			return err // the caller is gone; the first answer will do
+		}
+		m.db.log.Warn("a miss could not be checked against the change log", zap.Error(cerr))
+		return fmt.Errorf("%w: %w (%w)", pending.ErrUnavailable, cerr, err)
+	}
+	return nil
 }
 
 // CatchUp returns once the tailer has applied every change committed

@@ -196,8 +196,17 @@ func TestMissCatchesUpWithTheLog(t *testing.T) {
 	if err != nil || got.ID != "q1" {
 		t.Fatalf("Get through the mirror: %+v, %v; want q1 once caught up", got, err)
 	}
-	if _, err := b.Settle(ctx, "nope", reply("x")); !errors.Is(err, pending.ErrNotFound) {
+	if _, err := b.Settle(ctx, "nope", reply("x")); !errors.Is(err, pending.ErrNotFound) || errors.Is(err, pending.ErrUnavailable) {
 		t.Fatalf("settle of an unknown id: %v; want ErrNotFound", err)
+	}
+	// A mirror that cannot catch up does not claim a question is missing:
+	// it does not know (503), the question may exist.
+	b.Stop()
+	if err := a.store.Create(ctx, question("q2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctx, "q2"); !errors.Is(err, pending.ErrUnavailable) {
+		t.Fatalf("Get through a mirror that cannot catch up: %v; want ErrUnavailable", err)
 	}
 }
 

@@ -289,3 +289,55 @@ func tryCreate(r *replica, key string) (string, bool) {
 	}
 	return q.ID, true
 }
+
+// An agent whose keyed POST /elicit to A drops (A stays up) and whose
+// retry goes to B keeps its question: A's reconnect grace runs out, but the
+// wait now lives on B, so A does not withdraw it, and C's reply reaches
+// the agent through B.
+func TestRetryOnAnotherReplicaOutlivesTheGrace(t *testing.T) {
+	url := pgtest.Database(t)
+	env := []string{"QUESTIOND_DATABASE_URL=" + url}
+	a := startProcess(t, "A", env, "--store", "postgres", "--reconnect-grace", "1s")
+	b := startProcess(t, "B", env, "--store", "postgres", "--reconnect-grace", "1s")
+	c := startReplica(t, "C", url)
+	streamC := c.stream(t)
+	elicit := func(ctx context.Context, r *replica) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.base+"/elicit", strings.NewReader(form))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", `"grace-1"`)
+		return (&http.Client{}).Do(req)
+	}
+	ctx, drop := context.WithCancel(context.Background())
+	first, err := elicit(ctx, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := first.Header.Get("X-Questiond-Request-Id")
+	if e := streamC.next(t, "C"); e.Type != "question.asked" || e.Properties.ID != id {
+		t.Fatalf("C's stream: %+v; want question.asked of %q", e, id)
+	}
+	drop() // the agent's connection to A breaks; A starts its grace
+	first.Body.Close()
+	retry, err := elicit(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer retry.Body.Close()
+	if got := retry.Header.Get("X-Questiond-Request-Id"); got != id {
+		t.Fatalf("the retry on B waits on %q; want %q", got, id)
+	}
+	time.Sleep(2500 * time.Millisecond) // A's grace (1 s) is over
+	if code, body := c.call(t, http.MethodGet, "/elicitations/"+id, ""); code != http.StatusOK || !strings.Contains(body, `"status":"pending"`) {
+		t.Fatalf("after A's grace: %d %s; want the question still pending", code, body)
+	}
+	if code, body := c.call(t, http.MethodPost, "/question/"+id+"/reply", `{"answers":[["yes"]]}`); code != http.StatusOK {
+		t.Fatalf("reply on C: %d %s", code, body)
+	}
+	body, err := io.ReadAll(retry.Body)
+	if err != nil || !strings.Contains(string(body), `"go":"yes"`) {
+		t.Fatalf("the agent's retry on B answered %s, %v; want C's reply", body, err)
+	}
+}

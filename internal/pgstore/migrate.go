@@ -116,6 +116,12 @@ BEGIN
 	RETURN s;
 END $$;
 `,
+	// 3: when a keyed POST /elicit last attached to a question's wait, on
+	// any replica, so that the replica its first caller left does not
+	// withdraw a question whose retry went elsewhere.
+	`
+ALTER TABLE questions ADD COLUMN attached_at timestamptz;
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

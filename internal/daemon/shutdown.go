@@ -30,7 +30,8 @@ import (
 //     question.rejected); endings asked for from now on are refused with
 //     503, and deadlines end nothing any more (an ending now could not be
 //     announced: a durable store's question whose deadline passes meanwhile
-//     stays pending, and the next start ends it as timed out).
+//     stays pending, and the next start ends it as timed out). A replica on
+//     PostgreSQL stops following the other replicas' changes here too.
 //  5. It closes the notifier, which takes no notification after the last
 //     ending: queued ones get their own short grace (notify.Options.Grace)
 //     to be delivered, then attempts still in flight are stopped and what is

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -81,5 +82,19 @@ func TestOpenErrorsKeepTheURLSecret(t *testing.T) {
 	_, err = pgstore.Open(context.Background(), "postgres://u:s3cret@127.0.0.1:1/db?connect_timeout=2", pgstore.Options{})
 	if !errors.Is(err, pgstore.ErrUnavailable) || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("unreachable server: %v; want ErrUnavailable without the password", err)
+	}
+}
+
+// The pool keeps pgxpool's default for requests, plus the tailer's
+// connection; pool_max_conns in the URL is taken as given.
+func TestPoolSize(t *testing.T) {
+	url := database(t)
+	s := open(t, url)
+	if got, want := s.Pool().Config().MaxConns, int32(max(4, runtime.NumCPU())+1); got != want {
+		t.Fatalf("default pool: %d connections; want %d", got, want)
+	}
+	s = open(t, url+"&pool_max_conns=7")
+	if got := s.Pool().Config().MaxConns; got != 7 {
+		t.Fatalf("pool_max_conns=7: %d connections", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,8 +20,9 @@ var ErrUnavailable = errors.New("PostgreSQL unavailable")
 type Options struct {
 	// Logger gets warnings; nil means zap.NewNop().
 	Logger *zap.Logger
-	// MaxConns bounds the pool; zero means pgxpool's default (4 per CPU,
-	// at least 4).
+	// MaxConns bounds the pool; zero means what the URL's pool_max_conns
+	// says, else pgxpool's default (the larger of 4 and the number of CPUs)
+	// plus one for the connection a Tailer holds.
 	MaxConns int32
 	// MaxPending and MaxPendingPerAgent bound the pending questions of the
 	// whole cluster, and of one agent (owner), in the database itself: a
@@ -46,8 +48,12 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		// pgx's parse errors quote the URL; say only what is wrong.
 		return nil, errors.New("the database URL does not parse as a libpq URL or key=value string")
 	}
-	if opts.MaxConns > 0 {
+	// pgxpool reads (and drops) pool_max_conns from the URL itself.
+	switch set := strings.Contains(url, "pool_max_conns"); {
+	case opts.MaxConns > 0:
 		config.MaxConns = opts.MaxConns
+	case !set:
+		config.MaxConns++ // the tailer's, so requests keep the default
 	}
 	log := opts.Logger
 	if log == nil {

@@ -245,6 +245,9 @@ func (d *Daemon) openNotifier(ctx context.Context, cfg Config) error {
 		}
 		opts.Outbox = outbox
 	}
+	if d.pg != nil {
+		opts.Outbox = d.pg.db.Outbox()
+	}
 	n, err := notify.New(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("starting notifications: %w", err)

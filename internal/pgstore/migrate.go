@@ -122,6 +122,13 @@ END $$;
 	`
 ALTER TABLE questions ADD COLUMN attached_at timestamptz;
 `,
+	// 4: webhook notifications not delivered yet, shared by the replicas.
+	`
+CREATE TABLE notify_outbox (
+	key   text PRIMARY KEY,
+	value bytea NOT NULL
+);
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -58,6 +58,9 @@ type TailOptions struct {
 	Resync func(ctx context.Context) (int64, error)
 }
 
+// ErrStopped: the tailer was stopped before it reached the change waited for.
+var ErrStopped = errors.New("change log tailer stopped")
+
 // TailerApplicationName is the application_name of a tailer's connection.
 const TailerApplicationName = "questiond change log tailer"
 
@@ -130,7 +133,7 @@ func (t *Tailer) WaitFor(ctx context.Context, seq int64) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.done:
-			return errors.New("tailer stopped")
+			return ErrStopped
 		}
 	}
 }

@@ -35,12 +35,13 @@ test: lint unit postgres fuzz compat tui ui
 unit:
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v -e '/e2e/tui$$' -e '/e2e/ui$$')
 
-# The HTTP API suite once more on the PostgreSQL store: every harness gets
+# The HTTP API (golden and MCP included) and Go client suites once more on
+# the PostgreSQL store: every harness gets
 # a fresh database on a throwaway server (internal/pgtest installs Debian's
 # postgresql package with apt-get when it is missing and the tests run as
 # root). `unit` runs the PostgreSQL store's own tests and three replicas.
 postgres:
-	QUESTIOND_TEST_STORE=postgres $(GO) test -race -count=1 -timeout 30m ./internal/httpapi/
+	QUESTIOND_TEST_STORE=postgres $(GO) test -race -count=1 -timeout 30m ./internal/httpapi/ ./client/...
 
 # The real OpenCode TUI (opencode-ai from npm, cached in the user's cache
 # directory) in tmux against questiond; installs tmux with apt-get when

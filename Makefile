@@ -36,10 +36,10 @@ unit:
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v -e '/e2e/tui$$' -e '/e2e/ui$$')
 
 # The HTTP API (golden and MCP included) and Go client suites once more on
-# the PostgreSQL store: every harness gets
-# a fresh database on a throwaway server (internal/pgtest installs Debian's
-# postgresql package with apt-get when it is missing and the tests run as
-# root). `unit` runs the PostgreSQL store's own tests and three replicas.
+# the PostgreSQL store: every harness gets a fresh database on a throwaway
+# server (internal/pgtest installs Debian's postgresql package with apt-get
+# when it is missing and the tests run as root). `unit` runs the PostgreSQL
+# store's own tests and three replicas.
 postgres:
 	QUESTIOND_TEST_STORE=postgres $(GO) test -race -count=1 -timeout 30m ./internal/httpapi/ ./client/...
 

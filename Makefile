@@ -12,7 +12,7 @@ TUI_ARTIFACTS ?= artifacts/tui
 UI_ARTIFACTS ?= artifacts/ui
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test check quick unit tui ui fuzz compat bench bench-opencode lint clean
+.PHONY: all build run test check quick unit postgres tui ui fuzz compat bench bench-opencode lint clean
 
 # A bare `make` builds the binary; `make test` is the whole suite.
 .DEFAULT_GOAL := build
@@ -31,12 +31,20 @@ run:
 # compatibility tests with the OpenCode SDK and the MCP TypeScript SDK (each
 # installs its npm packages itself), the real OpenCode TUI, and the /ui page
 # in a real browser.
-test: lint unit fuzz compat tui ui
+test: lint unit postgres fuzz compat tui ui
 
 # Every package but e2e/tui and e2e/ui, which `make tui` and `make ui` run
 # with their artifacts kept.
 unit:
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v -e '/e2e/tui$$' -e '/e2e/ui$$')
+
+# The HTTP API (golden and MCP included) and Go client suites once more on
+# the PostgreSQL store: every harness gets a fresh database on a throwaway
+# server (internal/pgtest installs Debian's postgresql package with apt-get
+# when it is missing and the tests run as root). `unit` runs the PostgreSQL
+# store's own tests and three replicas.
+postgres:
+	QUESTIOND_TEST_STORE=postgres $(GO) test -race -count=1 -timeout 30m ./internal/httpapi/ ./client/...
 
 # The real OpenCode TUI (opencode-ai from npm, cached in the user's cache
 # directory) in tmux against questiond; installs tmux with apt-get when

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/questiond/questiond/internal/pgtest"
 )
 
 // Leak sources this guards: event-stream readers, operator reply workers,
@@ -17,5 +19,11 @@ func TestMain(m *testing.M) {
 	if which := os.Getenv(serveEnv); which != "" {
 		os.Exit(serveChild(which))
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(withPostgres{m})
 }
+
+// withPostgres runs the tests, then stops the PostgreSQL server the store
+// benchmarks started, if any.
+type withPostgres struct{ m *testing.M }
+
+func (w withPostgres) Run() int { return pgtest.Run(w.m) }

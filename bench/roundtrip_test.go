@@ -107,6 +107,7 @@ func newRoundTripFixture(tb testing.TB, start func(testing.TB, int) *server, age
 	srv := start(tb, operatorQueue(agents))
 	// Each agent holds one connection, each reply worker another.
 	c := newClient(srv.url, 2*agents+16)
+	spread(c, srv.replicas)
 	op, err := startOperator(context.Background(), c, agents)
 	if err != nil {
 		srv.stop()

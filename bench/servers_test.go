@@ -13,9 +13,10 @@ import (
 
 // server is one system under test, listening on a loopback port.
 type server struct {
-	name string
-	url  string
-	stop func() // ends its streams and long-polls and closes every connection
+	name     string
+	url      string
+	replicas []string // with several replicas, every one's URL (url is the first)
+	stop     func()   // ends its streams and long-polls and closes every connection
 }
 
 // servers are the systems every benchmark compares, questiond first. A

@@ -53,13 +53,20 @@ func startDaemon(t *testing.T, cfg daemonConfig) *daemon {
 	if created == nil {
 		created = new(atomic.Int64)
 	}
+	dbURL := ""
+	if cfg.boltPath == "" {
+		// On PostgreSQL, a daemon without a file gets a database of its
+		// own, as a memory store is its own.
+		dbURL = databaseURL(t)
+	}
 	server, err := testserver.Start(testserver.Config{
-		API:      cfg.api,
-		Events:   sse.Options{Heartbeat: time.Hour},
-		BoltPath: cfg.boltPath,
-		Bolt:     pending.BoltOptions{NoSync: true},
-		Addr:     cfg.addr,
-		Logger:   zaptest.NewLogger(t),
+		API:         cfg.api,
+		Events:      sse.Options{Heartbeat: time.Hour},
+		DatabaseURL: dbURL,
+		BoltPath:    cfg.boltPath,
+		Bolt:        pending.BoltOptions{NoSync: true},
+		Addr:        cfg.addr,
+		Logger:      zaptest.NewLogger(t),
 		Wrap: func(api http.Handler) http.Handler {
 			handler := countCreated(api, created)
 			if cfg.wrap != nil {

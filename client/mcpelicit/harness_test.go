@@ -23,8 +23,9 @@ import (
 func startDaemon(t *testing.T) (string, *client.Client) {
 	t.Helper()
 	server, err := testserver.Start(testserver.Config{
-		Events: sse.Options{Heartbeat: time.Hour},
-		Logger: zaptest.NewLogger(t),
+		Events:      sse.Options{Heartbeat: time.Hour},
+		Logger:      zaptest.NewLogger(t),
+		DatabaseURL: databaseURL(t),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -74,6 +74,7 @@ type config struct {
 	agentTokens      map[string]string
 	notifyURLs       []string // webhook URLs hold tokens too
 	notifySecret     string
+	databaseURL      string // --store postgres: a libpq URL, which may hold a password
 }
 
 const usageHeader = `questiond lets AI agents ask a human structured questions.
@@ -87,6 +88,7 @@ Usage:
   questiond ask [flags]    ask a question from a script (see questiond ask --help)
   questiond health [flags] exit 0 if the daemon here is up, for container health checks
                            (see questiond health --help)
+  questiond migrate        copy the bbolt database into PostgreSQL (see questiond migrate --help)
 
 Every flag can also be set with the environment variable shown beside it;
 a flag given on the command line wins over the environment.
@@ -105,7 +107,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.SetOutput(out)
 	fs.StringVar(&c.addr, "addr", defaultAddr, "`host:port` to listen on, like 127.0.0.1:4097 (:4097 is every interface)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", defaultMetricsAddr, "`host:port` serving GET /metrics (Prometheus) to scrapers, without credentials, or off (:9464 is every interface)")
-	fs.StringVar(&c.store, "store", "bolt", "where questions are kept, `bolt|memory`: bolt is durable (a file in --data-dir; survives restarts), memory is lost on restart")
+	fs.StringVar(&c.store, "store", "bolt", "where questions are kept, `bolt|memory|postgres`: bolt is durable (a file in --data-dir; survives restarts), memory is lost on restart, postgres is the database QUESTIOND_DATABASE_URL names, shared by several replicas")
 	fs.StringVar(&c.dataDir, "data-dir", "", "`dir` of the durable store; by default $XDG_STATE_HOME/questiond, else ~/.local/state/questiond")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `debug|info|warn|error` messages and worse")
 	fs.StringVar(&c.logFormat, "log-format", "auto", "log format, `auto|console|json`: auto is console on a terminal, JSON otherwise")
@@ -274,6 +276,8 @@ Credentials and webhooks (environment only, so they never show in the process li
   QUESTIOND_NOTIFY_URLS         webhooks told of every new question and ending, comma-separated
                                 http(s) URLs (a Slack or Mattermost incoming webhook is one)
   QUESTIOND_NOTIFY_SECRET       signs webhook deliveries (X-Questiond-Signature; 16+ characters)
+  QUESTIOND_DATABASE_URL        the PostgreSQL database of --store postgres, a libpq URL
+                                (postgres://user:password@host:5432/questiond)
 Without credentials questiond serves loopback addresses only; a container, which
 listens on 0.0.0.0, gets them with docker run -e QUESTIOND_OPERATOR_PASSWORD -e QUESTIOND_AGENT_TOKENS …
 `
@@ -284,6 +288,7 @@ func (c *config) readSecrets(getenv func(string) string) error {
 	c.operatorPassword = firstOf(getenv, "QUESTIOND_OPERATOR_PASSWORD", "OPENCODE_SERVER_PASSWORD")
 	c.operatorUsername = firstOf(getenv, "QUESTIOND_OPERATOR_USERNAME", "OPENCODE_SERVER_USERNAME")
 	c.notifySecret = getenv("QUESTIOND_NOTIFY_SECRET")
+	c.databaseURL = getenv("QUESTIOND_DATABASE_URL")
 	if c.notifySecret != "" && len(c.notifySecret) < 16 {
 		return errors.New("QUESTIOND_NOTIFY_SECRET must be at least 16 characters")
 	}
@@ -400,9 +405,9 @@ func (c *config) check() error {
 		}
 	}
 	switch c.store {
-	case "bolt", "memory":
+	case "bolt", "memory", "postgres":
 	default:
-		return fmt.Errorf("--store must be bolt or memory, got %q", c.store)
+		return fmt.Errorf("--store must be bolt, memory or postgres, got %q", c.store)
 	}
 	switch c.logFormat {
 	case "auto", "console", "json":

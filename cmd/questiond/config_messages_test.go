@@ -103,7 +103,7 @@ func TestHelpReadsCleanly(t *testing.T) {
 			t.Errorf("%s takes %q, not one of the value kinds %v or a choice a|b", fields[0], kind, kinds)
 		}
 	}
-	for _, want := range []string{"--store bolt|memory", "--max-sessions n", "--default-timeout duration", "--data-dir dir"} {
+	for _, want := range []string{"--store bolt|memory|postgres", "--max-sessions n", "--default-timeout duration", "--data-dir dir"} {
 		if !strings.Contains(help, want+"\n") {
 			t.Errorf("--help lacks %q", want)
 		}

@@ -2,7 +2,8 @@
 // questions over HTTP (MCP elicitation) and lets operators answer them with
 // OpenCode clients. Run `questiond --help` for every setting; `questiond ask`
 // asks a question from a script (`questiond ask --help`); `questiond health`
-// probes the daemon for a container's health check.
+// probes the daemon for a container's health check; `questiond migrate`
+// copies a bbolt database into PostgreSQL.
 package main
 
 import (
@@ -41,6 +42,12 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "health" {
 		os.Exit(health(context.Background(), os.Args[2:], os.Getenv, os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "migrate" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		status := migrateCommand(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(status)
 	}
 	err := run(stopOnSignals(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr, nil)
 	switch {
@@ -122,7 +129,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	if dcfg.BoltPath == "" {
+	if dcfg.BoltPath == "" && dcfg.DatabaseURL == "" {
 		log.Warn("questions are kept in memory only: a restart loses every pending question (--store bolt keeps them)")
 	}
 	served := make(chan error, 1)
@@ -196,7 +203,14 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 			QueueLength: cfg.notifyQueue,
 		},
 	}
-	if cfg.store != "memory" {
+	switch cfg.store {
+	case "postgres":
+		if cfg.databaseURL == "" {
+			return daemon.Config{}, errors.New("--store postgres needs QUESTIOND_DATABASE_URL, the database's libpq URL (environment only: it may hold a password)")
+		}
+		dcfg.DatabaseURL = cfg.databaseURL
+		return dcfg, nil
+	case "bolt":
 		path, err := cfg.databasePath(getenv)
 		if err != nil {
 			return daemon.Config{}, err

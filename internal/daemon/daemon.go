@@ -21,6 +21,7 @@ import (
 	"github.com/questiond/questiond/internal/metrics"
 	"github.com/questiond/questiond/internal/notify"
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/pgstore"
 	"github.com/questiond/questiond/internal/session"
 	"github.com/questiond/questiond/internal/sse"
 )
@@ -54,6 +55,11 @@ type Config struct {
 	// Journal, if set, makes the store durable through a journal the caller
 	// owns and closes after Shutdown. It excludes BoltPath.
 	Journal pending.Journal
+	// DatabaseURL, if set, keeps questions and session records in the
+	// PostgreSQL database it names (a libpq URL), shared with every other
+	// replica on it: see postgres.go. It excludes BoltPath and Journal.
+	DatabaseURL string
+	Postgres    pgstore.Options
 	// Sessions configures the registry the daemon opens when API.Sessions
 	// is nil; its Journal is the BoltPath file when there is one.
 	Sessions session.Options
@@ -99,6 +105,7 @@ type Daemon struct {
 	bus     *sse.Broker
 	store   *pending.Memory
 	journal *pending.Bolt // opened from Config.BoltPath; nil otherwise
+	pg      *postgres     // opened from Config.DatabaseURL; nil otherwise
 	notify  *notify.Notifier
 	durable bool // pending questions outlive Shutdown
 	api     *httpapi.Server
@@ -123,6 +130,9 @@ type Daemon struct {
 func New(ctx context.Context, cfg Config) (*Daemon, error) {
 	if cfg.BoltPath != "" && cfg.Journal != nil {
 		return nil, errors.New("daemon: both BoltPath and Journal are set")
+	}
+	if cfg.DatabaseURL != "" && (cfg.BoltPath != "" || cfg.Journal != nil) {
+		return nil, errors.New("daemon: DatabaseURL excludes BoltPath and Journal")
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -168,6 +178,11 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 		// Said here, before the store restores what the file holds.
 		d.log.Info("question store opened", zap.String("path", cfg.BoltPath))
 	}
+	if cfg.DatabaseURL != "" {
+		if err := d.openPostgres(ctx, cfg); err != nil {
+			return err
+		}
+	}
 	if err := d.openNotifier(ctx, cfg); err != nil {
 		return err
 	}
@@ -183,6 +198,9 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 		cfg.API.Sessions = sessions
 	}
 	var store httpapi.Store = d.store
+	if d.pg != nil {
+		store = d.pg.mirror // reads that miss catch up with the other replicas
+	}
 	if cfg.WrapStore != nil {
 		store = cfg.WrapStore(store)
 	}
@@ -248,6 +266,9 @@ func (d *Daemon) openNotifier(ctx context.Context, cfg Config) error {
 		}
 		opts.Outbox = outbox
 	}
+	if d.pg != nil {
+		opts.Outbox = d.pg.db.Outbox()
+	}
 	n, err := notify.New(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("starting notifications: %w", err)
@@ -284,6 +305,9 @@ func (d *Daemon) openStore(ctx context.Context, cfg Config, events *httpapi.Even
 	if d.journal != nil {
 		opts.Journal = d.journal
 	}
+	if d.pg != nil {
+		return d.openReplica(ctx, opts, events)
+	}
 	if opts.Journal != nil && d.metrics != nil {
 		opts.Journal = d.metrics.Journal(opts.Journal)
 	}
@@ -306,7 +330,10 @@ func (d *Daemon) openStore(ctx context.Context, cfg Config, events *httpapi.Even
 // openSessions opens the session registry, in the question database when
 // the daemon opened one: a session set to "none" must stay "none" across
 // restarts.
-func (d *Daemon) openSessions(ctx context.Context, opts session.Options) (*session.Registry, error) {
+func (d *Daemon) openSessions(ctx context.Context, opts session.Options) (session.Store, error) {
+	if d.pg != nil {
+		return d.pg.db.Sessions(opts)
+	}
 	if d.journal != nil {
 		table, err := d.journal.Table("sessions")
 		if err != nil {
@@ -337,6 +364,7 @@ func (d *Daemon) abandon(given, metricsLn net.Listener) error {
 	if d.bus != nil {
 		errs = append(errs, d.bus.Close(ctx))
 	}
+	d.stopFollowing()
 	if d.store != nil {
 		errs = append(errs, d.store.Close(ctx))
 	}
@@ -346,6 +374,7 @@ func (d *Daemon) abandon(given, metricsLn net.Listener) error {
 	if d.journal != nil {
 		errs = append(errs, d.journal.Close())
 	}
+	d.closePostgres()
 	return errors.Join(errs...)
 }
 

@@ -15,12 +15,20 @@ import (
 
 	"github.com/questiond/questiond/internal/daemon"
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/pgtest"
 	"github.com/questiond/questiond/internal/sse"
 )
 
 // Leak sources this guards: the HTTP server and its connections, the event
-// broker, store timers, and a listener nobody served.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// broker, store timers, and a listener nobody served (and, on PostgreSQL,
+// the pool and the change log's tailer).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(withPostgres{m}) }
+
+// withPostgres runs the tests, then stops the PostgreSQL server they
+// started, if any.
+type withPostgres struct{ m *testing.M }
+
+func (w withPostgres) Run() int { return pgtest.Run(w.m) }
 
 // dyingListener fails every Accept, as a listener whose socket died does.
 type dyingListener struct{ net.Listener }

@@ -30,7 +30,8 @@ import (
 //     question.rejected); endings asked for from now on are refused with
 //     503, and deadlines end nothing any more (an ending now could not be
 //     announced: a durable store's question whose deadline passes meanwhile
-//     stays pending, and the next start ends it as timed out).
+//     stays pending, and the next start ends it as timed out). A replica on
+//     PostgreSQL stops following the other replicas' changes here too.
 //  5. It closes the notifier, which takes no notification after the last
 //     ending: queued ones get their own short grace (notify.Options.Grace)
 //     to be delivered, then attempts still in flight are stopped and what is
@@ -104,6 +105,8 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 	if err := d.store.StopTimeouts(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stopping question deadlines: %w", err))
 	}
+	// Other replicas' changes are announced no more: streams close next.
+	d.stopFollowing()
 
 	// 5. Close the notifier and the event streams, each on a deadline of
 	// its own.
@@ -140,6 +143,7 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("closing the question database: %w", err))
 		}
 	}
+	d.closePostgres()
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

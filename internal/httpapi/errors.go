@@ -132,6 +132,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			zap.String("path", r.URL.Path), zap.Error(err))
 		writeJSON(w, http.StatusServiceUnavailable, namedError{"ServiceUnavailable", namedErrorData{
 			Message: "Session records are unavailable; nothing was changed. Try again later.", Ref: ref}})
+	case errors.Is(err, pending.ErrFull):
+		// A limit another replica's creations reached first (see checkPending).
+		writeJSON(w, http.StatusTooManyRequests, namedError{"TooManyRequests", namedErrorData{
+			Message: "questiond holds as many pending questions as its limits allow; try again once some are answered"}})
 	case errors.Is(err, pending.ErrUnavailable):
 		ref := errorRef()
 		s.log.Error("question store failed", zap.String("ref", ref), zap.String("method", r.Method),

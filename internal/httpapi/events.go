@@ -95,14 +95,19 @@ func (e *Events) finishAnnounce(id string) {
 // asked publishes question.asked for q: at once on every stream but the
 // consoles', which show it when its session's turn comes.
 func (e *Events) asked(ctx context.Context, q *pending.Question) {
+	e.announceAsked(ctx, q)
+	for _, w := range e.watchers {
+		w.Asked(q)
+	}
+}
+
+// announceAsked is asked without the watchers.
+func (e *Events) announceAsked(ctx context.Context, q *pending.Question) {
 	if c := e.console.Load(); c == nil {
 		e.publish(ctx, q.Directory, sse.Everyone, eventAsked, toQuestionRequest(q))
 	} else {
 		e.publish(ctx, q.Directory, sse.Standard, eventAsked, toQuestionRequest(q))
 		c.asked(q)
-	}
-	for _, w := range e.watchers {
-		w.Asked(q)
 	}
 }
 
@@ -110,6 +115,14 @@ func (e *Events) asked(ctx context.Context, q *pending.Question) {
 // question.rejected for every other ending, so no client keeps showing a
 // question nobody waits for any more.
 func (e *Events) Ended(q *pending.Question) {
+	e.announceEnded(q)
+	for _, w := range e.watchers {
+		w.Ended(q)
+	}
+}
+
+// announceEnded is Ended without the watchers.
+func (e *Events) announceEnded(q *pending.Question) {
 	e.mu.Lock()
 	gate := e.announcing[q.ID]
 	e.mu.Unlock()
@@ -124,9 +137,6 @@ func (e *Events) Ended(q *pending.Question) {
 		c.ended(q)
 	} else {
 		e.publishEnding(q, sse.Everyone)
-	}
-	for _, w := range e.watchers {
-		w.Ended(q)
 	}
 }
 

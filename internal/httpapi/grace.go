@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -24,9 +25,21 @@ type graceWait struct {
 	timer   *time.Timer // armed while nobody waits; nil otherwise
 }
 
+// sharedWaits is what a store shared by several replicas offers so that a
+// retry taken by one replica keeps another from withdrawing the question:
+// Attached records that a keyed caller waits on id here; AttachedWithin
+// reports whether one did anywhere within the last d.
+type sharedWaits interface {
+	Attached(ctx context.Context, id string)
+	AttachedWithin(ctx context.Context, id string, d time.Duration) bool
+}
+
 // attach registers a keyed caller waiting on question id, stopping any
 // withdrawal the grace period had scheduled.
 func (s *Server) attach(id string) {
+	if shared, ok := s.store.(sharedWaits); ok {
+		shared.Attached(context.Background(), id)
+	}
 	g := &s.graces
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -80,6 +93,9 @@ func (s *Server) graceOver(id string, w *graceWait) {
 	}
 	delete(g.waits, id)
 	g.mu.Unlock()
+	if shared, ok := s.store.(sharedWaits); ok && shared.AttachedWithin(context.Background(), id, s.opts.ReconnectGrace) {
+		return // the retry went to another replica, which now keeps the wait
+	}
 	if !s.draining.Load() {
 		_, _ = s.withdraw(id, pending.EndDisconnected)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/pgtest"
 	"github.com/questiond/questiond/internal/sse"
 	"github.com/questiond/questiond/internal/testserver"
 )
@@ -58,9 +59,11 @@ func newHarnessWith(t *testing.T, tu tuning, log *zap.Logger) *harness {
 	if tu.events.Heartbeat == 0 {
 		tu.events.Heartbeat = time.Hour
 	}
-	srv, err := testserver.Start(testserver.Config{
-		API: tu.api, Events: tu.events, Store: tu.store, Journal: tu.journal, Logger: log,
-	})
+	cfg := testserver.Config{API: tu.api, Events: tu.events, Store: tu.store, Journal: tu.journal, Logger: log}
+	if onPostgres() && tu.journal == nil {
+		cfg.DatabaseURL = pgtest.Database(t)
+	}
+	srv, err := testserver.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

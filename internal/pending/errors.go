@@ -16,4 +16,7 @@ var (
 	// ErrInvalid: Create was given a question it cannot hold (nil, without
 	// an id, or already ended).
 	ErrInvalid = errors.New("invalid question")
+	// ErrFull: a journal shared by several replicas refused a creation
+	// beyond a limit on pending questions that it enforces for all of them.
+	ErrFull = errors.New("too many pending questions")
 )

@@ -32,9 +32,21 @@ type Journal interface {
 // operation changes nothing, in the journal or in the store.
 var ErrUnavailable = errors.New("question store unavailable")
 
+// A journal shared by several stores (replicas) refuses what a rival
+// committed first: a Put of a creation whose id or Idempotency-Key a live
+// question holds fails with an error wrapping ErrExists, and a Put of an
+// ending of a question that has already ended with one wrapping ErrNotFound.
+// Nothing is written then, and the store answers as it would had it seen the
+// rival's change: the same ErrExists or ErrNotFound. It may also refuse a
+// creation beyond a cluster-wide limit (ErrFull).
+
 // journalError makes sure an error from a Journal wraps ErrUnavailable, so
-// callers can rely on it whatever the implementation did.
+// callers can rely on it whatever the implementation did; a rival's win
+// (ErrExists, ErrNotFound) passes through as it is.
 func journalError(err error) error {
+	if errors.Is(err, ErrExists) || errors.Is(err, ErrNotFound) || errors.Is(err, ErrFull) {
+		return err
+	}
 	if errors.Is(err, ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}

@@ -37,6 +37,10 @@ type MemoryOptions struct {
 	// settled it (a timer goroutine for timeouts). Settle returns only after
 	// OnEnd has returned, so an operator's "200 true" follows the event.
 	OnEnd func(*Question)
+	// OnObserve is called once for every change another replica made that
+	// Observe applies to this store: a creation (Ended nil) or an ending,
+	// outside the store's locks, in the goroutine that called Observe.
+	OnObserve func(*Question)
 	// Logger gets debug and warning lines; nil means zap.NewNop().
 	Logger *zap.Logger
 	// Journal makes the store durable: every creation and ending is
@@ -62,6 +66,7 @@ type Memory struct {
 	retention   time.Duration
 	maxRetained int
 	onEnd       func(*Question)
+	onObserve   func(*Question)
 	log         *zap.Logger
 	journal     Journal // nil: nothing persisted
 
@@ -78,6 +83,10 @@ type Memory struct {
 	keying    map[requestKey]struct{}    // keys whose creation is being committed
 	sweepDone chan struct{}              // while the janitor deletes records: closed when it is done
 	sweepSoon chan struct{}              // one token: records of evicted entries await deletion
+
+	// Endings that Observe saw for ids whose creation is committing here,
+	// for createDurably to apply once it has indexed the question (under mu).
+	observedEndings map[string]Outcome
 
 	closing     chan struct{}  // closed by Close: wakes waiters, stops the janitor
 	janitorDone chan struct{}  // closed when the janitor has returned
@@ -110,6 +119,7 @@ func newMemory(opts MemoryOptions) *Memory {
 		retention:   opts.Retention,
 		maxRetained: opts.MaxRetained,
 		onEnd:       opts.OnEnd,
+		onObserve:   opts.OnObserve,
 		log:         opts.Logger,
 		journal:     opts.Journal,
 		entries:     make(map[string]*entry),
@@ -202,9 +212,13 @@ func (m *Memory) createDurably(ctx context.Context, e *entry) error {
 	}
 	m.mu.Unlock()
 	if err != nil {
+		m.mu.Lock()
+		delete(m.observedEndings, id)
+		m.mu.Unlock()
 		return fmt.Errorf("create question %q: %w", id, journalError(err))
 	}
 	m.logCreated(e.q)
+	m.applyObservedEnding(e)
 	return nil
 }
 

@@ -65,3 +65,12 @@ func contentValue(v any) any {
 		return v
 	}
 }
+
+// EncodeRecord is the durable form of q that every journal stores: its
+// JSON, without Form. DecodeRecord reads it back.
+func EncodeRecord(q *Question) ([]byte, error) { return encodeRecord(q) }
+
+// DecodeRecord reads a record EncodeRecord wrote, with content numbers and
+// lists of strings as elicit produces them, so that a restored result
+// encodes to the same JSON as the original.
+func DecodeRecord(data []byte) (*Question, error) { return decodeRecord(data) }

@@ -2,6 +2,7 @@ package pending
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -136,7 +137,13 @@ func (m *Memory) timeOutOverdue(ctx context.Context, overdue []*entry) {
 		records[i] = &record
 	}
 	if err := m.journal.Put(ctx, records...); err != nil {
-		m.log.Warn("overdue questions not recorded as timed out; retrying", zap.Int("questions", len(overdue)), zap.Error(err))
+		if errors.Is(journalError(err), ErrNotFound) {
+			// A shared journal: another replica ended one of them first.
+			// Each is tried on its own, and the losers learn the ending.
+			m.log.Debug("overdue questions ended elsewhere meanwhile; timing them out one by one", zap.Int("questions", len(overdue)))
+		} else {
+			m.log.Warn("overdue questions not recorded as timed out; retrying", zap.Int("questions", len(overdue)), zap.Error(err))
+		}
 		for _, e := range overdue {
 			m.retryTimeOut(e, timeoutRetryDelay(0), 1)
 		}

@@ -42,6 +42,9 @@ type Config struct {
 	// Journal, if set, makes the store durable through a journal the caller
 	// owns and closes. It excludes BoltPath.
 	Journal pending.Journal
+	// DatabaseURL, if set, keeps the questions in that PostgreSQL database
+	// (--store postgres). It excludes BoltPath and Journal.
+	DatabaseURL string
 	// Addr is where to listen; "" means 127.0.0.1:0.
 	Addr string
 	// Metrics, if set, is a listener to serve GET /metrics on, as
@@ -88,6 +91,7 @@ func Start(cfg Config) (*Server, error) {
 		BoltPath:       cfg.BoltPath,
 		Bolt:           cfg.Bolt,
 		Journal:        cfg.Journal,
+		DatabaseURL:    cfg.DatabaseURL,
 		Addr:           cfg.Addr,
 		Metrics:        cfg.Metrics,
 		Wrap:           cfg.Wrap,

@@ -1,0 +1,76 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/pgstore"
+)
+
+// postgres is a replica's share of a PostgreSQL database: the pool, and
+// the tailer that applies the other replicas' changes to the local store.
+//
+// Each replica keeps a pending.Memory as its mirror of the shared
+// questions: futures stay channels and deadlines timers, as on one
+// machine. Every creation and ending is committed to the database first
+// (pgstore.Journal), where a conditional write lets exactly one replica's
+// ending win; the tailer then brings it to every other replica's mirror
+// (pending.Memory.Observe), which wakes its waiting agents and announces
+// it on its event streams (httpapi.Events.Observed). A replica that stops
+// leaves its questions pending for the others.
+type postgres struct {
+	db     *pgstore.Store
+	mirror *pgstore.Mirror // d.store, following the other replicas
+}
+
+// openPostgres connects to cfg.DatabaseURL and migrates its schema.
+func (d *Daemon) openPostgres(ctx context.Context, cfg Config) error {
+	opts := cfg.Postgres
+	opts.Logger = d.log
+	// The API's limits on pending questions hold for the whole cluster:
+	// the database enforces them too, against creations on other replicas.
+	opts.MaxPending, opts.MaxPendingPerAgent = cfg.API.Limits.MaxPending, cfg.API.Limits.MaxPendingPerAgent
+	db, err := pgstore.Open(ctx, cfg.DatabaseURL, opts)
+	if err != nil {
+		return fmt.Errorf("opening the PostgreSQL database: %w", err)
+	}
+	d.pg = &postgres{db: db}
+	d.durable = true
+	// Said here, before the store restores what the database holds.
+	d.log.Info("question store opened: PostgreSQL, shared with every replica on the database")
+	return nil
+}
+
+// openReplica restores the questions from the database and starts
+// following the other replicas' changes from what it restored.
+func (d *Daemon) openReplica(ctx context.Context, opts pending.MemoryOptions, events *httpapi.Events) error {
+	journal := d.pg.db.Questions()
+	opts.Journal, opts.OnObserve = journal, events.Observed
+	if d.metrics != nil {
+		opts.Journal = d.metrics.Journal(journal)
+	}
+	store, err := pending.Open(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("restoring questions from PostgreSQL: %w", err)
+	}
+	d.store = store
+	d.pg.mirror = d.pg.db.Follow(store, journal, pgstore.TailOptions{})
+	return nil
+}
+
+// stopFollowing stops applying other replicas' changes; idempotent.
+func (d *Daemon) stopFollowing() {
+	if d.pg != nil && d.pg.mirror != nil {
+		d.pg.mirror.Stop()
+	}
+}
+
+// closePostgres closes the pool, after the store.
+func (d *Daemon) closePostgres() {
+	if d.pg != nil {
+		d.stopFollowing()
+		d.pg.db.Close()
+	}
+}

@@ -1,0 +1,172 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/pending"
+)
+
+// CatchUpWait bounds how long a read that misses the mirror waits for the
+// tailer to apply the changes committed before it.
+const CatchUpWait = 5 * time.Second
+
+// Mirror is one replica's question store: a pending.Memory restored from
+// the shared database and kept in step with the other replicas by a
+// Tailer. It is the Memory, except that a read of a question the Memory
+// does not know (Get, Wait, Settle, FindKey answering ErrNotFound) first
+// lets the tailer apply every change committed so far and then tries
+// again: an agent that asked through one replica finds its question
+// through any other at once, even if that replica's tail lags.
+type Mirror struct {
+	*pending.Memory
+	db   *Store
+	tail *Tailer
+}
+
+// Follow keeps m, a store that pending.Open restored from j, in step with
+// the other replicas: it tails the change log from what j's Load saw and
+// hands each change to m.Observe, which ignores this replica's own. Stop
+// the mirror before closing m.
+func (s *Store) Follow(m *pending.Memory, j *Journal, opts TailOptions) *Mirror {
+	opts.Resync = func(ctx context.Context) (int64, error) { return resync(ctx, m, j) }
+	tail := s.Tail(j.LoadedSeq(), func(c Change) {
+		if c.Question == nil {
+			return // forgotten (retention) since
+		}
+		if _, err := m.Observe(context.Background(), c.Question); err != nil && !errors.Is(err, pending.ErrClosed) {
+			s.log.Warn("change not applied", zap.Int64("seq", c.Seq), zap.String("id", c.Question.ID), zap.Error(err))
+		}
+	}, opts)
+	return s.Mirror(m, tail)
+}
+
+// resync brings m up to date from every record, for a tailer that fell
+// behind what the log keeps: questions m lacks become pending, endings of
+// questions pending in m are applied. It returns the log position the
+// records cover.
+func resync(ctx context.Context, m *pending.Memory, j *Journal) (int64, error) {
+	records, err := j.Load(ctx)
+	if err != nil {
+		return 0, err
+	}
+	slices.SortFunc(records, func(a, b *pending.Question) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	for _, q := range records {
+		if q.Ended != nil {
+			continue
+		}
+		if _, err := m.Observe(ctx, q); err != nil {
+			return 0, err
+		}
+	}
+	for _, q := range records {
+		if q.Ended == nil {
+			continue
+		}
+		if _, err := m.Observe(ctx, q); err != nil {
+			return 0, err
+		}
+	}
+	return j.LoadedSeq(), nil
+}
+
+// Mirror pairs m with the tailer that keeps it in step (Follow does both).
+func (s *Store) Mirror(m *pending.Memory, tail *Tailer) *Mirror {
+	return &Mirror{Memory: m, db: s, tail: tail}
+}
+
+// Tailer is the tailer that keeps the mirror in step.
+func (m *Mirror) Tailer() *Tailer { return m.tail }
+
+// Stop stops applying other replicas' changes; idempotent.
+func (m *Mirror) Stop() { m.tail.Stop() }
+
+// Get implements the store's Get, catching up on a miss.
+func (m *Mirror) Get(ctx context.Context, id string) (*pending.Question, error) {
+	q, err := m.Memory.Get(ctx, id)
+	if err = m.missed(ctx, err); err != nil {
+		return nil, err
+	}
+	if q == nil {
+		return m.Memory.Get(ctx, id)
+	}
+	return q, nil
+}
+
+// Wait implements the store's Wait, catching up on a miss.
+func (m *Mirror) Wait(ctx context.Context, id string) (*pending.Question, error) {
+	q, err := m.Memory.Wait(ctx, id)
+	if err = m.missed(ctx, err); err != nil {
+		return nil, err
+	}
+	if q == nil {
+		return m.Memory.Wait(ctx, id)
+	}
+	return q, nil
+}
+
+// Settle implements the store's Settle, catching up on a miss (a question
+// this replica has not seen yet, or one a rival ended first: then the
+// retry answers ErrNotFound again).
+func (m *Mirror) Settle(ctx context.Context, id string, o pending.Outcome) (*pending.Question, error) {
+	q, err := m.Memory.Settle(ctx, id, o)
+	if err = m.missed(ctx, err); err != nil {
+		return nil, err
+	}
+	if q == nil {
+		return m.Memory.Settle(ctx, id, o)
+	}
+	return q, nil
+}
+
+// FindKey implements the store's FindKey, catching up on a miss.
+func (m *Mirror) FindKey(ctx context.Context, owner, key string) (*pending.Question, error) {
+	q, err := m.Memory.FindKey(ctx, owner, key)
+	if err = m.missed(ctx, err); err != nil {
+		return nil, err
+	}
+	if q == nil {
+		return m.Memory.FindKey(ctx, owner, key)
+	}
+	return q, nil
+}
+
+// missed decides what a first try's error means. A miss (ErrNotFound) is
+// only believed once the tailer has applied every change committed before
+// it: missed returns nil then, for the caller to try again. If the mirror
+// cannot catch up (the database is unreachable, the tail lags by more than
+// CatchUpWait) the answer is unknown, which is ErrUnavailable (503, try
+// again), not a 404 for a question that may exist. Other errors stand.
+func (m *Mirror) missed(ctx context.Context, err error) error {
+	if !errors.Is(err, pending.ErrNotFound) {
+		return err
+	}
+	if cerr := m.CatchUp(ctx); cerr != nil {
+		if ctx.Err() != nil {
+			return err // the caller is gone; the first answer will do
+		}
+		m.db.log.Warn("a miss could not be checked against the change log", zap.Error(cerr))
+		return fmt.Errorf("%w: %w (%w)", pending.ErrUnavailable, cerr, err)
+	}
+	return nil
+}
+
+// CatchUp returns once the tailer has applied every change committed
+// before the call, within CatchUpWait.
+func (m *Mirror) CatchUp(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, CatchUpWait)
+	defer cancel()
+	var head int64
+	if err := m.db.pool.QueryRow(ctx, "SELECT seq FROM log_head").Scan(&head); err != nil {
+		return unavailable("read the change log's head", err)
+	}
+	if err := m.tail.WaitFor(ctx, head); err != nil {
+		return fmt.Errorf("catch up with change %d: %w", head, err)
+	}
+	return nil
+}

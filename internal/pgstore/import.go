@@ -1,0 +1,104 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/session"
+)
+
+// Imported counts what Import copied and what it left because the
+// database already held it.
+type Imported struct {
+	Questions, QuestionsSkipped int
+	Sessions, SessionsSkipped   int
+}
+
+// Import copies questions (pending and ended) and session records (raw
+// JSON by session id, as session journals keep them) into the database, in
+// one transaction: all or nothing. A question whose id, or whose live
+// Idempotency-Key, the database already holds is skipped, and so is a
+// session record it already has, so running it again copies nothing twice.
+// Each imported pending question is logged as asked, so that running
+// replicas announce it; ended ones are read by replicas when they start.
+func (s *Store) Import(ctx context.Context, questions []*pending.Question, sessions map[string][]byte) (Imported, error) {
+	var n Imported
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		n = Imported{}
+		var asked []string
+		for _, q := range questions {
+			record, err := pending.EncodeRecord(q)
+			if err != nil {
+				return err
+			}
+			var endedAt any
+			if q.Ended != nil {
+				endedAt = q.Ended.At
+			}
+			tag, err := tx.Exec(ctx, `
+INSERT INTO questions (id, record, owner, request_key, ended, created_at, ended_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+				q.ID, string(record), q.Owner, q.IdempotencyKey, q.Ended != nil, q.CreatedAt, endedAt)
+			if err != nil {
+				return fmt.Errorf("question %q: %w", q.ID, err)
+			}
+			if tag.RowsAffected() == 0 {
+				n.QuestionsSkipped++
+				continue
+			}
+			n.Questions++
+			if q.Ended == nil {
+				asked = append(asked, q.ID)
+			}
+		}
+		// The counters of the limits follow what is now pending; locked
+		// before the log head, as every change locks them.
+		if _, err := tx.Exec(ctx, "UPDATE pending_total SET n = (SELECT count(*) FROM questions WHERE NOT ended)"); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+INSERT INTO pending_owners (owner, n) SELECT owner, count(*) FROM questions WHERE NOT ended GROUP BY owner
+ON CONFLICT (owner) DO UPDATE SET n = EXCLUDED.n`); err != nil {
+			return err
+		}
+		if len(asked) > 0 {
+			var head int64
+			if err := tx.QueryRow(ctx, "UPDATE log_head SET seq = seq + $1 RETURNING seq", len(asked)).Scan(&head); err != nil {
+				return err
+			}
+			first := head - int64(len(asked)) + 1
+			if _, err := tx.Exec(ctx, `
+INSERT INTO changes (seq, question_id, kind)
+SELECT $1 + i - 1, id, 'asked' FROM unnest($2::text[]) WITH ORDINALITY AS a(id, i)`, first, asked); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, "SELECT pg_notify('"+channel+"', $1)", fmt.Sprint(head)); err != nil {
+				return err
+			}
+		}
+		for id, raw := range sessions {
+			var rec session.Session
+			if err := json.Unmarshal(raw, &rec); err != nil || rec.ID != id {
+				return fmt.Errorf("%w: %q does not decode to its own record (%v)", session.ErrCorrupt, id, err)
+			}
+			tag, err := tx.Exec(ctx, "INSERT INTO sessions (id, record) VALUES ($1, $2) ON CONFLICT DO NOTHING", id, string(raw))
+			if err != nil {
+				return fmt.Errorf("session %q: %w", id, err)
+			}
+			if tag.RowsAffected() == 0 {
+				n.SessionsSkipped++
+			} else {
+				n.Sessions++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Imported{}, unavailable("import", err)
+	}
+	return n, nil
+}

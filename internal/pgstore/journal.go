@@ -1,0 +1,191 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/questiond/questiond/internal/pending"
+)
+
+// channel is the LISTEN/NOTIFY channel changes are announced on.
+const channel = "questiond_changes"
+
+// Journal is the pending.Journal on the questions table, shared by every
+// replica. Unlike a file it can refuse a write because a rival replica's
+// came first: a creation whose id or Idempotency-Key a live question holds
+// (pending.ErrExists), an ending of a question already ended
+// (pending.ErrNotFound). Every other failure wraps pending.ErrUnavailable
+// and ErrUnavailable.
+type Journal struct {
+	s      *Store
+	loaded atomic.Int64 // the change log's head as of the last Load
+}
+
+// Each creation and ending is one call of a function of the schema
+// (migration 2): one statement, one round trip, its own transaction. It
+// writes the question, takes the next change number from log_head, whose
+// row lock it holds until it commits (so commits come in number order),
+// appends the change and notifies the tailers with its number.
+const (
+	askSQL = "SELECT questiond_ask($1, $2, $3, $4, $5, $6, $7)"
+	endSQL = "SELECT questiond_end($1, $2, $3)"
+)
+
+var _ pending.Journal = (*Journal)(nil)
+
+// Questions returns the journal of the questions.
+func (s *Store) Questions() *Journal { return &Journal{s: s} }
+
+// LoadedSeq is the sequence number of the last change the last Load saw:
+// a tailer started from it misses nothing Load did not return.
+func (j *Journal) LoadedSeq() int64 { return j.loaded.Load() }
+
+// Load returns every question record, from one snapshot that also reads
+// the change log's head (see LoadedSeq).
+func (j *Journal) Load(ctx context.Context) ([]*pending.Question, error) {
+	var qs []*pending.Question
+	var head int64
+	err := pgx.BeginTxFunc(ctx, j.s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, "SELECT seq FROM log_head").Scan(&head); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, "SELECT id, record::text FROM questions")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, record string
+			if err := rows.Scan(&id, &record); err != nil {
+				return err
+			}
+			q, err := pending.DecodeRecord([]byte(record))
+			if err != nil {
+				return fmt.Errorf("record %q does not decode: %w", id, err)
+			}
+			qs = append(qs, q)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, questionsError("load questions", err)
+	}
+	j.loaded.Store(head)
+	return qs, nil
+}
+
+// Put commits creations (records without Ended) and endings. One record is
+// one statement; several are one transaction, all or nothing.
+func (j *Journal) Put(ctx context.Context, qs ...*pending.Question) error {
+	ctx, cancel := writeContext(ctx)
+	defer cancel()
+	switch len(qs) {
+	case 0:
+		return nil
+	case 1:
+		return j.put(ctx, j.s.pool, qs[0])
+	}
+	err := pgx.BeginFunc(ctx, j.s.pool, func(tx pgx.Tx) error {
+		for _, q := range qs {
+			if err := j.put(ctx, tx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return questionsError("store questions", err)
+	}
+	return nil
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func (j *Journal) put(ctx context.Context, db querier, q *pending.Question) error {
+	record, err := pending.EncodeRecord(q)
+	if err != nil {
+		return fmt.Errorf("%w: %w", pending.ErrInvalid, err)
+	}
+	var seq int64
+	if q.Ended == nil {
+		err = db.QueryRow(ctx, askSQL, q.ID, string(record), q.Owner, q.IdempotencyKey, q.CreatedAt,
+			j.s.opts.MaxPending, j.s.opts.MaxPendingPerAgent).Scan(&seq)
+	} else {
+		err = db.QueryRow(ctx, endSQL, q.ID, string(record), q.Ended.At).Scan(&seq)
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil && seq > 0:
+		return nil
+	case err == nil && q.Ended == nil:
+		return fmt.Errorf("create question %q: the id is taken: %w", q.ID, pending.ErrExists)
+	case err == nil:
+		return fmt.Errorf("end question %q: it has already ended, or is gone: %w", q.ID, pending.ErrNotFound)
+	case errors.As(err, &pgErr) && pgErr.Code == "23505": // unique_violation: questions_live_key
+		return fmt.Errorf("create question %q: idempotency key in use: %w", q.ID, pending.ErrExists)
+	case errors.As(err, &pgErr) && (pgErr.Code == "QD001" || pgErr.Code == "QD002"):
+		return fmt.Errorf("create question %q: %s: %w", q.ID, pgErr.Message, pending.ErrFull)
+	}
+	return questionsError("store question "+q.ID, err)
+}
+
+// Delete forgets the records with these ids. Their changes stay in the log
+// (a tailer skips changes of forgotten questions) until pruned.
+func (j *Journal) Delete(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	ctx, cancel := writeContext(ctx)
+	defer cancel()
+	if _, err := j.s.pool.Exec(ctx, "DELETE FROM questions WHERE id = ANY($1)", ids); err != nil {
+		return questionsError("delete questions", err)
+	}
+	return nil
+}
+
+// WriteTimeout bounds one write to the questions, however long the caller
+// would wait.
+const WriteTimeout = 15 * time.Second
+
+// writeContext detaches a write from its caller's cancellation: a write
+// runs to its end (committed or failed) once begun, as the pending.Journal
+// contract asks, so that a caller who leaves mid-commit (a closed
+// connection) never leaves its outcome unknown. It is bounded by
+// WriteTimeout instead.
+func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), WriteTimeout)
+}
+
+// Close does nothing: the Store owns the pool, and is closed after the
+// question store.
+func (j *Journal) Close() error { return nil }
+
+// questionsError wraps a failure of the questions' journal so it reads as
+// pending.ErrUnavailable, unless it is a rival's win or a context error.
+func questionsError(op string, err error) error {
+	if errors.Is(err, pending.ErrExists) || errors.Is(err, pending.ErrNotFound) || errors.Is(err, pending.ErrInvalid) || errors.Is(err, pending.ErrFull) {
+		return err
+	}
+	err = unavailable(op, err)
+	if errors.Is(err, ErrUnavailable) {
+		return fmt.Errorf("%w: %w", pending.ErrUnavailable, err)
+	}
+	return err
+}
+
+// Ping asks the database for a round trip, for readiness probes: a replica
+// that cannot reach PostgreSQL cannot acknowledge anything.
+func (j *Journal) Ping(ctx context.Context) error {
+	if err := j.s.pool.Ping(ctx); err != nil {
+		return questionsError("ping", err)
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/zap"
+)
+
+// migrations are the schema's versions, in order: migrations[i] takes the
+// schema from version i to i+1. Released ones never change; a new version
+// appends one.
+var migrations = []string{
+	// 1: questions, their change log, session records.
+	`
+CREATE TABLE questions (
+	id          text PRIMARY KEY,
+	record      json NOT NULL, -- pending.EncodeRecord; json keeps its bytes as written
+	owner       text NOT NULL DEFAULT '',
+	request_key text NOT NULL DEFAULT '',
+	ended       boolean NOT NULL DEFAULT false,
+	created_at  timestamptz NOT NULL,
+	ended_at    timestamptz
+);
+-- One live question per agent and Idempotency-Key across the cluster.
+CREATE UNIQUE INDEX questions_live_key ON questions (owner, request_key) WHERE request_key <> '' AND NOT ended;
+CREATE INDEX questions_ended_at ON questions (ended_at) WHERE ended;
+
+CREATE TABLE log_head (
+	one boolean PRIMARY KEY DEFAULT true CHECK (one),
+	seq bigint NOT NULL
+);
+INSERT INTO log_head VALUES (true, 0);
+
+CREATE TABLE changes (
+	seq         bigint PRIMARY KEY,
+	question_id text NOT NULL,
+	kind        text NOT NULL CHECK (kind IN ('asked', 'ended')),
+	at          timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE sessions (
+	id     text PRIMARY KEY,
+	record json NOT NULL
+);
+`,
+	// 2: cluster-wide limits on pending questions, kept as counters beside
+	// the questions, and every change as one function call. Each change
+	// locks, in this order, its question, the total, its owner's count and
+	// the log head, so that two changes never wait for each other in a
+	// circle.
+	`
+CREATE TABLE pending_total (
+	one boolean PRIMARY KEY DEFAULT true CHECK (one),
+	n   bigint NOT NULL
+);
+INSERT INTO pending_total SELECT true, count(*) FROM questions WHERE NOT ended;
+CREATE TABLE pending_owners (
+	owner text PRIMARY KEY,
+	n     bigint NOT NULL
+);
+INSERT INTO pending_owners SELECT owner, count(*) FROM questions WHERE NOT ended GROUP BY owner;
+
+-- questiond_ask stores a new pending question and logs it; it returns the
+-- change's number, or 0 when the id is taken. Beyond max_total pending
+-- questions, or max_owner of the owner's (0: no limit), it fails with
+-- SQLSTATE QD001 or QD002, changing nothing.
+CREATE FUNCTION questiond_ask(p_id text, p_record json, p_owner text, p_key text, p_created timestamptz, max_total bigint, max_owner bigint)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	s bigint;
+BEGIN
+	INSERT INTO questions (id, record, owner, request_key, created_at)
+	VALUES (p_id, p_record, p_owner, p_key, p_created)
+	ON CONFLICT (id) DO NOTHING;
+	IF NOT FOUND THEN
+		RETURN 0;
+	END IF;
+	UPDATE pending_total SET n = n + 1 WHERE max_total <= 0 OR n < max_total;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'questiond holds % pending questions, its limit', max_total USING ERRCODE = 'QD001';
+	END IF;
+	INSERT INTO pending_owners AS o (owner, n) VALUES (p_owner, 1)
+	ON CONFLICT (owner) DO UPDATE SET n = o.n + 1 WHERE max_owner <= 0 OR p_owner = '' OR o.n < max_owner;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'agent % has % pending questions, its limit', p_owner, max_owner USING ERRCODE = 'QD002';
+	END IF;
+	UPDATE log_head SET seq = seq + 1 RETURNING seq INTO s;
+	INSERT INTO changes (seq, question_id, kind) VALUES (s, p_id, 'asked');
+	PERFORM pg_notify('questiond_changes', s::text);
+	RETURN s;
+END $$;
+
+-- questiond_end records the ending of a pending question and logs it; it
+-- returns the change's number, or 0 when the question has already ended
+-- (or is gone).
+CREATE FUNCTION questiond_end(p_id text, p_record json, p_at timestamptz)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	s bigint;
+	who text;
+BEGIN
+	UPDATE questions SET record = p_record, ended = true, ended_at = p_at
+	WHERE id = p_id AND NOT ended
+	RETURNING owner INTO who;
+	IF NOT FOUND THEN
+		RETURN 0;
+	END IF;
+	UPDATE pending_total SET n = n - 1;
+	UPDATE pending_owners SET n = n - 1 WHERE owner = who;
+	UPDATE log_head SET seq = seq + 1 RETURNING seq INTO s;
+	INSERT INTO changes (seq, question_id, kind) VALUES (s, p_id, 'ended');
+	PERFORM pg_notify('questiond_changes', s::text);
+	RETURN s;
+END $$;
+`,
+	// 3: when a keyed POST /elicit last attached to a question's wait, on
+	// any replica, so that the replica its first caller left does not
+	// withdraw a question whose retry went elsewhere.
+	`
+ALTER TABLE questions ADD COLUMN attached_at timestamptz;
+`,
+	// 4: webhook notifications not delivered yet, shared by the replicas.
+	`
+CREATE TABLE notify_outbox (
+	key   text PRIMARY KEY,
+	value bytea NOT NULL
+);
+`,
+}
+
+// SchemaVersion is the schema version this build writes.
+var SchemaVersion = len(migrations)
+
+// ErrNewerSchema says the database was written by a newer questiond; it is
+// left as it is.
+var ErrNewerSchema = errors.New("the database schema is newer than this questiond")
+
+// migrationLock is the advisory lock key replicas take while migrating, so
+// that several starting at once migrate once ("qd15" as a number).
+const migrationLock = 0x71643135
+
+// migrate brings the schema to SchemaVersion, each step in its own
+// transaction, under a session advisory lock.
+func (s *Store) migrate(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return unavailable("connecting to migrate the schema", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
+		return unavailable("locking the schema", err)
+	}
+	defer func() {
+		// A lost connection releases the lock by itself.
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", migrationLock)
+	}()
+	if _, err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS questiond_schema (one boolean PRIMARY KEY DEFAULT true CHECK (one), version integer NOT NULL)"); err != nil {
+		return unavailable("creating the schema version table", err)
+	}
+	var version int
+	err = conn.QueryRow(ctx, "SELECT version FROM questiond_schema").Scan(&version)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		version = 0
+	case err != nil:
+		return unavailable("reading the schema version", err)
+	}
+	if version > SchemaVersion {
+		return fmt.Errorf("%w: the database is at version %d, this questiond knows versions up to %d; upgrade questiond", ErrNewerSchema, version, SchemaVersion)
+	}
+	for v := version; v < SchemaVersion; v++ {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, migrations[v]); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO questiond_schema (version) VALUES ($1) ON CONFLICT (one) DO UPDATE SET version = EXCLUDED.version", v+1)
+			return err
+		})
+		if err != nil {
+			return unavailable(fmt.Sprintf("migrating the schema to version %d", v+1), err)
+		}
+		s.log.Info("database schema migrated", zap.Int("version", v+1))
+	}
+	return nil
+}

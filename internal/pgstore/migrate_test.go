@@ -1,0 +1,100 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/questiond/questiond/internal/pgstore"
+)
+
+// Several replicas starting at once on an empty database migrate it once:
+// all of them open, and the schema is at the current version with its one
+// log head.
+func TestConcurrentOpensMigrateOnce(t *testing.T) {
+	url := database(t)
+	const replicas = 6
+	var wg sync.WaitGroup
+	errs := make(chan error, replicas)
+	for range replicas {
+		wg.Go(func() {
+			s, err := pgstore.Open(context.Background(), url, pgstore.Options{})
+			if err == nil {
+				s.Close()
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a concurrent open failed: %v", err)
+		}
+	}
+	s := open(t, url)
+	var version, heads int
+	if err := s.Pool().QueryRow(context.Background(), "SELECT version, (SELECT count(*) FROM log_head) FROM questiond_schema").Scan(&version, &heads); err != nil {
+		t.Fatal(err)
+	}
+	if version != pgstore.SchemaVersion || heads != 1 {
+		t.Fatalf("version %d with %d log heads; want %d with 1", version, heads, pgstore.SchemaVersion)
+	}
+}
+
+// A database a newer questiond wrote is refused with ErrNewerSchema and
+// left exactly as it was.
+func TestNewerSchemaIsRefusedAndLeftAlone(t *testing.T) {
+	url := database(t)
+	s := open(t, url)
+	ctx := context.Background()
+	newer := pgstore.SchemaVersion + 1
+	if _, err := s.Pool().Exec(ctx, "UPDATE questiond_schema SET version = $1", newer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, "DROP TABLE sessions"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := pgstore.Open(ctx, url, pgstore.Options{})
+	if !errors.Is(err, pgstore.ErrNewerSchema) {
+		t.Fatalf("open of a newer database: %v; want ErrNewerSchema", err)
+	}
+	var version int
+	var sessions *string
+	if err := s.Pool().QueryRow(ctx, "SELECT version, to_regclass('sessions')::text FROM questiond_schema").Scan(&version, &sessions); err != nil {
+		t.Fatal(err)
+	}
+	if version != newer || sessions != nil {
+		t.Fatalf("after the refusal: version %d, sessions table %v; want %d and none (untouched)", version, sessions, newer)
+	}
+}
+
+// A URL that does not parse is refused without being quoted (it may hold a
+// password); an unreachable server is ErrUnavailable.
+func TestOpenErrorsKeepTheURLSecret(t *testing.T) {
+	_, err := pgstore.Open(context.Background(), "postgres://u:s3cret@[::1", pgstore.Options{})
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("bad URL: %v; want an error without the password", err)
+	}
+	_, err = pgstore.Open(context.Background(), "postgres://u:s3cret@127.0.0.1:1/db?connect_timeout=2", pgstore.Options{})
+	if !errors.Is(err, pgstore.ErrUnavailable) || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("unreachable server: %v; want ErrUnavailable without the password", err)
+	}
+}
+
+// The pool keeps pgxpool's default for requests, plus the tailer's
+// connection; pool_max_conns in the URL is taken as given.
+func TestPoolSize(t *testing.T) {
+	url := database(t)
+	s := open(t, url)
+	if got, want := s.Pool().Config().MaxConns, int32(max(4, runtime.NumCPU())+1); got != want {
+		t.Fatalf("default pool: %d connections; want %d", got, want)
+	}
+	s = open(t, url+"&pool_max_conns=7")
+	if got := s.Pool().Config().MaxConns; got != 7 {
+		t.Fatalf("pool_max_conns=7: %d connections", got)
+	}
+}

@@ -1,0 +1,96 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+)
+
+// ErrUnavailable says PostgreSQL could not be reached or failed; nothing
+// was changed. The pending and session errors of the same name wrap it too
+// where those packages' callers look for them.
+var ErrUnavailable = errors.New("PostgreSQL unavailable")
+
+// Options configure Open. Zero values mean the defaults.
+type Options struct {
+	// Logger gets warnings; nil means zap.NewNop().
+	Logger *zap.Logger
+	// MaxConns bounds the pool; zero means what the URL's pool_max_conns
+	// says, else pgxpool's default (the larger of 4 and the number of CPUs)
+	// plus one for the connection a Tailer holds.
+	MaxConns int32
+	// MaxPending and MaxPendingPerAgent bound the pending questions of the
+	// whole cluster, and of one agent (owner), in the database itself: a
+	// creation beyond them fails with pending.ErrFull. Zero: no bound.
+	MaxPending, MaxPendingPerAgent int
+}
+
+// Store is one replica's handle on the shared database: a connection pool
+// whose schema Open has brought up to date.
+type Store struct {
+	pool   *pgxpool.Pool
+	config *pgxpool.Config
+	opts   Options
+	log    *zap.Logger
+}
+
+// Open connects to the database at url (a libpq URL or key=value string),
+// creates or migrates its schema (see Migrate), and returns the store. The
+// URL is never logged or put in an error: it may hold a password.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	config, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's parse errors quote the URL; say only what is wrong.
+		return nil, errors.New("the database URL does not parse as a libpq URL or key=value string")
+	}
+	// pgxpool reads (and drops) pool_max_conns from the URL itself.
+	switch set := strings.Contains(url, "pool_max_conns"); {
+	case opts.MaxConns > 0:
+		config.MaxConns = opts.MaxConns
+	case !set:
+		config.MaxConns++ // the tailer's, so requests keep the default
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, config)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, redact(err))
+	}
+	s := &Store{pool: pool, config: config, opts: opts, log: log.Named("pgstore")}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close closes the pool, after the queries under way.
+func (s *Store) Close() { s.pool.Close() }
+
+// Pool is the store's connection pool, for tests and tools.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// redact keeps what a connection error says without the connection string
+// pgconn may include.
+func redact(err error) error {
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return fmt.Errorf("connecting to %s: %w", connErr.Config.Host, connErr.Unwrap())
+	}
+	return err
+}
+
+// unavailable wraps a failed database operation.
+func unavailable(op string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, redact(err))
+}

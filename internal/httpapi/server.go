@@ -109,6 +109,7 @@ type Server struct {
 	authLog  *authFailures
 	unknown  *unknownKeys      // request keys questiond does not know, logged once each
 	inboxes  map[string]string // inbox session id → its agent (see inbox.go)
+	lists    listCache         // GET /question bodies per directory scope (see listing.go)
 	mcp      *mcpEndpoint
 	console  *consoleView
 	draining atomic.Bool

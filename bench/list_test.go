@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -30,32 +31,9 @@ const (
 // iteration is one request to each server; the line carries both rates and
 // questiond/bare. ns/op is the time of both requests.
 func BenchmarkListPending(b *testing.B) {
-	q := startQuestiond(b, operatorQueue(listClients))
-	defer q.stop()
-	qc := newClient(q.url, listClients+8)
-	defer qc.close()
-	for range listPending {
-		if _, err := qc.ask(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var list json.RawMessage
-	if err := qc.exchange(context.Background(), http.MethodGet, "/question", nil, http.StatusOK, &list); err != nil {
-		b.Fatal(err)
-	}
-
-	bareSrv := httptest.NewServer(bare.New().Handler())
-	defer bareSrv.Close()
-	bc := newClient(bareSrv.URL, listClients+8)
-	defer bc.close()
-	if err := bc.exchange(context.Background(), http.MethodPost, "/seed", list, http.StatusNoContent, nil); err != nil {
-		b.Fatal(err)
-	}
-	var got json.RawMessage
-	if err := bc.exchange(context.Background(), http.MethodGet, "/question", nil, http.StatusOK, &got); err != nil || !bytes.Equal(got, list) {
-		b.Fatalf("the bare server lists other bytes than questiond (%v)", err)
-	}
-
+	fx := newListFixture(b, listPending)
+	defer fx.close()
+	qc, bc, list := fx.questiond, fx.bare, fx.list
 	// The two servers take turns, a round of listRound requests each, so
 	// that whatever else runs on the machine falls on both alike.
 	b.ResetTimer()
@@ -71,10 +49,67 @@ func BenchmarkListPending(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	questiond, bare := float64(b.N)/elapsed[0].Seconds(), float64(b.N)/elapsed[1].Seconds()
-	b.ReportMetric(questiond, "questiond-req/s")
-	b.ReportMetric(bare, "bare-req/s")
-	b.ReportMetric(questiond/bare, "questiond/bare")
+	questiondRate, bareRate := float64(b.N)/elapsed[0].Seconds(), float64(b.N)/elapsed[1].Seconds()
+	b.ReportMetric(questiondRate, "questiond-req/s")
+	b.ReportMetric(bareRate, "bare-req/s")
+	b.ReportMetric(questiondRate/bareRate, "questiond/bare")
+}
+
+// TestListPending runs the benchmark's exchange on a few questions, so its
+// code stays exercised under -race.
+func TestListPending(t *testing.T) {
+	fx := newListFixture(t, 5)
+	defer fx.close()
+	for _, c := range []*client{fx.questiond, fx.bare} {
+		if err := listConcurrently(c, len(fx.list), 2*listClients); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// listFixture is questiond with n questions pending and the bare server
+// seeded with the very items questiond lists.
+type listFixture struct {
+	questiond, bare *client
+	list            []byte // what both answer to GET /question
+	close           func()
+}
+
+func newListFixture(tb testing.TB, n int) *listFixture {
+	tb.Helper()
+	q := startQuestiond(tb, operatorQueue(listClients))
+	bareSrv := httptest.NewServer(bare.New().Handler())
+	fx := &listFixture{questiond: newClient(q.url, listClients+8), bare: newClient(bareSrv.URL, listClients+8)}
+	fx.close = func() {
+		fx.questiond.close()
+		fx.bare.close()
+		q.stop()
+		bareSrv.Close()
+	}
+	ctx := context.Background()
+	for range n {
+		if _, err := fx.questiond.ask(ctx); err != nil {
+			fx.close()
+			tb.Fatal(err)
+		}
+	}
+	var list, got json.RawMessage
+	err := fx.questiond.exchange(ctx, http.MethodGet, "/question", nil, http.StatusOK, &list)
+	if err == nil {
+		err = fx.bare.exchange(ctx, http.MethodPost, "/seed", list, http.StatusNoContent, nil)
+	}
+	if err == nil {
+		err = fx.bare.exchange(ctx, http.MethodGet, "/question", nil, http.StatusOK, &got)
+	}
+	if err == nil && !bytes.Equal(got, list) {
+		err = errors.New("the bare server lists other bytes than questiond")
+	}
+	if err != nil {
+		fx.close()
+		tb.Fatal(err)
+	}
+	fx.list = list
+	return fx
 }
 
 // listRound is how many requests one server answers before the other's turn.

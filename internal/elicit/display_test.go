@@ -100,10 +100,11 @@ func TestShown(t *testing.T) {
 func TestFromPromptsNeutralisesBidiAndGivesTheLabelBack(t *testing.T) {
 	prompts := []elicit.Prompt{{Question: "Merge " + rlo + "?", Header: "Mer" + rlo + "ge",
 		Options: []elicit.PromptOption{{Label: "Keep " + rlo + "eteled", Description: "d" + rli + "x"}, {Label: "Delete"}}}}
-	message, schema, questions, err := elicit.FromPrompts(prompts, elicit.Options{})
+	prompted, schema, questions, err := elicit.FromPrompts(prompts, elicit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	message := prompted.Message
 	q := questions[0]
 	if q.Question != "Merge \uFFFD?" || q.Header != "Mer\uFFFDge" ||
 		q.Options[0] != (elicit.QuestionOption{Label: "Keep \uFFFDeteled", Description: "d\uFFFDx"}) {

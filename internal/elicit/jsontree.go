@@ -127,6 +127,19 @@ func decodeOrdered(raw []byte) (*jsonValue, error) {
 	if !utf8.Valid(raw) {
 		return nil, root.errorf("is not valid UTF-8")
 	}
+	if json.Valid(raw) {
+		if v, ok := scanTree(raw); ok {
+			return v, nil
+		}
+	}
+	return decodeTree(raw)
+}
+
+// decodeTree is decodeOrdered's walk of json.Decoder tokens, which says
+// where any problem is. It allocates for every token, so valid documents
+// take scanTree instead, and come here only to have a problem named.
+func decodeTree(raw []byte) (*jsonValue, error) {
+	var root jsonPath
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	d := &treeDecoder{dec: dec}
@@ -197,7 +210,7 @@ func (d *treeDecoder) object(depth int) (*jsonValue, error) {
 			return nil, err
 		}
 		key := tok.(string) // the decoder only yields strings in key position
-		if d.isDuplicate(obj, &seen, key) {
+		if isDuplicate(obj, &seen, key) {
 			return nil, d.path.errorf("duplicate key %s", quote(key))
 		}
 		d.path = append(d.path, pathStep{key: key})
@@ -216,7 +229,9 @@ func (d *treeDecoder) object(depth int) (*jsonValue, error) {
 
 const linearKeyScan = 16
 
-func (d *treeDecoder) isDuplicate(obj *jsonValue, seen *map[string]bool, key string) bool {
+// isDuplicate reports whether obj has key already, keeping seen for big
+// objects.
+func isDuplicate(obj *jsonValue, seen *map[string]bool, key string) bool {
 	if len(obj.members) < linearKeyScan {
 		return obj.get(key) != nil
 	}

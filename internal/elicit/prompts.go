@@ -35,18 +35,19 @@ type PromptError struct {
 
 func (e *PromptError) Error() string { return e.Path + ": " + e.Problem }
 
-// FromPrompts turns OpenCode-style prompts into an elicitation: the message,
-// a requestedSchema with one optional property per prompt (PromptKey order;
+// FromPrompts turns OpenCode-style prompts into an elicitation: its parsed
+// form (whose Message is the elicitation's message: NewForm of that message
+// and the schema gives the same form), a requestedSchema with one optional property per prompt (PromptKey order;
 // options become titled choices whose values are their labels, free-text
 // prompts plain strings), and the questions operators see, which show the
 // prompts as written — option descriptions included. An empty answer leaves
 // its property out of the content, as OpenCode's "Unanswered".
-func FromPrompts(prompts []Prompt, opts Options) (message string, schema json.RawMessage, questions []QuestionInfo, err error) {
+func FromPrompts(prompts []Prompt, opts Options) (form *Form, schema json.RawMessage, questions []QuestionInfo, err error) {
 	if len(prompts) == 0 {
-		return "", nil, nil, &PromptError{"questions", "at least one question is needed"}
+		return nil, nil, nil, &PromptError{"questions", "at least one question is needed"}
 	}
 	if max := opts.maxProperties(); len(prompts) > max {
-		return "", nil, nil, &PromptError{"questions", fmt.Sprintf("at most %d questions can be asked at once, got %d", max, len(prompts))}
+		return nil, nil, nil, &PromptError{"questions", fmt.Sprintf("at most %d questions can be asked at once, got %d", max, len(prompts))}
 	}
 	type choice struct {
 		Const string `json:"const"`
@@ -68,13 +69,13 @@ func FromPrompts(prompts []Prompt, opts Options) (message string, schema json.Ra
 		at := fmt.Sprintf("questions[%d]", i)
 		text := strings.TrimSpace(p.Question)
 		if text == "" {
-			return "", nil, nil, &PromptError{at + ".question", "must not be empty"}
+			return nil, nil, nil, &PromptError{at + ".question", "must not be empty"}
 		}
 		if max := opts.maxOptions(); len(p.Options) > max {
-			return "", nil, nil, &PromptError{at + ".options", fmt.Sprintf("at most %d options can be offered, got %d", max, len(p.Options))}
+			return nil, nil, nil, &PromptError{at + ".options", fmt.Sprintf("at most %d options can be offered, got %d", max, len(p.Options))}
 		}
 		if len(p.Options) == 0 && p.Multiple {
-			return "", nil, nil, &PromptError{at + ".multiple", "a free-text question (no options) cannot take several picks"}
+			return nil, nil, nil, &PromptError{at + ".multiple", "a free-text question (no options) cannot take several picks"}
 		}
 		prop := property{Type: "string", Title: strings.TrimSpace(p.Header), Description: text}
 		if prop.Title == "" {
@@ -87,11 +88,11 @@ func FromPrompts(prompts []Prompt, opts Options) (message string, schema json.Ra
 			label := strings.TrimSpace(o.Label)
 			switch {
 			case label == "":
-				return "", nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), "must not be empty"}
+				return nil, nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), "must not be empty"}
 			case hasControl(label):
-				return "", nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), "must not contain control characters"}
+				return nil, nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), "must not contain control characters"}
 			case seen[Shown(label)]:
-				return "", nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), duplicateLabel(label)}
+				return nil, nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), duplicateLabel(label)}
 			}
 			seen[Shown(label)] = true
 			// The value stays the label as written, so the agent gets back
@@ -112,7 +113,7 @@ func FromPrompts(prompts []Prompt, opts Options) (message string, schema json.Ra
 		}
 		raw, err := json.Marshal(prop)
 		if err != nil {
-			return "", nil, nil, fmt.Errorf("%s: %w", at, err)
+			return nil, nil, nil, fmt.Errorf("%s: %w", at, err)
 		}
 		if i > 0 {
 			props.WriteByte(',')
@@ -121,18 +122,18 @@ func FromPrompts(prompts []Prompt, opts Options) (message string, schema json.Ra
 		questions[i] = q
 	}
 	props.WriteString("}}")
-	message = strings.TrimSpace(prompts[0].Question)
+	message := strings.TrimSpace(prompts[0].Question)
 	if len(prompts) > 1 {
 		message = fmt.Sprintf("%d questions: %s", len(prompts), message)
 	}
-	form, err := NewForm(message, json.RawMessage(props.String()), opts)
-	if err != nil {
-		return "", nil, nil, err
+	schema = json.RawMessage(props.String())
+	if form, err = NewForm(message, schema, opts); err != nil {
+		return nil, nil, nil, err
 	}
 	for i := range questions {
 		questions[i].Header = form.Questions[i].Header
 	}
-	return message, json.RawMessage(props.String()), questions, nil
+	return form, schema, questions, nil
 }
 
 // PromptAnswers reads content converted from a FromPrompts schema back into

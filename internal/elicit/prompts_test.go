@@ -27,15 +27,20 @@ func po(label, description string) elicit.PromptOption {
 
 func fromPrompts(t *testing.T, prompts []elicit.Prompt, opts elicit.Options) (string, json.RawMessage, []elicit.QuestionInfo, *elicit.Form) {
 	t.Helper()
-	message, schema, shown, err := elicit.FromPrompts(prompts, opts)
+	prompted, schema, shown, err := elicit.FromPrompts(prompts, opts)
 	if err != nil {
 		t.Fatalf("FromPrompts: %v", err)
 	}
-	form, err := elicit.NewForm(message, schema, opts)
+	form, err := elicit.NewForm(prompted.Message, schema, opts)
 	if err != nil {
 		t.Fatalf("NewForm refuses the schema FromPrompts made: %v\n%s", err, schema)
 	}
-	return message, schema, shown, form
+	// A stored question is rebuilt with NewForm (after a restart, say): it
+	// must be the very form the tool asked with.
+	if !reflect.DeepEqual(prompted, form) {
+		t.Fatalf("FromPrompts' form differs from NewForm's of its message and schema:\n%+v\n%+v", prompted, form)
+	}
+	return prompted.Message, schema, shown, form
 }
 
 func sameJSON(t *testing.T, got []byte, want string) {
@@ -276,7 +281,7 @@ func FuzzFromPrompts(f *testing.F) {
 		}
 		prompts := all[:count]
 		opts := elicit.Options{HeaderLimit: 12}
-		message, schema, shown, err := elicit.FromPrompts(prompts, opts)
+		prompted, schema, shown, err := elicit.FromPrompts(prompts, opts)
 		validUTF8 := true
 		for _, s := range []string{question, header, label1, desc1, label2} {
 			validUTF8 = validUTF8 && utf8.ValidString(s)
@@ -296,15 +301,18 @@ func FuzzFromPrompts(f *testing.F) {
 			}
 			return
 		}
-		form, err := elicit.NewForm(message, schema, opts)
+		form, err := elicit.NewForm(prompted.Message, schema, opts)
 		if err != nil {
 			t.Fatalf("NewForm refuses what FromPrompts made: %v\n%s", err, schema)
+		}
+		if !reflect.DeepEqual(prompted, form) {
+			t.Fatalf("FromPrompts' form differs from NewForm's of its message and schema:\n%+v\n%+v", prompted, form)
 		}
 		if _, err := sdkSchema(schema); err != nil {
 			t.Fatalf("the MCP SDK cannot load the schema: %v", err)
 		}
-		if len(shown) != len(prompts) || len(form.Questions) != len(prompts) || strings.TrimSpace(message) == "" {
-			t.Fatalf("%d prompts, %d shown, %d form questions, message %q", len(prompts), len(shown), len(form.Questions), message)
+		if len(shown) != len(prompts) || len(form.Questions) != len(prompts) || strings.TrimSpace(prompted.Message) == "" {
+			t.Fatalf("%d prompts, %d shown, %d form questions, message %q", len(prompts), len(shown), len(form.Questions), prompted.Message)
 		}
 		for i, q := range shown {
 			if q.Question == "" || q.Header == "" || q.Header != form.Questions[i].Header || utf8.RuneCountInString(q.Header) > 12 {

@@ -39,9 +39,11 @@ func (s *Server) createAs(ctx context.Context, p *createParams, only session.Cap
 	if err != nil {
 		return nil, err
 	}
-	form, err := elicit.NewForm(v.message, v.schema, s.opts.Elicit)
-	if err != nil {
-		return nil, err
+	form := p.form
+	if form == nil {
+		if form, err = elicit.NewForm(v.message, v.schema, s.opts.Elicit); err != nil {
+			return nil, err
+		}
 	}
 	route, err := s.routeQuestion(ctx, v.sessionID, only)
 	if err != nil {

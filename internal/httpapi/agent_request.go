@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
 )
@@ -27,9 +28,10 @@ type createParams struct {
 	Timeout         json.RawMessage `json:"timeout"`
 	Tool            *pending.Tool   `json:"tool"`
 
-	key     requestKey // from the Idempotency-Key header, not the body
-	client  string     // the MCP client that asks (see pending.Question.Client), not from the body
-	unknown []string   // keys of the params that are none of createFields, sorted
+	key     requestKey   // from the Idempotency-Key header, not the body
+	client  string       // the MCP client that asks (see pending.Question.Client), not from the body
+	form    *elicit.Form // Message and RequestedSchema parsed already (the question tools'), nil: createAs parses them
+	unknown []string     // keys of the params that are none of createFields, sorted
 }
 
 // rpcRequest is a JSON-RPC 2.0 request, or the {"method","params"} wrapper

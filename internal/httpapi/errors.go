@@ -170,9 +170,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err != nil {
 		// Every value we write is made of plain structs, maps and slices; a
 		// failure here is a programming error worth a loud 500.
-		body = []byte(`{"name":"UnknownError","data":{"message":"Unexpected server error. Check server logs for details."}}`)
-		status = http.StatusInternalServerError
+		body, status = unencodableBody, http.StatusInternalServerError
 	}
+	writeJSONBytes(w, status, body)
+}
+
+// unencodableBody answers a request whose answer could not be encoded.
+var unencodableBody = []byte(`{"name":"UnknownError","data":{"message":"Unexpected server error. Check server logs for details."}}`)
+
+// writeJSONBytes writes body, which is JSON already.
+func writeJSONBytes(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))

@@ -68,15 +68,15 @@ func (s *Server) askTool(conn *mcpConnection, capability session.Capability) mcp
 			return nil, askOutput{}, toolError(errShuttingDown)
 		}
 		defer s.toolCalls.leave()
-		message, schema, shown, err := elicit.FromPrompts(in.Questions, s.opts.Elicit)
+		form, schema, shown, err := elicit.FromPrompts(in.Questions, s.opts.Elicit)
 		if err != nil {
 			return nil, askOutput{}, err
 		}
 		// The tool call runs outside the HTTP request that opened the MCP
 		// session: it acts for the agent that opened it.
 		ctx = context.WithValue(ctx, callerKey{}, caller{role: roleAgent, agent: conn.agent})
-		q, err := s.createAs(ctx, &createParams{Message: &message, RequestedSchema: schema,
-			SessionID: conn.sessionID, Directory: conn.directory, client: mcpClientName(req.Session)}, capability, shown)
+		q, err := s.createAs(ctx, &createParams{Message: &form.Message, RequestedSchema: schema,
+			SessionID: conn.sessionID, Directory: conn.directory, client: mcpClientName(req.Session), form: form}, capability, shown)
 		if err != nil {
 			return nil, askOutput{}, toolError(err)
 		}

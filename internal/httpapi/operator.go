@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -21,16 +22,17 @@ func (s *Server) handleQuestionList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	questions, err := s.store.List(r.Context(), pending.Filter{Directory: dir})
+	body, err := s.questionList(r.Context(), dir)
+	if errors.Is(err, errUnencodable) {
+		s.log.Error("listing questions", zap.Error(err))
+		writeJSONBytes(w, http.StatusInternalServerError, unencodableBody)
+		return
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	out := make([]questionRequest, len(questions))
-	for i, q := range questions {
-		out[i] = toQuestionRequest(q)
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSONBytes(w, http.StatusOK, body)
 }
 
 // questionID reads and checks the {requestID} path parameter.

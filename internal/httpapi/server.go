@@ -117,6 +117,7 @@ type Server struct {
 	meter    Meter
 	ready    *readiness
 	inboxes  map[string]string // inbox session id → its agent (see inbox.go)
+	lists    listCache         // GET /question bodies per directory scope (see listing.go)
 	mcp      *mcpEndpoint
 	console  *consoleView
 	draining atomic.Bool

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -87,6 +88,9 @@ type Memory struct {
 	// Endings that Observe saw for ids whose creation is committing here,
 	// for createDurably to apply once it has indexed the question (under mu).
 	observedEndings map[string]Outcome
+	// pendingVersion ticks, under mu, whenever a question joins or leaves
+	// pending; PendingVersion reads it without mu.
+	pendingVersion atomic.Uint64
 
 	closing     chan struct{}  // closed by Close: wakes waiters, stops the janitor
 	janitorDone chan struct{}  // closed when the janitor has returned
@@ -353,6 +357,12 @@ func (m *Memory) List(ctx context.Context, f Filter) ([]*Question, error) {
 	}
 	return list, nil
 }
+
+// PendingVersion changes whenever a question joins or leaves the pending
+// list. Read before two calls of List (without Filter.Ended), the same
+// version means the same pending questions: a caller may keep what it made
+// of the first answer instead of asking again.
+func (m *Memory) PendingVersion() uint64 { return m.pendingVersion.Load() }
 
 // eachRetained calls fn, in ending order, for each ended question that
 // matches f and whose result is still retained (not expired, not evicted).

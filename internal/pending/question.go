@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/questiond/questiond/internal/elicit"
@@ -86,6 +87,30 @@ type Question struct {
 	// the question has ended, when nothing needs it. The store shares it
 	// between copies: treat it as read-only.
 	Form *elicit.Form `json:"-"`
+	// Listing memoizes the question as operators list it, encoded once by
+	// the first caller that lists it (httpapi); the record never changes,
+	// so neither do those bytes. The store gives every question it holds a
+	// memo of its own, shared by the copies it hands out, and drops it, like
+	// Form, once the question has ended. Nil means nothing is memoized.
+	Listing *Memo `json:"-"`
+}
+
+// Memo holds bytes derived from a question's immutable record, computed
+// once. Its methods are safe for concurrent use; a nil *Memo computes every
+// time.
+type Memo struct {
+	once  sync.Once
+	bytes []byte
+}
+
+// Bytes returns the memoized bytes, calling compute to get them the first
+// time. The caller must not modify them.
+func (m *Memo) Bytes(compute func() []byte) []byte {
+	if m == nil {
+		return compute()
+	}
+	m.once.Do(func() { m.bytes = compute() })
+	return m.bytes
 }
 
 // Filter selects questions for List and Count: pending ones, and with Ended
@@ -123,8 +148,10 @@ func (f Filter) Matches(q *Question) bool {
 // cloneForStore copies q deeply enough that the caller changing its struct,
 // its schema bytes or its questions afterwards leaves the stored record alone.
 // Form is shared: it is the parsed, read-only view of Message and Schema.
+// Listing is a new, empty memo, as nothing is encoded from the copy yet.
 func cloneForStore(q *Question) *Question {
 	c := *q
+	c.Listing = new(Memo)
 	c.Schema = json.RawMessage(bytes.Clone(q.Schema))
 	if q.Questions != nil {
 		c.Questions = make([]elicit.QuestionInfo, len(q.Questions))

@@ -57,6 +57,7 @@ func Open(ctx context.Context, opts MemoryOptions) (*Memory, error) {
 			pending = append(pending, e)
 			continue
 		}
+		e.q.Listing = nil
 		o := cloneOutcome(*rec.Ended)
 		expires := o.At.Add(m.retention)
 		if !now.Before(expires) {

@@ -61,6 +61,7 @@ func (m *Memory) listPending(e *entry) {
 	m.seq++
 	e.listedAt = m.seq
 	e.elem = m.pending.PushBack(e)
+	m.pendingVersion.Add(1)
 }
 
 // listEnded appends e to the ended queue. Callers hold mu for writing.

@@ -218,14 +218,16 @@ func (m *Memory) decide(e *entry, o Outcome) (reported, returned *Question) {
 	}
 	close(e.done)
 	// The parsed form is most of what a question costs in memory, and only
-	// a reply needs it: retained results are kept without it. No reader
-	// copies e.q without e.mu, and List and Count no longer see e.
-	e.q.Form = nil
+	// a reply needs it: retained results are kept without it, and without
+	// the encoded listing. No reader copies e.q without e.mu, and List and
+	// Count no longer see e.
+	e.q.Form, e.q.Listing = nil, nil
 	reported, returned = e.snapshot(), e.snapshot()
 	e.mu.Unlock()
 
 	m.pending.Remove(e.elem)
 	e.elem = nil
+	m.pendingVersion.Add(1)
 	m.sessionEnded(e)
 	// An ended entry is only replaced once expired, so this holds; checked
 	// anyway so that a stale entry can never be queued for a newer one's id.

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/questiond/questiond/bench/bare"
 	"github.com/questiond/questiond/internal/opencodenpm"
 )
 
@@ -59,7 +60,7 @@ func main() {
 	flag.IntVar(&cfg.subscribers, "subscribers", 100, "idle /event subscribers for the memory per subscriber")
 	flag.Parse()
 	if *serveBareFlag {
-		if err := serveBare(); err != nil {
+		if err := bare.Serve(); err != nil {
 			fmt.Fprintln(os.Stderr, "bare server:", err)
 			os.Exit(1)
 		}

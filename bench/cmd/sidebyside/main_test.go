@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/questiond/questiond/bench/bare"
 	"github.com/questiond/questiond/internal/opencodenpm"
 	"github.com/questiond/questiond/internal/testenv"
 )
@@ -25,7 +26,7 @@ import (
 // it re-runs the sidebyside binary.
 func TestMain(m *testing.M) {
 	if slices.Contains(os.Args[1:], "-serve-bare") {
-		if err := serveBare(); err != nil {
+		if err := bare.Serve(); err != nil {
 			os.Exit(1)
 		}
 		return
@@ -54,7 +55,7 @@ func send(t *testing.T, method, url string, body []byte) (int, string) {
 // The bare server lists exactly the bytes it was seeded with, in order, and
 // forgets a question once it is replied to.
 func TestBareServerSendsTheSeededBytes(t *testing.T) {
-	srv := httptest.NewServer((&bareServer{items: make(map[string][]byte)}).handler())
+	srv := httptest.NewServer(bare.New().Handler())
 	defer srv.Close()
 	first := `{"id":"que_1", "questions":[{"question":"A?"}]}`
 	second := `{"sessionID":"ses_2","id":"que_2"}`

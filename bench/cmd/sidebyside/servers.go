@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/questiond/questiond/bench/bare"
 )
 
 // target is one server under test, started and ready.
@@ -112,7 +114,7 @@ func cmpErr(first, err error) error {
 	return err
 }
 
-// startBare re-runs this program as the bare server (see serveBare). Its
+// startBare re-runs this program as the bare server (see bare.Serve). Its
 // pending questions are the items questiond listed (cfg.seed), so it can
 // only be measured after questiond.
 func startBare(cfg *config) (*target, error) {
@@ -122,7 +124,7 @@ func startBare(cfg *config) (*target, error) {
 	}
 	cmd := exec.Command(self, "-serve-bare")
 	p, addr, err := startProcess("bare", cmd, filepath.Join(cfg.work, "bare.log"), func(line string) string {
-		if addr, ok := strings.CutPrefix(line, listeningPrefix); ok {
+		if addr, ok := strings.CutPrefix(line, bare.ListeningPrefix); ok {
 			return addr
 		}
 		return ""

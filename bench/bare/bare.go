@@ -1,4 +1,6 @@
-package main
+// Package bare is the floor questiond is measured against: a plain net/http
+// server sending pre-encoded operator answers.
+package bare
 
 import (
 	"bytes"
@@ -11,13 +13,13 @@ import (
 	"sync"
 )
 
-// bareServer is the floor every server is measured against: plain net/http
+// Server is the floor every server is measured against: plain net/http
 // answering the operator's routes with bytes encoded before the request
 // came. Its pending questions are seeded (POST /seed) with the very items
 // questiond listed, so GET /question sends the same bytes questiond sends;
 // the list body is built once per change, replies only read their body and
 // drop the id, and /event sends server.connected and then nothing.
-type bareServer struct {
+type Server struct {
 	mu    sync.Mutex
 	ids   []string          // pending, in the order they were seeded
 	items map[string][]byte // pending id → its encoded list item
@@ -30,7 +32,12 @@ var (
 	bareTrue      = []byte("true")
 )
 
-func (s *bareServer) handler() http.Handler {
+// New returns a server with nothing pending.
+func New() *Server { return &Server{items: make(map[string][]byte)} }
+
+// Handler serves POST /seed, GET /question, POST /question/{id}/reply and
+// GET /event.
+func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /seed", s.seed)
 	mux.HandleFunc("GET /question", s.listQuestions)
@@ -41,7 +48,7 @@ func (s *bareServer) handler() http.Handler {
 
 // seed adds the items of a JSON array of pending questions, each keeping
 // its bytes exactly.
-func (s *bareServer) seed(w http.ResponseWriter, r *http.Request) {
+func (s *Server) seed(w http.ResponseWriter, r *http.Request) {
 	var items []json.RawMessage
 	if err := json.NewDecoder(r.Body).Decode(&items); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -62,7 +69,7 @@ func (s *bareServer) seed(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (s *bareServer) listQuestions(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) listQuestions(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	if s.list == nil {
 		var b bytes.Buffer
@@ -81,7 +88,7 @@ func (s *bareServer) listQuestions(w http.ResponseWriter, _ *http.Request) {
 	writeBare(w, http.StatusOK, list)
 }
 
-func (s *bareServer) reply(w http.ResponseWriter, r *http.Request) {
+func (s *Server) reply(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	id := r.PathValue("id")
 	s.mu.Lock()
@@ -104,7 +111,7 @@ func (s *bareServer) reply(w http.ResponseWriter, r *http.Request) {
 	writeBare(w, http.StatusOK, bareTrue)
 }
 
-func (s *bareServer) events(w http.ResponseWriter, r *http.Request) {
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -120,17 +127,17 @@ func writeBare(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// serveBare is this program run as the bare server (-serve-bare): it
-// listens on a free loopback port, prints "listening host:port", and serves
+// Serve is a program run as the bare server: it listens on a free loopback port, prints "listening host:port", and serves
 // until it is killed (by its parent, or by the kernel when the parent dies).
-func serveBare() error {
+func Serve() error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	fmt.Println(listeningPrefix + ln.Addr().String())
-	srv := &http.Server{Handler: (&bareServer{items: make(map[string][]byte)}).handler()}
+	fmt.Println(ListeningPrefix + ln.Addr().String())
+	srv := &http.Server{Handler: New().Handler()}
 	return srv.Serve(ln)
 }
 
-const listeningPrefix = "listening "
+// ListeningPrefix starts the line Serve prints with its address.
+const ListeningPrefix = "listening "

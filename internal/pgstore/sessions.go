@@ -68,6 +68,20 @@ func (r *Sessions) Put(ctx context.Context, s session.Session, agent string) (se
 		if _, err := tx.Exec(ctx, "LOCK TABLE sessions IN SHARE ROW EXCLUSIVE MODE"); err != nil {
 			return err
 		}
+		if s.Capability == session.Parent {
+			// A parent on none is refused as by the single-machine registry;
+			// the table lock keeps the parent from changing meanwhile.
+			parent, configured, err := r.get(ctx, tx, s.ParentID, false)
+			if err != nil {
+				return err
+			}
+			if !configured {
+				parent.Capability = r.opts.Default
+			}
+			if parent.Capability == session.None {
+				return session.ParentOnNone(s.ParentID)
+			}
+		}
 		old, exists, err := r.get(ctx, tx, s.ID, true)
 		if err != nil {
 			return err

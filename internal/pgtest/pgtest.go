@@ -27,6 +27,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/questiond/questiond/internal/testenv"
@@ -268,7 +270,7 @@ func (s *Server) Restart() error {
 		return fmt.Errorf("starting postgres: %w", err)
 	}
 	done := make(chan struct{})
-	go func() {
+	go func() { // see LeakOption
 		_ = cmd.Wait()
 		logFile.Close()
 		close(done)
@@ -343,4 +345,11 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// LeakOption tells a goleak check inside one test to ignore the goroutine
+// that waits for the package's shared server, which the first test to ask
+// for a database starts and which outlives every test.
+func LeakOption() goleak.Option {
+	return goleak.IgnoreAnyFunction("github.com/questiond/questiond/internal/pgtest.(*Server).Restart.func1")
 }

@@ -151,8 +151,7 @@ func (r *Registry) Put(ctx context.Context, s Session, agent string) (Session, b
 	parent := r.capabilityLocked(s.ParentID)
 	r.mu.RUnlock()
 	if s.Capability == Parent && parent == None {
-		return Session{}, false, &FieldError{Field: "parentSessionID", Problem: fmt.Sprintf(
-			"parent session %s may not ask questions (its question capability is \"none\"), so neither can a session asking through it; set the parent to \"user\" first, or give this session \"none\"", s.ParentID)}
+		return Session{}, false, ParentOnNone(s.ParentID)
 	}
 	if exists && !mayChange(old, agent) {
 		return Session{}, false, ErrForbidden
@@ -213,3 +212,10 @@ func (r *Registry) Delete(ctx context.Context, id, agent string) (Session, error
 // agent tokens (no owner), which would otherwise be stuck once tokens are
 // configured.
 func mayChange(s Session, agent string) bool { return s.SetBy == "" || s.SetBy == agent }
+
+// ParentOnNone is the refusal of a Parent session whose parent may ask
+// nobody; every Store gives it in the same words.
+func ParentOnNone(parentID string) *FieldError {
+	return &FieldError{Field: "parentSessionID", Problem: fmt.Sprintf(
+		"parent session %s may not ask questions (its question capability is \"none\"), so neither can a session asking through it; set the parent to \"user\" first, or give this session \"none\"", parentID)}
+}

@@ -27,9 +27,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
 
 	"github.com/questiond/questiond/internal/testenv"
 )

@@ -161,12 +161,14 @@ func (m *Mirror) missed(ctx context.Context, err error) error {
 func (m *Mirror) CatchUp(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, CatchUpWait)
 	defer cancel()
-	var head int64
-	if err := m.db.pool.QueryRow(ctx, "SELECT seq FROM log_head").Scan(&head); err != nil {
-		return unavailable("read the change log's head", err)
+	// Every transaction that committed before now has a lower id than the
+	// next one to be handed out.
+	var next int64
+	if err := m.db.pool.QueryRow(ctx, "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").Scan(&next); err != nil {
+		return unavailable("read the change log's position", err)
 	}
-	if err := m.tail.WaitFor(ctx, head); err != nil {
-		return fmt.Errorf("catch up with change %d: %w", head, err)
+	if err := m.tail.WaitFor(ctx, next); err != nil {
+		return fmt.Errorf("catch up with the change log up to transaction %d: %w", next, err)
 	}
 	return nil
 }

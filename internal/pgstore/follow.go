@@ -161,10 +161,12 @@ func (m *Mirror) missed(ctx context.Context, err error) error {
 func (m *Mirror) CatchUp(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, CatchUpWait)
 	defer cancel()
-	// Every transaction that committed before now has a lower id than the
-	// next one to be handed out.
+	// Every change committed before now was made by a transaction with an
+	// id up to the highest one logged, or pruned since. Not the next id to
+	// be handed out: that would also wait for transactions that change no
+	// question.
 	var next int64
-	if err := m.db.pool.QueryRow(ctx, "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").Scan(&next); err != nil {
+	if err := m.db.pool.QueryRow(ctx, "SELECT greatest((SELECT max(xid) + 1 FROM changes), (SELECT xid FROM log_pruned))").Scan(&next); err != nil {
 		return unavailable("read the change log's position", err)
 	}
 	if err := m.tail.WaitFor(ctx, next); err != nil {

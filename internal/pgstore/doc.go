@@ -6,26 +6,75 @@
 //
 // Every creation and ending of a question appends one row to the changes
 // table, in the same transaction as the change itself: one call of a schema
-// function (questiond_ask, questiond_end), one round trip. Its sequence
-// number comes from the one row of log_head, incremented in that call: the
-// row lock is held until the commit, so transactions take numbers one after
-// another and commit in number order. A reader that sees
-// change n therefore already sees every change before it, and a tailer
-// reading "seq > last ORDER BY seq" never skips a row that commits later
-// (a bigserial would: its numbers are handed out before commit, and
-// commits land in any order). The price is that commits of changes are
-// serialised, one WAL flush after another; NOTIFY, which the same
-// transactions send, serialises commits anyway.
+// function (questiond_ask, questiond_end), one round trip. The row carries
+// a number from a sequence (seq) and the id of its transaction (xid,
+// pg_current_xact_id). The log's order is (xid, seq). Transactions take
+// no lock in common, so their commits share WAL flushes (group commit); a
+// sequence alone would not do for a reader, since numbers are handed out
+// before commit and commits land in any order: a reader that passed
+// number 6 would never see a 5 that committed after it.
+//
+// A tailer's position is a transaction id W: it has handed over every
+// change of every transaction with an id below W. One read is one
+// statement, so one snapshot S, and reads the changes with W <= xid < U
+// for some U <= xmin(S), where xmin(S) (pg_snapshot_xmin) is the oldest
+// transaction id still running when S was taken. Why nothing is skipped:
+//
+//   - A transaction with an id below xmin(S) had ended when S was taken:
+//     committed, and then S sees all of its rows, or aborted, and none of
+//     them will ever exist.
+//   - Every transaction that begins later gets an id at least xmax(S)
+//     (the next id to be handed out), which is at least xmin(S).
+//   - So the changes with xid below xmin(S) are final when read: no
+//     change can appear later below U, and reading on from U misses
+//     nothing. A transaction still open (however long) holds U back at
+//     its id; the changes above it wait, none is passed over.
+//
+// Ids are 64-bit (xid8, epoch included): they never wrap. A transaction
+// is read whole (U only ever cuts between transactions) so that a batch
+// never splits one.
+//
+// Why the order keeps each question's asked before its ended: an ending
+// updates the question's row, which it can only find once the creation
+// committed; the ending's function gets its transaction id at that update,
+// after the creation's transaction, which had its id before it committed,
+// so xid(asked) < xid(ended). This holds because each change is one
+// statement in its own transaction (a transaction of several Puts, as at
+// restore, gets its id at its first statement: an ending in it of a
+// question another transaction created meanwhile could come first; restore
+// only ends questions loaded before it began).
+//
+// The price: a tailer reads no further than the oldest running
+// transaction of the whole PostgreSQL server (every database's writers
+// count), so a long writing transaction elsewhere on the server delays
+// every replica's events (not its writes) until it ends.
+//
+// NOTIFY is not sent in a change's transaction: PostgreSQL serialises the
+// commits of notifying transactions under one lock held through the
+// commit's flush, which would undo the above. The store sends one
+// notification after its changes commit (several that commit meanwhile
+// share it), in a transaction that does not wait for the disk; a lost one
+// costs a poll interval.
+//
+// The cluster-wide limit on pending questions is counted in 32 stripes,
+// each capped at its share of the limit (they add up to it), so that
+// creations lock different rows: a creation takes the first stripe with
+// room from one its id picks. The total never exceeds the limit; near it,
+// a creation may be refused while a concurrent ending frees a place in a
+// stripe it already tried. Every replica must use the same limit.
+// The per-agent counter is one row per agent token, not counted for the
+// unauthenticated owner (""), which has no limit.
 //
 // # Tailing
 //
-// A Tailer holds one connection that LISTENs on the changes channel; each
-// change's transaction notifies it with just the sequence number (payloads
-// stay far under PostgreSQL's 8000-byte limit), and it reads the rows. It
-// also reads every PollInterval in case a notification was lost, and after
-// a lost connection it reconnects with backoff and catches up from the last
-// number it applied. Changes older than KeepChanges are pruned; a tailer
-// that finds its position pruned resynchronises from the records.
+// A Tailer holds one connection that LISTENs on the changes channel; a
+// notification (empty payload) wakes it, and it reads the rows. It also
+// reads every PollInterval in case a notification was lost, every few
+// milliseconds while a WaitFor waits for a running transaction, and after
+// a lost connection it reconnects with backoff and catches up from its
+// position. Changes older than KeepChanges are pruned, and the highest
+// pruned id recorded (log_pruned); a tailer whose position is below it
+// resynchronises from the records.
 //
 // # One replica
 //

@@ -161,12 +161,16 @@ func (m *Mirror) missed(ctx context.Context, err error) error {
 func (m *Mirror) CatchUp(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, CatchUpWait)
 	defer cancel()
-	var head int64
-	if err := m.db.pool.QueryRow(ctx, "SELECT seq FROM log_head").Scan(&head); err != nil {
-		return unavailable("read the change log's head", err)
+	// Every change committed before now was made by a transaction with an
+	// id up to the highest one logged, or pruned since. Not the next id to
+	// be handed out: that would also wait for transactions that change no
+	// question.
+	var next int64
+	if err := m.db.pool.QueryRow(ctx, "SELECT greatest((SELECT max(xid) + 1 FROM changes), (SELECT xid FROM log_pruned))").Scan(&next); err != nil {
+		return unavailable("read the change log's position", err)
 	}
-	if err := m.tail.WaitFor(ctx, head); err != nil {
-		return fmt.Errorf("catch up with change %d: %w", head, err)
+	if err := m.tail.WaitFor(ctx, next); err != nil {
+		return fmt.Errorf("catch up with the change log up to transaction %d: %w", next, err)
 	}
 	return nil
 }

@@ -55,28 +55,26 @@ VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
 				asked = append(asked, q.ID)
 			}
 		}
-		// The counters of the limits follow what is now pending; locked
-		// before the log head, as every change locks them.
-		if _, err := tx.Exec(ctx, "UPDATE pending_total SET n = (SELECT count(*) FROM questions WHERE NOT ended)"); err != nil {
+		// The counters of the limits follow what is now pending, spread
+		// over the stripes round-robin as migration 5 spreads them.
+		if _, err := tx.Exec(ctx, `
+UPDATE questions q SET stripe = r.i % 32
+FROM (SELECT id, row_number() OVER (ORDER BY created_at, id) - 1 AS i FROM questions WHERE NOT ended) r
+WHERE q.id = r.id`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "UPDATE pending_stripes p SET n = (SELECT count(*) FROM questions WHERE NOT ended AND stripe = p.stripe)"); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `
-INSERT INTO pending_owners (owner, n) SELECT owner, count(*) FROM questions WHERE NOT ended GROUP BY owner
+INSERT INTO pending_owners (owner, n) SELECT owner, count(*) FROM questions WHERE NOT ended AND owner <> '' GROUP BY owner
 ON CONFLICT (owner) DO UPDATE SET n = EXCLUDED.n`); err != nil {
 			return err
 		}
 		if len(asked) > 0 {
-			var head int64
-			if err := tx.QueryRow(ctx, "UPDATE log_head SET seq = seq + $1 RETURNING seq", len(asked)).Scan(&head); err != nil {
-				return err
-			}
-			first := head - int64(len(asked)) + 1
 			if _, err := tx.Exec(ctx, `
-INSERT INTO changes (seq, question_id, kind)
-SELECT $1 + i - 1, id, 'asked' FROM unnest($2::text[]) WITH ORDINALITY AS a(id, i)`, first, asked); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, "SELECT pg_notify('"+channel+"', $1)", fmt.Sprint(head)); err != nil {
+INSERT INTO changes (seq, question_id, kind, xid)
+SELECT nextval('changes_seq'), id, 'asked', pg_current_xact_id()::text::bigint FROM unnest($1::text[]) WITH ORDINALITY AS a(id, i) ORDER BY i`, asked); err != nil {
 				return err
 			}
 		}

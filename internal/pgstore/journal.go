@@ -28,10 +28,10 @@ type Journal struct {
 }
 
 // Each creation and ending is one call of a function of the schema
-// (migration 2): one statement, one round trip, its own transaction. It
-// writes the question, takes the next change number from log_head, whose
-// row lock it holds until it commits (so commits come in number order),
-// appends the change and notifies the tailers with its number.
+// (migrations 2 and 5): one statement, one round trip, its own
+// transaction. It writes the question, updates the counters of the limits
+// and appends the change with its transaction's id; the store announces it
+// to the tailers after the commit (see the package doc).
 const (
 	askSQL = "SELECT questiond_ask($1, $2, $3, $4, $5, $6, $7)"
 	endSQL = "SELECT questiond_end($1, $2, $3)"
@@ -42,17 +42,18 @@ var _ pending.Journal = (*Journal)(nil)
 // Questions returns the journal of the questions.
 func (s *Store) Questions() *Journal { return &Journal{s: s} }
 
-// LoadedSeq is the sequence number of the last change the last Load saw:
-// a tailer started from it misses nothing Load did not return.
+// LoadedSeq is the log position (see Tailer.Last) of the last Load's
+// snapshot: a tailer started from it misses nothing Load did not return
+// (it may hand over again changes Load already saw).
 func (j *Journal) LoadedSeq() int64 { return j.loaded.Load() }
 
 // Load returns every question record, from one snapshot that also reads
-// the change log's head (see LoadedSeq).
+// the change log's position (see LoadedSeq).
 func (j *Journal) Load(ctx context.Context) ([]*pending.Question, error) {
 	var qs []*pending.Question
 	var head int64
 	err := pgx.BeginTxFunc(ctx, j.s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, "SELECT seq FROM log_head").Scan(&head); err != nil {
+		if err := tx.QueryRow(ctx, "SELECT "+safeSQL).Scan(&head); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, "SELECT id, record::text FROM questions")
@@ -89,8 +90,10 @@ func (j *Journal) Put(ctx context.Context, qs ...*pending.Question) error {
 	case 0:
 		return nil
 	case 1:
+		defer j.s.announce()
 		return j.put(ctx, j.s.pool, qs[0])
 	}
+	defer j.s.announce()
 	err := pgx.BeginFunc(ctx, j.s.pool, func(tx pgx.Tx) error {
 		for _, q := range qs {
 			if err := j.put(ctx, tx, q); err != nil {

@@ -129,6 +129,105 @@ CREATE TABLE notify_outbox (
 	value bytea NOT NULL
 );
 `,
+	// 5: changes commit side by side (see the package doc, "Gap-free
+	// order"): numbers come from a sequence and each change records its
+	// transaction's id, which orders the log; nothing notifies inside the
+	// transaction (NOTIFY takes a cluster-wide lock until commit); the
+	// pending total is split into stripes, each capped at its share of the
+	// limit; the unauthenticated owner ('') is not counted.
+	`
+CREATE SEQUENCE changes_seq;
+SELECT setval('changes_seq', greatest(seq, 1), seq > 0) FROM log_head;
+DROP TABLE log_head;
+ALTER TABLE changes ADD COLUMN xid bigint NOT NULL DEFAULT 0;
+CREATE INDEX changes_xid ON changes (xid, seq);
+-- The highest transaction id whose changes pruning may have deleted.
+CREATE TABLE log_pruned (
+	one boolean PRIMARY KEY DEFAULT true CHECK (one),
+	xid bigint NOT NULL
+);
+INSERT INTO log_pruned VALUES (true, 0);
+
+CREATE TABLE pending_stripes (
+	stripe int PRIMARY KEY,
+	n      bigint NOT NULL
+);
+ALTER TABLE questions ADD COLUMN stripe int NOT NULL DEFAULT 0;
+-- Spread what is pending round-robin, so that no stripe holds more than
+-- its share of a limit the total is within.
+UPDATE questions q SET stripe = r.i % 32
+FROM (SELECT id, row_number() OVER (ORDER BY created_at, id) - 1 AS i FROM questions WHERE NOT ended) r
+WHERE q.id = r.id;
+INSERT INTO pending_stripes SELECT s, (SELECT count(*) FROM questions WHERE NOT ended AND stripe = s) FROM generate_series(0, 31) s;
+DROP TABLE pending_total;
+DELETE FROM pending_owners WHERE owner = '';
+
+-- questiond_stripe_cap is stripe s's share of a limit of max pending
+-- questions over 32 stripes: they add up to max.
+CREATE FUNCTION questiond_stripe_cap(s int, max bigint) RETURNS bigint LANGUAGE sql IMMUTABLE
+AS $$ SELECT max / 32 + CASE WHEN s < max % 32 THEN 1 ELSE 0 END $$;
+
+-- questiond_ask as in version 2, but it counts the question in one stripe
+-- (the first with room, from one its id picks), logs it under a number of
+-- the sequence and its transaction id, and does not notify.
+CREATE OR REPLACE FUNCTION questiond_ask(p_id text, p_record json, p_owner text, p_key text, p_created timestamptz, max_total bigint, max_owner bigint)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	s bigint;
+	first int := abs(hashtext(p_id)) % 32;
+	k int;
+BEGIN
+	INSERT INTO questions (id, record, owner, request_key, created_at)
+	VALUES (p_id, p_record, p_owner, p_key, p_created)
+	ON CONFLICT (id) DO NOTHING;
+	IF NOT FOUND THEN
+		RETURN 0;
+	END IF;
+	FOR i IN 0..31 LOOP
+		k := (first + i) % 32;
+		UPDATE pending_stripes SET n = n + 1
+		WHERE stripe = k AND (max_total <= 0 OR n < questiond_stripe_cap(k, max_total));
+		EXIT WHEN FOUND;
+		k := -1;
+	END LOOP;
+	IF k < 0 THEN
+		RAISE EXCEPTION 'questiond holds % pending questions, its limit', max_total USING ERRCODE = 'QD001';
+	END IF;
+	UPDATE questions SET stripe = k WHERE id = p_id;
+	IF p_owner <> '' THEN
+		INSERT INTO pending_owners AS o (owner, n) VALUES (p_owner, 1)
+		ON CONFLICT (owner) DO UPDATE SET n = o.n + 1 WHERE max_owner <= 0 OR o.n < max_owner;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'agent % has % pending questions, its limit', p_owner, max_owner USING ERRCODE = 'QD002';
+		END IF;
+	END IF;
+	s := nextval('changes_seq');
+	INSERT INTO changes (seq, question_id, kind, xid) VALUES (s, p_id, 'asked', pg_current_xact_id()::text::bigint);
+	RETURN s;
+END $$;
+
+CREATE OR REPLACE FUNCTION questiond_end(p_id text, p_record json, p_at timestamptz)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	s bigint;
+	who text;
+	k int;
+BEGIN
+	UPDATE questions SET record = p_record, ended = true, ended_at = p_at
+	WHERE id = p_id AND NOT ended
+	RETURNING owner, stripe INTO who, k;
+	IF NOT FOUND THEN
+		RETURN 0;
+	END IF;
+	UPDATE pending_stripes SET n = n - 1 WHERE stripe = k;
+	IF who <> '' THEN
+		UPDATE pending_owners SET n = n - 1 WHERE owner = who;
+	END IF;
+	s := nextval('changes_seq');
+	INSERT INTO changes (seq, question_id, kind, xid) VALUES (s, p_id, 'ended', pg_current_xact_id()::text::bigint);
+	RETURN s;
+END $$;
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

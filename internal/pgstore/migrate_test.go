@@ -37,11 +37,11 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 	}
 	s := open(t, url)
 	var version, heads int
-	if err := s.Pool().QueryRow(context.Background(), "SELECT version, (SELECT count(*) FROM log_head) FROM questiond_schema").Scan(&version, &heads); err != nil {
+	if err := s.Pool().QueryRow(context.Background(), "SELECT version, (SELECT count(*) FROM pending_stripes) FROM questiond_schema").Scan(&version, &heads); err != nil {
 		t.Fatal(err)
 	}
-	if version != pgstore.SchemaVersion || heads != 1 {
-		t.Fatalf("version %d with %d log heads; want %d with 1", version, heads, pgstore.SchemaVersion)
+	if version != pgstore.SchemaVersion || heads != 32 {
+		t.Fatalf("version %d with %d counter stripes; want %d with 32", version, heads, pgstore.SchemaVersion)
 	}
 }
 

@@ -238,7 +238,7 @@ func TestPrunedLogResyncs(t *testing.T) {
 	if err := a.store.Create(ctx, question("q3")); err != nil {
 		t.Fatal(err)
 	}
-	if err := pruner.WaitFor(ctx, 4); err != nil {
+	if err := pruner.WaitFor(ctx, nextXid(t, db)); err != nil {
 		t.Fatal(err)
 	}
 	pruner.Stop()

@@ -37,6 +37,10 @@ type Store struct {
 	config *pgxpool.Config
 	opts   Options
 	log    *zap.Logger
+
+	changed    chan struct{} // a change committed (or failed): announce it
+	stopNotify context.CancelFunc
+	notifyDone chan struct{}
 }
 
 // Open connects to the database at url (a libpq URL or key=value string),
@@ -63,16 +67,55 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, redact(err))
 	}
-	s := &Store{pool: pool, config: config, opts: opts, log: log.Named("pgstore")}
+	s := &Store{pool: pool, config: config, opts: opts, log: log.Named("pgstore"),
+		changed: make(chan struct{}, 1), notifyDone: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
+	nctx, cancel := context.WithCancel(context.Background())
+	s.stopNotify = cancel
+	go s.notifyLoop(nctx)
 	return s, nil
 }
 
 // Close closes the pool, after the queries under way.
-func (s *Store) Close() { s.pool.Close() }
+func (s *Store) Close() {
+	s.stopNotify()
+	<-s.notifyDone
+	s.pool.Close()
+}
+
+// announce asks for a notification of the change log's channel: after a
+// change committed, so that the tailers read it, and after one failed,
+// since its transaction held their read back until it ended.
+func (s *Store) announce() {
+	select {
+	case s.changed <- struct{}{}:
+	default: // one is due already; it covers this change too
+	}
+}
+
+// notifyLoop sends the notifications announce asks for, one at a time, so
+// that a burst of changes costs one. NOTIFY is sent in a transaction of
+// its own, never in a change's: PostgreSQL serialises the commits of
+// notifying transactions under one lock, fsync included. Its commit need
+// not reach the disk (a lost notification is made good by the tailers'
+// polling), so it does not wait for one.
+func (s *Store) notifyLoop(ctx context.Context) {
+	defer close(s.notifyDone)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.changed:
+		}
+		_, err := s.pool.Exec(ctx, "SELECT set_config('synchronous_commit', 'off', true), pg_notify('"+channel+"', '')")
+		if err != nil && ctx.Err() == nil {
+			s.log.Debug("change log notification not sent; the tailers' polling makes up for it", zap.Error(redact(err)))
+		}
+	}
+}
 
 // Pool is the store's connection pool, for tests and tools.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }

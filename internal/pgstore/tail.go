@@ -19,9 +19,20 @@ const (
 	KindEnded = "ended"
 )
 
-// Change is one entry of the change log.
+// safeSQL is the log position every tailer may read up to: the oldest
+// transaction id still running when the statement's snapshot was taken
+// (see the package doc). As SQL, to be read in the snapshot it is about.
+const safeSQL = "pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
+
+// Change is one entry of the change log. The log's order is (Xid, Seq):
+// the same on every replica, each change's question asked before it ends.
 type Change struct {
-	Seq  int64
+	// Seq numbers the change, uniquely and in order within its
+	// transaction; numbers are not consecutive, and do not grow along the
+	// log across transactions.
+	Seq int64
+	// Xid is the id of the transaction that made the change.
+	Xid  int64
 	Kind string // KindAsked or KindEnded
 	// Question is the question as the change left it: pending for
 	// KindAsked, ended for KindEnded. Nil when its record has been deleted
@@ -65,7 +76,9 @@ var ErrStopped = errors.New("change log tailer stopped")
 const TailerApplicationName = "questiond change log tailer"
 
 // Tailer follows the change log from a position and hands each change, in
-// order, exactly once, to its apply function.
+// order, exactly once, to its apply function. A position is a transaction
+// id: every change made by a transaction with a lower id has been handed
+// over (or was part of what the position was taken from).
 type Tailer struct {
 	s     *Store
 	opts  TailOptions
@@ -76,13 +89,16 @@ type Tailer struct {
 
 	pruned time.Time // when this tailer last pruned the log
 
-	mu   sync.Mutex
-	last int64
-	wake chan struct{} // closed and replaced whenever last moves
+	mu     sync.Mutex
+	last   int64
+	want   int64              // the furthest position WaitFor is waiting for
+	kicked bool               // want moved since the last read began
+	wake   chan struct{}      // closed and replaced whenever last moves
+	listen context.CancelFunc // cuts short the wait for a notification
 }
 
-// Tail starts following the log after change number from (Journal.LoadedSeq
-// for a store just restored), calling apply for each later change, in
+// Tail starts following the log from position from (Journal.LoadedSeq
+// for a store just restored, 0 for the whole log), calling apply for each later change, in
 // order, from one goroutine. apply must not call back into the tailer.
 // Stop ends it.
 func (s *Store) Tail(from int64, apply func(Change), opts TailOptions) *Tailer {
@@ -111,21 +127,29 @@ func (t *Tailer) Stop() {
 	<-t.done
 }
 
-// Last is the number of the last change applied.
+// Last is the tailer's position: every change of a transaction with a
+// lower id has been applied.
 func (t *Tailer) Last() int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.last
 }
 
-// WaitFor blocks until the change numbered seq has been applied, or ctx
-// ends.
-func (t *Tailer) WaitFor(ctx context.Context, seq int64) error {
+// WaitFor blocks until the tailer's position reaches pos, or ctx ends. It
+// makes the tailer read at once, and again every few milliseconds while
+// transactions below pos are still running.
+func (t *Tailer) WaitFor(ctx context.Context, pos int64) error {
 	for {
 		t.mu.Lock()
 		last, wake := t.last, t.wake
+		if last < pos && pos > t.want {
+			t.want, t.kicked = pos, true
+			if t.listen != nil {
+				t.listen()
+			}
+		}
 		t.mu.Unlock()
-		if last >= seq {
+		if last >= pos {
 			return nil
 		}
 		select {
@@ -190,17 +214,27 @@ func (t *Tailer) follow(ctx context.Context, up func()) error {
 		return err
 	}
 	for {
-		if err := t.catchUp(ctx, conn.Conn()); err != nil {
+		inflight, err := t.catchUp(ctx, conn.Conn())
+		if err != nil {
 			return err
 		}
 		up()
 		if err := t.prune(ctx, conn.Conn()); err != nil {
 			return err
 		}
-		wait, cancel := context.WithTimeout(ctx, t.opts.PollInterval)
-		_, err := conn.Conn().WaitForNotification(wait)
+		wait, cancel := context.WithTimeout(ctx, t.pause(inflight))
+		t.mu.Lock()
+		t.listen = cancel
+		if t.kicked {
+			cancel() // a WaitFor came in during the read
+		}
+		t.mu.Unlock()
+		_, err = conn.Conn().WaitForNotification(wait)
 		cancel()
-		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		t.mu.Lock()
+		t.listen = nil
+		t.mu.Unlock()
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -209,26 +243,44 @@ func (t *Tailer) follow(ctx context.Context, up func()) error {
 	}
 }
 
-// catchUp reads and applies changes after last until none are left.
-func (t *Tailer) catchUp(ctx context.Context, conn *pgx.Conn) error {
+// pause is how long the tailer waits for a notification before it reads
+// again: the poll interval, or a few milliseconds while a transaction it
+// could not read past yet is running and a WaitFor waits for it (that
+// transaction may end without a notification: it may fail, or not be a
+// change at all).
+func (t *Tailer) pause(inflight bool) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if inflight && t.want > t.last {
+		return min(t.opts.PollInterval, 5*time.Millisecond)
+	}
+	return t.opts.PollInterval
+}
+
+// catchUp reads and applies changes until it has read up to where it may;
+// inflight says that transactions it could not read past were running.
+func (t *Tailer) catchUp(ctx context.Context, conn *pgx.Conn) (inflight bool, err error) {
 	for {
-		changes, head, err := t.read(ctx, conn)
+		t.mu.Lock()
+		last := t.last
+		t.kicked = false
+		t.mu.Unlock()
+		b, err := t.read(ctx, conn, last)
 		if err != nil {
-			return err
+			return false, err
 		}
-		last := t.Last()
-		if gap := (len(changes) > 0 && changes[0].Seq != last+1) || (len(changes) == 0 && head > last); gap {
-			if err := t.resync(ctx, last, head); err != nil {
-				return err
+		if b.pruned > last {
+			if err := t.resync(ctx, last, b.pruned); err != nil {
+				return false, err
 			}
 			continue
 		}
-		for _, c := range changes {
+		for _, c := range b.changes {
 			t.apply(c)
-			t.advance(c.Seq)
 		}
-		if len(changes) < t.opts.Batch {
-			return nil
+		t.advance(b.upto)
+		if !b.more {
+			return b.inflight, nil
 		}
 	}
 }
@@ -244,24 +296,15 @@ func (t *Tailer) advance(seq int64) {
 	}
 }
 
-// resync handles changes after last that were pruned before this tailer
-// read them.
-func (t *Tailer) resync(ctx context.Context, last, head int64) error {
+// resync handles changes from position last on that may have been pruned
+// before this tailer read them (pruning deleted changes below pruned).
+func (t *Tailer) resync(ctx context.Context, last, pruned int64) error {
 	if t.opts.Resync == nil {
-		t.s.log.Error("change log: changes were pruned before they were read; skipped", zap.Int64("after", last), zap.Int64("head", head))
-		// Skip to the oldest change still there (or the head).
-		var oldest *int64
-		if err := t.s.pool.QueryRow(ctx, "SELECT min(seq) FROM changes WHERE seq > $1", last).Scan(&oldest); err != nil {
-			return err
-		}
-		if oldest != nil {
-			t.advance(*oldest - 1)
-		} else {
-			t.advance(head)
-		}
+		t.s.log.Error("change log: changes were pruned before they were read; skipped", zap.Int64("after", last), zap.Int64("pruned", pruned))
+		t.advance(pruned)
 		return nil
 	}
-	t.s.log.Warn("change log: changes were pruned before they were read; resynchronising", zap.Int64("after", last), zap.Int64("head", head))
+	t.s.log.Warn("change log: changes were pruned before they were read; resynchronising", zap.Int64("after", last), zap.Int64("pruned", pruned))
 	seq, err := t.opts.Resync(ctx)
 	if err != nil {
 		return fmt.Errorf("resynchronising: %w", err)
@@ -277,46 +320,75 @@ func (t *Tailer) prune(ctx context.Context, conn *pgx.Conn) error {
 	if time.Since(t.pruned) < t.opts.KeepChanges/10 {
 		return nil
 	}
-	tag, err := conn.Exec(ctx, "DELETE FROM changes WHERE at < now() - make_interval(secs => $1)", t.opts.KeepChanges.Seconds())
+	// The highest id pruned is recorded in the same statement, so that a
+	// tailer still below it knows to resynchronise.
+	var n int64
+	err := conn.QueryRow(ctx, `
+WITH d AS (DELETE FROM changes WHERE at < now() - make_interval(secs => $1) RETURNING xid),
+u AS (UPDATE log_pruned SET xid = greatest(xid, (SELECT max(xid) + 1 FROM d)) WHERE EXISTS (SELECT FROM d))
+SELECT count(*) FROM d`, t.opts.KeepChanges.Seconds()).Scan(&n)
 	if err != nil {
 		return err
 	}
 	t.pruned = time.Now()
-	if n := tag.RowsAffected(); n > 0 {
+	if n > 0 {
 		t.s.log.Debug("change log pruned", zap.Int64("changes", n))
 	}
 	return nil
 }
 
-// read returns the next batch of changes after last, each with its
+// batch is what one read of the log returns.
+type batch struct {
+	changes []Change
+	upto    int64 // the position after these changes
+	more    bool  // there are more changes below the safe position
+	// inflight: a transaction that began before the read was still
+	// running, so the safe position is below the latest one.
+	inflight bool
+	pruned   int64 // changes below this may have been pruned
+}
+
+// read returns the changes of the transactions from position from up to a
+// position no running transaction is below (the safe one), at most about
+// Batch of them (whole transactions), in the log's order, each with its
 // question's record as it is now, cut back to what the change made it
-// (without its ending, for an asked change), and the log's head as of the
-// same snapshot, so that a gap left by pruning can be told.
-func (t *Tailer) read(ctx context.Context, conn *pgx.Conn) ([]Change, int64, error) {
+// (without its ending, for an asked change). One statement, so one
+// snapshot: every change of a transaction below the safe position has
+// committed, or never will (see the package doc).
+func (t *Tailer) read(ctx context.Context, conn *pgx.Conn, from int64) (batch, error) {
 	rows, err := conn.Query(ctx, `
-SELECT h.seq, c.seq, c.kind, c.question_id, c.record
-FROM log_head h LEFT JOIN LATERAL (
-	SELECT c.seq, c.kind, c.question_id, q.record::text AS record
+WITH s AS (
+	SELECT `+safeSQL+` AS safe, pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next
+), b AS (
+	SELECT greatest($1, CASE WHEN cut.xid IS NULL THEN s.safe ELSE greatest(cut.xid, $1 + 1) END) AS upto,
+		cut.xid IS NOT NULL AS more, s.safe < s.next AS inflight,
+		(SELECT xid FROM log_pruned) AS pruned
+	FROM s LEFT JOIN LATERAL (
+		SELECT xid FROM changes WHERE xid >= $1 AND xid < s.safe ORDER BY xid, seq OFFSET $2 LIMIT 1
+	) cut ON true
+)
+SELECT b.upto, b.more, b.inflight, b.pruned, c.seq, c.xid, c.kind, c.question_id, c.record
+FROM b LEFT JOIN LATERAL (
+	SELECT c.seq, c.xid, c.kind, c.question_id, q.record::text AS record
 	FROM changes c LEFT JOIN questions q ON q.id = c.question_id
-	WHERE c.seq > $1 ORDER BY c.seq LIMIT $2
+	WHERE c.xid >= $1 AND c.xid < b.upto
 ) c ON true
-ORDER BY c.seq`, t.Last(), t.opts.Batch)
+ORDER BY c.xid, c.seq`, from, t.opts.Batch)
 	if err != nil {
-		return nil, 0, err
+		return batch{}, err
 	}
 	defer rows.Close()
-	var changes []Change
-	var head int64
+	var b batch
 	for rows.Next() {
-		var seq *int64
+		var seq, xid *int64
 		var kind, id, record *string
-		if err := rows.Scan(&head, &seq, &kind, &id, &record); err != nil {
-			return nil, 0, err
+		if err := rows.Scan(&b.upto, &b.more, &b.inflight, &b.pruned, &seq, &xid, &kind, &id, &record); err != nil {
+			return batch{}, err
 		}
 		if seq == nil {
-			continue // no changes: the one row carries the head
+			continue // no changes: the one row carries the position
 		}
-		c := Change{Seq: *seq, Kind: *kind}
+		c := Change{Seq: *seq, Xid: *xid, Kind: *kind}
 		if record != nil {
 			q, err := pending.DecodeRecord([]byte(*record))
 			if err != nil {
@@ -331,9 +403,9 @@ ORDER BY c.seq`, t.Last(), t.opts.Batch)
 			c.Question.Ended = nil
 		}
 		if c.Question != nil && c.Kind == KindEnded && c.Question.Ended == nil {
-			return nil, 0, fmt.Errorf("change %d ends question %q, whose record is pending", c.Seq, *id)
+			return batch{}, fmt.Errorf("change %d ends question %q, whose record is pending", c.Seq, *id)
 		}
-		changes = append(changes, c)
+		b.changes = append(b.changes, c)
 	}
-	return changes, head, rows.Err()
+	return b, rows.Err()
 }

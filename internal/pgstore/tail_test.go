@@ -15,8 +15,8 @@ import (
 )
 
 // Writers on two pools create and end questions concurrently while a
-// tailer follows: it sees every change exactly once, numbered 1..n with no
-// gap, each question's asked before its ended. Its connection is killed
+// tailer follows: it sees every change exactly once, in the log's order,
+// each question's asked before its ended. Its connection is killed
 // midway (pg_terminate_backend) and it catches up from where it was.
 func TestTailIsGapFreeUnderConcurrentWriters(t *testing.T) {
 	url := database(t)
@@ -73,8 +73,8 @@ func TestTailIsGapFreeUnderConcurrentWriters(t *testing.T) {
 	total := int64(writers*each + writers*((each+1)/2))
 	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	if err := tail.WaitFor(waitCtx, total); err != nil {
-		t.Fatalf("tailer reached %d of %d: %v", tail.Last(), total, err)
+	if err := tail.WaitFor(waitCtx, nextXid(t, b)); err != nil {
+		t.Fatalf("tailer reached %d: %v", tail.Last(), err)
 	}
 	if n := logs.FilterMessage("change log unreachable; reconnecting with backoff").Len(); n != 1 {
 		t.Errorf("the outage was logged %d times; want once", n)
@@ -86,8 +86,8 @@ func TestTailIsGapFreeUnderConcurrentWriters(t *testing.T) {
 	defer mu.Unlock()
 	state := map[string]string{}
 	for i, c := range seen {
-		if c.Seq != int64(i+1) {
-			t.Fatalf("change #%d has number %d: a gap or a repeat", i+1, c.Seq)
+		if i > 0 && (c.Xid < seen[i-1].Xid || c.Xid == seen[i-1].Xid && c.Seq <= seen[i-1].Seq) {
+			t.Fatalf("change #%d (%d, %d) after (%d, %d): out of order or a repeat", i+1, c.Xid, c.Seq, seen[i-1].Xid, seen[i-1].Seq)
 		}
 		id := c.Question.ID
 		switch {
@@ -102,6 +102,75 @@ func TestTailIsGapFreeUnderConcurrentWriters(t *testing.T) {
 	if len(seen) != int(total) {
 		t.Fatalf("saw %d changes; want %d", len(seen), total)
 	}
+}
+
+// A writer that holds its transaction open after logging a change does
+// not let the tailer pass it: a change that commits later, in a
+// transaction that began after it, waits for it, and both are handed over
+// once the first commits, the first first. A tailer that trusted the
+// numbers alone would hand over the second and then skip the first.
+func TestTailWaitsForAnOpenWriter(t *testing.T) {
+	url := database(t)
+	a := open(t, url)
+	var mu sync.Mutex
+	var seen []pgstore.Change
+	tail := a.Tail(0, func(c pgstore.Change) {
+		mu.Lock()
+		seen = append(seen, c)
+		mu.Unlock()
+	}, pgstore.TailOptions{PollInterval: 20 * time.Millisecond})
+	defer tail.Stop()
+	ctx := context.Background()
+
+	held, err := a.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = held.Rollback(ctx) }()
+	first := question("held")
+	if _, err := held.Exec(ctx, "SELECT questiond_ask($1, $2, '', '', now(), 0, 0)", first.ID, `{"id":"held","sessionID":"ses_1","message":"m","schema":{"type":"object"},"createdAt":"2026-01-01T00:00:00Z"}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Questions().Put(ctx, question("later")); err != nil {
+		t.Fatal(err)
+	}
+	// The tailer reads on: past the later change's transaction, were it
+	// not for the open one.
+	waitCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err = tail.WaitFor(waitCtx, nextXid(t, a))
+	cancel()
+	if err == nil {
+		t.Fatal("the tailer's position passed a transaction still open")
+	}
+	mu.Lock()
+	if len(seen) != 0 {
+		t.Fatalf("handed over %d changes while an earlier writer was open", len(seen))
+	}
+	mu.Unlock()
+	if err := held.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitCtx, cancel = context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := tail.WaitFor(waitCtx, nextXid(t, a)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 || seen[0].Question == nil || seen[0].Question.ID != "held" || seen[1].Question == nil || seen[1].Question.ID != "later" {
+		t.Fatalf("handed over %v; want held, then later", seen)
+	}
+}
+
+// nextXid is the id the next transaction will get: every transaction
+// that committed so far has a lower one.
+func nextXid(t testing.TB, s *pgstore.Store) int64 {
+	t.Helper()
+	var next int64
+	if err := s.Pool().QueryRow(context.Background(), "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").Scan(&next); err != nil {
+		t.Fatal(err)
+	}
+	return next
 }
 
 var _ = pending.ErrNotFound

@@ -34,7 +34,11 @@ type Mirror struct {
 // hands each change to m.Observe, which ignores this replica's own. Stop
 // the mirror before closing m.
 func (s *Store) Follow(m *pending.Memory, j *Journal, opts TailOptions) *Mirror {
-	opts.Resync = func(ctx context.Context) (int64, error) { return resync(ctx, m, j) }
+	announce := opts.Announce
+	if announce == nil {
+		announce = func(*pending.Question) {}
+	}
+	opts.Resync = func(ctx context.Context) (int64, error) { return resync(ctx, m, j, announce) }
 	tail := s.Tail(j.LoadedSeq(), func(c Change) {
 		if c.Question == nil {
 			return // forgotten (retention) since
@@ -42,6 +46,9 @@ func (s *Store) Follow(m *pending.Memory, j *Journal, opts TailOptions) *Mirror 
 		if _, err := m.Observe(context.Background(), c.Question); err != nil && !errors.Is(err, pending.ErrClosed) {
 			s.log.Warn("change not applied", zap.Int64("seq", c.Seq), zap.String("id", c.Question.ID), zap.Error(err))
 		}
+		// Applied by Observe or, for this replica's own change, before it
+		// committed: either way it is told now, in its place in the log.
+		announce(c.Question)
 	}, opts)
 	return s.Mirror(m, tail)
 }
@@ -49,8 +56,8 @@ func (s *Store) Follow(m *pending.Memory, j *Journal, opts TailOptions) *Mirror 
 // resync brings m up to date from every record, for a tailer that fell
 // behind what the log keeps: questions m lacks become pending, endings of
 // questions pending in m are applied. It returns the log position the
-// records cover.
-func resync(ctx context.Context, m *pending.Memory, j *Journal) (int64, error) {
+// records cover. What it applies is told to announce.
+func resync(ctx context.Context, m *pending.Memory, j *Journal, announce func(*pending.Question)) (int64, error) {
 	records, err := j.Load(ctx)
 	if err != nil {
 		return 0, err
@@ -60,16 +67,24 @@ func resync(ctx context.Context, m *pending.Memory, j *Journal) (int64, error) {
 		if q.Ended != nil {
 			continue
 		}
-		if _, err := m.Observe(ctx, q); err != nil {
+		applied, err := m.Observe(ctx, q)
+		if err != nil {
 			return 0, err
+		}
+		if applied {
+			announce(q)
 		}
 	}
 	for _, q := range records {
 		if q.Ended == nil {
 			continue
 		}
-		if _, err := m.Observe(ctx, q); err != nil {
+		applied, err := m.Observe(ctx, q)
+		if err != nil {
 			return 0, err
+		}
+		if applied {
+			announce(q)
 		}
 	}
 	return j.LoadedSeq(), nil

@@ -38,7 +38,7 @@ func (s *Store) Follow(m *pending.Memory, j *Journal, opts TailOptions) *Mirror 
 	if announce == nil {
 		announce = func(*pending.Question) {}
 	}
-	opts.Resync = func(ctx context.Context) (int64, error) { return resync(ctx, m, j, announce) }
+	opts.Resync = func(ctx context.Context) (int64, error) { return s.resync(ctx, m, j, announce) }
 	tail := s.Tail(j.LoadedSeq(), func(c Change) {
 		if c.Question == nil {
 			return // forgotten (retention) since
@@ -55,36 +55,56 @@ func (s *Store) Follow(m *pending.Memory, j *Journal, opts TailOptions) *Mirror 
 
 // resync brings m up to date from every record, for a tailer that fell
 // behind what the log keeps: questions m lacks become pending, endings of
-// questions pending in m are applied. It returns the log position the
-// records cover. What it applies is told to announce.
-func resync(ctx context.Context, m *pending.Memory, j *Journal, announce func(*pending.Question)) (int64, error) {
+// questions pending in m are applied, and questions pending in m whose
+// records are gone (ended elsewhere, then deleted by retention while this
+// replica was cut off) end here too, rejected, since how they ended is
+// lost. It returns the log position the records cover. What it applies is
+// told to announce.
+func (s *Store) resync(ctx context.Context, m *pending.Memory, j *Journal, announce func(*pending.Question)) (int64, error) {
+	// Listed before the records are read: every question m holds was
+	// committed before it was listed, so the records hold it unless it was
+	// deleted. One created here meanwhile is not in this list.
+	held, err := m.List(ctx, pending.Filter{})
+	if err != nil {
+		return 0, err
+	}
 	records, err := j.Load(ctx)
 	if err != nil {
 		return 0, err
 	}
 	slices.SortFunc(records, func(a, b *pending.Question) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	for _, q := range records {
-		if q.Ended != nil {
-			continue
-		}
+	observe := func(q *pending.Question) error {
 		applied, err := m.Observe(ctx, q)
-		if err != nil {
-			return 0, err
-		}
 		if applied {
 			announce(q)
+		}
+		return err
+	}
+	stored := make(map[string]bool, len(records))
+	for _, q := range records {
+		stored[q.ID] = true
+		if q.Ended == nil {
+			if err := observe(q); err != nil {
+				return 0, err
+			}
 		}
 	}
 	for _, q := range records {
-		if q.Ended == nil {
+		if q.Ended != nil {
+			if err := observe(q); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for _, q := range held {
+		if stored[q.ID] {
 			continue
 		}
-		applied, err := m.Observe(ctx, q)
-		if err != nil {
+		s.log.Warn("change log: a pending question's record was deleted while this replica was behind; ending it here as rejected", zap.String("id", q.ID))
+		gone := *q
+		gone.Ended = &pending.Outcome{Ending: pending.EndRejected, Result: pending.Result{Action: pending.ActionCancel}}
+		if err := observe(&gone); err != nil {
 			return 0, err
-		}
-		if applied {
-			announce(q)
 		}
 	}
 	return j.LoadedSeq(), nil

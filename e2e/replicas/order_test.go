@@ -12,18 +12,25 @@ import (
 )
 
 // Agents ask and operators answer through three replicas at once: every
-// replica's /event stream carries the same events in the same order (the
-// change log's), none missing, each question's question.asked before its
-// ending.
+// replica's streams (/event and /global/event, a standard client's and an
+// OpenCode console's) carry the same events in the same order (the change
+// log's), none missing, each question's question.asked before its ending.
 func TestStreamsAgreeOnOneOrder(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three questiond processes")
 	}
 	url := pgtest.Database(t)
 	replicas := []*replica{startReplica(t, "A", url), startReplica(t, "B", url), startReplica(t, "C", url)}
-	streams := make([]*stream, len(replicas))
-	for i, r := range replicas {
-		streams[i] = r.stream(t)
+	kinds := []struct{ path, userAgent string }{
+		{"/event", ""}, {"/global/event", ""}, {"/event", "opencode/1.0"}, {"/global/event", "opencode/1.0"},
+	}
+	var streams []*stream
+	var names []string
+	for _, r := range replicas {
+		for _, k := range kinds {
+			streams = append(streams, r.streamAt(t, k.path, k.userAgent))
+			names = append(names, r.name+" "+k.path+" "+k.userAgent)
+		}
 	}
 
 	const agents, rounds = 12, 3
@@ -33,7 +40,10 @@ func TestStreamsAgreeOnOneOrder(t *testing.T) {
 			for k := range rounds {
 				asker := replicas[(n+k)%len(replicas)]
 				answerer := replicas[(n+k+1)%len(replicas)]
-				code, body := asker.call(t, http.MethodPost, "/elicitations", form)
+				// A session each: a console shows one question of a
+				// session at a time, in its own order.
+				body := strings.Replace(form, "{", fmt.Sprintf(`{"sessionID":"ses_order%02d%02d",`, n, k), 1)
+				code, body := asker.call(t, http.MethodPost, "/elicitations", body)
 				id, ok := idOf(code, body)
 				if !ok {
 					t.Errorf("create on %s: %d %s", asker.name, code, body)
@@ -59,7 +69,7 @@ func TestStreamsAgreeOnOneOrder(t *testing.T) {
 	seqs := make([][]string, len(streams))
 	for i, s := range streams {
 		for range total {
-			e := s.next(t, replicas[i].name)
+			e := s.next(t, names[i])
 			seqs[i] = append(seqs[i], e.Type+" "+e.Properties.ID+e.Properties.RequestID)
 		}
 	}
@@ -72,15 +82,15 @@ func TestStreamsAgreeOnOneOrder(t *testing.T) {
 		case typ != "question.asked" && asked[id] && !ended[id]:
 			ended[id] = true
 		default:
-			t.Fatalf("A's stream: %q out of place in\n%s", e, strings.Join(seqs[0], "\n"))
+			t.Fatalf("%s: %q out of place in\n%s", names[0], e, strings.Join(seqs[0], "\n"))
 		}
 	}
 	if len(asked) != agents*rounds || len(ended) != agents*rounds {
-		t.Fatalf("A's stream has %d questions asked and %d ended; want %d each", len(asked), len(ended), agents*rounds)
+		t.Fatalf("%s has %d questions asked and %d ended; want %d each", names[0], len(asked), len(ended), agents*rounds)
 	}
 	for i := 1; i < len(seqs); i++ {
 		if !slices.Equal(seqs[0], seqs[i]) {
-			t.Fatalf("%s's stream differs from A's:\n%s", replicas[i].name, sideBySide(seqs[0], seqs[i]))
+			t.Fatalf("%s differs from %s:\n%s", names[i], names[0], sideBySide(seqs[0], seqs[i]))
 		}
 	}
 }

@@ -33,4 +33,18 @@
 // the database (Journal) and kept in step by a Tailer (Follow). Its own
 // changes are committed first, where a conditional write lets exactly one
 // replica end a question; the others learn of it from the log.
+//
+// # One order on every stream
+//
+// Follow tells TailOptions.Announce of every change in the log's order,
+// the replica's own changes included, once the mirror has applied it. A
+// replica that publishes its event streams from there (httpapi.Events
+// FromLog and Observed) publishes what every other replica publishes, in
+// the same order, with no change left out: its own change waits on its
+// streams for its turn in the log (about a millisecond after the commit,
+// the NOTIFY's round trip), though the acknowledgement, the acting agent's
+// wake-up and the webhooks, which go once from the committing replica,
+// do not. A resync announces what it applies, creations first; a question
+// it held pending whose record is gone (ended elsewhere and deleted by
+// retention while the replica was cut off) ends here as rejected.
 package pgstore

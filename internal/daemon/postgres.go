@@ -21,8 +21,8 @@ import (
 // event streams publish every change, its own included, when its tailer
 // reaches it (httpapi.Events.Observed), so all of them carry the same
 // events in the log's order; webhooks go from the replica that made the
-// change, at once. A replica that stops
-// leaves its questions pending for the others.
+// change, at once. A replica that stops leaves its questions pending for
+// the others.
 type postgres struct {
 	db     *pgstore.Store
 	mirror *pgstore.Mirror // d.store, following the other replicas

@@ -58,6 +58,11 @@ type Events struct {
 	// fromLog: streams hear of changes only through Observed, in the
 	// order of the change log several replicas share (see FromLog).
 	fromLog bool
+	// logged holds, with fromLog, the questions whose question.asked the
+	// log has published and whose ending it has not (guarded by mu): what a
+	// new stream's first frames show, rather than the store, which runs
+	// ahead of the log with this replica's own changes.
+	logged map[string]*pending.Question
 }
 
 // Watcher hears of every question asked and every ending, each once, after

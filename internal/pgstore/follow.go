@@ -25,9 +25,14 @@ const CatchUpWait = 5 * time.Second
 // through any other at once, even if that replica's tail lags.
 type Mirror struct {
 	*pending.Memory
-	db   *Store
-	tail *Tailer
+	db      *Store
+	tail    *Tailer
+	journal *Journal // set by Follow: Create and Settle wait for their change's turn
 }
+
+// OwnChangeWait bounds how long a creation or an ending made through the
+// Mirror waits, after its commit, for the tailer to reach it.
+const OwnChangeWait = 2 * time.Second
 
 // Follow keeps m, a store that pending.Open restored from j, in step with
 // the other replicas: it tails the change log from what j's Load saw and
@@ -39,10 +44,12 @@ func (s *Store) Follow(m *pending.Memory, j *Journal, opts TailOptions) *Mirror 
 		announce = func(*pending.Question) {}
 	}
 	opts.Resync = func(ctx context.Context) (int64, error) { return s.resync(ctx, m, j, announce) }
+	j.trackOwn.Store(true)
 	tail := s.Tail(j.LoadedSeq(), func(c Change) {
 		if c.Question == nil {
 			return // forgotten (retention) since
 		}
+		j.own.Delete(ownKey(c.Question))
 		if _, err := m.Observe(context.Background(), c.Question); err != nil && !errors.Is(err, pending.ErrClosed) {
 			s.log.Warn("change not applied", zap.Int64("seq", c.Seq), zap.String("id", c.Question.ID), zap.Error(err))
 		}
@@ -50,7 +57,9 @@ func (s *Store) Follow(m *pending.Memory, j *Journal, opts TailOptions) *Mirror 
 		// committed: either way it is told now, in its place in the log.
 		announce(c.Question)
 	}, opts)
-	return s.Mirror(m, tail)
+	mirror := s.Mirror(m, tail)
+	mirror.journal = j
+	return mirror
 }
 
 // resync brings m up to date from every record, for a tailer that fell
@@ -145,17 +154,53 @@ func (m *Mirror) Wait(ctx context.Context, id string) (*pending.Question, error)
 	return q, nil
 }
 
+// Create implements the store's Create. Once the creation is committed it
+// waits for the tailer to apply it (and announce it: TailOptions.Announce),
+// so that a caller told of the creation finds it on this replica's event
+// streams, as on one machine.
+func (m *Mirror) Create(ctx context.Context, q *pending.Question) error {
+	if err := m.Memory.Create(ctx, q); err != nil {
+		return err
+	}
+	m.awaitOwn(ctx, q)
+	return nil
+}
+
+// awaitOwn waits until the tailer has applied this replica's change of q
+// (its creation, or its ending if q has ended), within OwnChangeWait. The
+// change is committed already: a tailer that cannot reach it in time (the
+// database just went away) is logged, and the caller goes on.
+func (m *Mirror) awaitOwn(ctx context.Context, q *pending.Question) {
+	if m.journal == nil {
+		return
+	}
+	v, ok := m.journal.own.Load(ownKey(q))
+	if !ok {
+		return // applied already
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), OwnChangeWait)
+	defer cancel()
+	if err := m.tail.WaitFor(ctx, v.(int64)); err != nil {
+		m.db.log.Warn("the change log's tail did not reach this replica's change in time", zap.String("id", q.ID), zap.Int64("seq", v.(int64)), zap.Error(err))
+	}
+}
+
 // Settle implements the store's Settle, catching up on a miss (a question
 // this replica has not seen yet, or one a rival ended first: then the
 // retry answers ErrNotFound again).
+//
+// Like Create, it returns once its ending has been applied from the log.
 func (m *Mirror) Settle(ctx context.Context, id string, o pending.Outcome) (*pending.Question, error) {
 	q, err := m.Memory.Settle(ctx, id, o)
 	if err = m.missed(ctx, err); err != nil {
 		return nil, err
 	}
 	if q == nil {
-		return m.Memory.Settle(ctx, id, o)
+		if q, err = m.Memory.Settle(ctx, id, o); err != nil {
+			return nil, err
+		}
 	}
+	m.awaitOwn(ctx, q)
 	return q, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,20 @@ const channel = "questiond_changes"
 type Journal struct {
 	s      *Store
 	loaded atomic.Int64 // the change log's head as of the last Load
+
+	// own maps a change this replica committed (ownKey) to its number
+	// until its tailer applies it, for the Mirror to wait for (Follow
+	// turns it on).
+	own      sync.Map
+	trackOwn atomic.Bool
+}
+
+// ownKey names a change of q: its creation or its ending.
+func ownKey(q *pending.Question) string {
+	if q.Ended == nil {
+		return "asked " + q.ID
+	}
+	return "ended " + q.ID
 }
 
 // Each creation and ending is one call of a function of the schema
@@ -100,6 +115,9 @@ func (j *Journal) Put(ctx context.Context, qs ...*pending.Question) error {
 		return nil
 	})
 	if err != nil {
+		for _, q := range qs {
+			j.own.Delete(ownKey(q)) // rolled back
+		}
 		return questionsError("store questions", err)
 	}
 	return nil
@@ -124,6 +142,9 @@ func (j *Journal) put(ctx context.Context, db querier, q *pending.Question) erro
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil && seq > 0:
+		if j.trackOwn.Load() {
+			j.own.Store(ownKey(q), seq)
+		}
 		return nil
 	case err == nil && q.Ended == nil:
 		return fmt.Errorf("create question %q: the id is taken: %w", q.ID, pending.ErrExists)

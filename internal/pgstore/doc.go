@@ -42,9 +42,12 @@
 // FromLog and Observed) publishes what every other replica publishes, in
 // the same order, with no change left out: its own change waits on its
 // streams for its turn in the log (about a millisecond after the commit,
-// the NOTIFY's round trip), though the acknowledgement, the acting agent's
-// wake-up and the webhooks, which go once from the committing replica,
-// do not. A resync announces what it applies, creations first; a question
+// the NOTIFY's round trip). The Mirror's Create and Settle return only
+// once the tailer has applied their change (Journal notes the number of
+// each change it committed until then), so the acknowledgement that
+// follows them finds the change on the replica's streams; the acting
+// agent's wake-up and the webhooks, which go once from the committing
+// replica, do not wait. A resync announces what it applies, creations first; a question
 // it held pending whose record is gone (ended elsewhere and deleted by
 // retention while the replica was cut off) ends here as rejected.
 package pgstore

@@ -46,10 +46,10 @@ func (s *Store) Follow(m *pending.Memory, j *Journal, opts TailOptions) *Mirror 
 	opts.Resync = func(ctx context.Context) (int64, error) { return s.resync(ctx, m, j, announce) }
 	j.trackOwn.Store(true)
 	tail := s.Tail(j.LoadedSeq(), func(c Change) {
+		defer j.appliedOwn(c.Question, c.Seq)
 		if c.Question == nil {
 			return // forgotten (retention) since
 		}
-		j.own.Delete(ownKey(c.Question))
 		if _, err := m.Observe(context.Background(), c.Question); err != nil && !errors.Is(err, pending.ErrClosed) {
 			s.log.Warn("change not applied", zap.Int64("seq", c.Seq), zap.String("id", c.Question.ID), zap.Error(err))
 		}
@@ -174,7 +174,7 @@ func (m *Mirror) awaitOwn(ctx context.Context, q *pending.Question) {
 	if m.journal == nil {
 		return
 	}
-	v, ok := m.journal.own.Load(ownKey(q))
+	v, ok := m.journal.own.LoadAndDelete(ownKey(q))
 	if !ok {
 		return // applied already
 	}

@@ -29,9 +29,31 @@ type Journal struct {
 
 	// own maps a change this replica committed (ownKey) to its number
 	// until its tailer applies it, for the Mirror to wait for (Follow
-	// turns it on).
+	// turns it on); applied is the number of the last change the tailer
+	// applied, so that a change it applied before it was noted is not
+	// kept.
 	own      sync.Map
 	trackOwn atomic.Bool
+	applied  atomic.Int64
+}
+
+// noteOwn notes this replica's change of q, numbered seq, until its
+// tailer applies it. Noted first, checked second, against appliedOwn
+// which does it the other way round: whichever comes last deletes it.
+func (j *Journal) noteOwn(q *pending.Question, seq int64) {
+	key := ownKey(q)
+	j.own.Store(key, seq)
+	if j.applied.Load() >= seq {
+		j.own.Delete(key)
+	}
+}
+
+// appliedOwn tells the journal that the tailer applied change seq, of q.
+func (j *Journal) appliedOwn(q *pending.Question, seq int64) {
+	j.applied.Store(seq)
+	if q != nil {
+		j.own.Delete(ownKey(q))
+	}
 }
 
 // ownKey names a change of q: its creation or its ending.
@@ -143,7 +165,7 @@ func (j *Journal) put(ctx context.Context, db querier, q *pending.Question) erro
 	switch {
 	case err == nil && seq > 0:
 		if j.trackOwn.Load() {
-			j.own.Store(ownKey(q), seq)
+			j.noteOwn(q, seq)
 		}
 		return nil
 	case err == nil && q.Ended == nil:

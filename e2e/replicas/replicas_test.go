@@ -160,16 +160,26 @@ type stream struct {
 
 func (r *replica) stream(t *testing.T) *stream {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, r.base+"/event", nil)
+	return r.streamAt(t, "/event", "")
+}
+
+// streamAt opens the stream at path (/event or /global/event) as a client
+// naming itself userAgent (an OpenCode console's is "opencode/…").
+func (r *replica) streamAt(t *testing.T, path, userAgent string) *stream {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, r.base+path, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if userAgent != "" {
+		req.Header.Set("User-Agent", userAgent)
 	}
 	res, err := (&http.Client{}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { res.Body.Close() })
-	s := &stream{events: make(chan event, 100)}
+	s := &stream{events: make(chan event, 1000)}
 	go func() {
 		defer close(s.events)
 		sc := bufio.NewScanner(res.Body)
@@ -179,7 +189,13 @@ func (r *replica) stream(t *testing.T) *stream {
 				continue
 			}
 			var e event
-			if json.Unmarshal([]byte(data), &e) == nil && strings.HasPrefix(e.Type, "question.") {
+			var global struct{ Payload *event }
+			if json.Unmarshal([]byte(data), &global) == nil && global.Payload != nil {
+				e = *global.Payload
+			} else if json.Unmarshal([]byte(data), &e) != nil {
+				continue
+			}
+			if strings.HasPrefix(e.Type, "question.") {
 				s.events <- e
 			}
 		}

@@ -17,9 +17,12 @@ import (
 // machine. Every creation and ending is committed to the database first
 // (pgstore.Journal), where a conditional write lets exactly one replica's
 // ending win; the tailer then brings it to every other replica's mirror
-// (pending.Memory.Observe), which wakes its waiting agents and announces
-// it on its event streams (httpapi.Events.Observed). A replica that stops
-// leaves its questions pending for the others.
+// (pending.Memory.Observe), which wakes its waiting agents. Each replica's
+// event streams publish every change, its own included, when its tailer
+// reaches it (httpapi.Events.Observed), so all of them carry the same
+// events in the log's order; webhooks go from the replica that made the
+// change, at once. A replica that stops leaves its questions pending for
+// the others.
 type postgres struct {
 	db     *pgstore.Store
 	mirror *pgstore.Mirror // d.store, following the other replicas
@@ -47,7 +50,10 @@ func (d *Daemon) openPostgres(ctx context.Context, cfg Config) error {
 // following the other replicas' changes from what it restored.
 func (d *Daemon) openReplica(ctx context.Context, opts pending.MemoryOptions, events *httpapi.Events) error {
 	journal := d.pg.db.Questions()
-	opts.Journal, opts.OnObserve = journal, events.Observed
+	// Every replica's streams publish the log's changes in its order, this
+	// replica's own too (events.Observed); the store reports none of them.
+	events.FromLog()
+	opts.Journal = journal
 	if d.metrics != nil {
 		opts.Journal = d.metrics.Journal(journal)
 	}
@@ -56,7 +62,7 @@ func (d *Daemon) openReplica(ctx context.Context, opts pending.MemoryOptions, ev
 		return fmt.Errorf("restoring questions from PostgreSQL: %w", err)
 	}
 	d.store = store
-	d.pg.mirror = d.pg.db.Follow(store, journal, pgstore.TailOptions{})
+	d.pg.mirror = d.pg.db.Follow(store, journal, pgstore.TailOptions{Announce: events.Observed})
 	return nil
 }
 

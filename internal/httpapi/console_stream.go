@@ -367,11 +367,11 @@ func (c *consoleView) stillHeld(id string) bool {
 func (c *consoleView) list(f pending.Filter) ([]*pending.Question, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), replayTimeout)
 	defer cancel()
-	questions, err := c.srv.store.List(ctx, f)
+	questions, err := c.srv.store.List(ctx, c.events.listFilter(f))
 	if err != nil {
 		c.log.Warn("could not list pending questions for consoles", zap.Error(err))
 	}
-	return questions, err
+	return c.events.asLogged(questions, f), err
 }
 
 func (c *consoleView) publish(directory, typ string, properties any) {

@@ -54,6 +54,15 @@ type Events struct {
 	console atomic.Pointer[consoleView]
 
 	watchers []Watcher
+
+	// fromLog: streams hear of changes only through Observed, in the
+	// order of the change log several replicas share (see FromLog).
+	fromLog bool
+	// logged holds, with fromLog, the questions whose question.asked the
+	// log has published and whose ending it has not (guarded by mu): what a
+	// new stream's first frames show, rather than the store, which runs
+	// ahead of the log with this replica's own changes.
+	logged map[string]*pending.Question
 }
 
 // Watcher hears of every question asked and every ending, each once, after
@@ -95,7 +104,9 @@ func (e *Events) finishAnnounce(id string) {
 // asked publishes question.asked for q: at once on every stream but the
 // consoles', which show it when its session's turn comes.
 func (e *Events) asked(ctx context.Context, q *pending.Question) {
-	e.announceAsked(ctx, q)
+	if !e.fromLog {
+		e.announceAsked(ctx, q)
+	}
 	for _, w := range e.watchers {
 		w.Asked(q)
 	}
@@ -115,7 +126,12 @@ func (e *Events) announceAsked(ctx context.Context, q *pending.Question) {
 // question.rejected for every other ending, so no client keeps showing a
 // question nobody waits for any more.
 func (e *Events) Ended(q *pending.Question) {
-	e.announceEnded(q)
+	if e.fromLog {
+		// Watchers still hear of the question before its ending.
+		e.awaitAsked(q.ID)
+	} else {
+		e.announceEnded(q)
+	}
 	for _, w := range e.watchers {
 		w.Ended(q)
 	}
@@ -123,16 +139,27 @@ func (e *Events) Ended(q *pending.Question) {
 
 // announceEnded is Ended without the watchers.
 func (e *Events) announceEnded(q *pending.Question) {
+	e.awaitAsked(q.ID)
+	e.publishEnded(q)
+}
+
+// awaitAsked waits until question.asked of id, if it is being announced,
+// is out.
+func (e *Events) awaitAsked(id string) {
 	e.mu.Lock()
-	gate := e.announcing[q.ID]
+	gate := e.announcing[id]
 	e.mu.Unlock()
 	if gate != nil {
 		select {
 		case <-gate:
 		case <-time.After(announceWait):
-			e.log.Warn("question ended before it was announced", zap.String("id", q.ID))
+			e.log.Warn("question ended before it was announced", zap.String("id", id))
 		}
 	}
+}
+
+// publishEnded publishes q's ending to the streams and the consoles.
+func (e *Events) publishEnded(q *pending.Question) {
 	if c := e.console.Load(); c != nil {
 		c.ended(q)
 	} else {

@@ -6,16 +6,78 @@ import (
 	"github.com/questiond/questiond/internal/pending"
 )
 
-// Observed announces a change another replica made to the questions they
-// share, as that replica announced it on its own streams: question.asked
-// for a creation (Ended nil), question.replied or question.rejected for an
-// ending. Watchers (webhooks) are not told: the replica that made the
-// change tells them, so each is sent once. Pass it to the store as
-// pending.MemoryOptions.OnObserve.
+// FromLog makes a change log that several replicas share the only source of
+// what the event streams publish: from then on this replica's own creations
+// and endings tell the watchers (webhooks, sent once, by the replica that
+// made the change) but not the streams, and Observed, called for every
+// change of the log in its order, this replica's own included, publishes
+// them. Every replica's streams then carry the same events in the same
+// order. Call it before the server starts; without it (one machine) events
+// are published as soon as each change is made, as before.
+func (e *Events) FromLog() {
+	e.fromLog = true
+	e.logged = map[string]*pending.Question{}
+}
+
+// Observed announces a change to the questions the replicas share:
+// question.asked for a creation (Ended nil), question.replied or
+// question.rejected for an ending. Watchers (webhooks) are not told: the
+// replica that made the change tells them, so each is sent once.
+//
+// With FromLog it is called for every change, in the log's order, which
+// already puts each question.asked before its ending. Without it, it is
+// pending.MemoryOptions.OnObserve: only other replicas' changes, each
+// ending after its question.asked.
 func (e *Events) Observed(q *pending.Question) {
+	if e.fromLog {
+		e.mu.Lock()
+		if q.Ended == nil {
+			e.logged[q.ID] = q
+		} else {
+			delete(e.logged, q.ID)
+		}
+		e.mu.Unlock()
+	}
 	if q.Ended == nil {
 		e.announceAsked(context.Background(), q)
 		return
 	}
+	if e.fromLog {
+		e.publishEnded(q)
+		return
+	}
 	e.announceEnded(q)
+}
+
+// asLogged turns qs, questions the store lists (pending and ended), into
+// what the streams have been told, with FromLog: a question whose
+// question.asked is out but not its ending is pending, one whose
+// question.asked is not out yet is left out, and other ended ones stay
+// ended. Without FromLog it returns qs. Questions that only f's Ended
+// lets in are dropped unless f.Ended.
+func (e *Events) asLogged(qs []*pending.Question, f pending.Filter) []*pending.Question {
+	if !e.fromLog {
+		return qs
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := qs[:0:0]
+	for _, q := range qs {
+		if logged, ok := e.logged[q.ID]; ok {
+			out = append(out, logged)
+		} else if q.Ended != nil && f.Ended {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// listFilter is the filter to list the store with for what f asks of the
+// streams' view (asLogged): with FromLog, a question the store has ended
+// may still be pending on the streams.
+func (e *Events) listFilter(f pending.Filter) pending.Filter {
+	if e.fromLog {
+		f.Ended = true
+	}
+	return f
 }

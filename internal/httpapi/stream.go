@@ -69,11 +69,12 @@ func (s *Server) pendingAsked(dir string) func() []sse.Message {
 	return func() []sse.Message {
 		ctx, cancel := context.WithTimeout(context.Background(), replayTimeout)
 		defer cancel()
-		questions, err := s.store.List(ctx, pending.Filter{Directory: dir})
+		f := pending.Filter{Directory: dir}
+		questions, err := s.store.List(ctx, s.events.listFilter(f))
 		if err != nil {
 			s.log.Warn("could not list pending questions for a new stream", zap.Error(err))
 			return nil
 		}
-		return askedMessages(questions)
+		return askedMessages(s.events.asLogged(questions, f))
 	}
 }

@@ -82,4 +82,21 @@
 // the database (Journal) and kept in step by a Tailer (Follow). Its own
 // changes are committed first, where a conditional write lets exactly one
 // replica end a question; the others learn of it from the log.
+//
+// # One order on every stream
+//
+// Follow tells TailOptions.Announce of every change in the log's order,
+// the replica's own changes included, once the mirror has applied it. A
+// replica that publishes its event streams from there (httpapi.Events
+// FromLog and Observed) publishes what every other replica publishes, in
+// the same order, with no change left out: its own change waits on its
+// streams for its turn in the log (about a millisecond after the commit,
+// the NOTIFY's round trip). The Mirror's Create and Settle return only
+// once the tailer has applied their change (Journal notes the number of
+// each change it committed until then), so the acknowledgement that
+// follows them finds the change on the replica's streams; the acting
+// agent's wake-up and the webhooks, which go once from the committing
+// replica, do not wait. A resync announces what it applies, creations first; a question
+// it held pending whose record is gone (ended elsewhere and deleted by
+// retention while the replica was cut off) ends here as rejected.
 package pgstore

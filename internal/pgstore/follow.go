@@ -25,50 +25,94 @@ const CatchUpWait = 5 * time.Second
 // through any other at once, even if that replica's tail lags.
 type Mirror struct {
 	*pending.Memory
-	db   *Store
-	tail *Tailer
+	db      *Store
+	tail    *Tailer
+	journal *Journal // set by Follow: Create and Settle wait for their change's turn
 }
+
+// OwnChangeWait bounds how long a creation or an ending made through the
+// Mirror waits, after its commit, for the tailer to reach it.
+const OwnChangeWait = 2 * time.Second
 
 // Follow keeps m, a store that pending.Open restored from j, in step with
 // the other replicas: it tails the change log from what j's Load saw and
 // hands each change to m.Observe, which ignores this replica's own. Stop
 // the mirror before closing m.
 func (s *Store) Follow(m *pending.Memory, j *Journal, opts TailOptions) *Mirror {
-	opts.Resync = func(ctx context.Context) (int64, error) { return resync(ctx, m, j) }
+	announce := opts.Announce
+	if announce == nil {
+		announce = func(*pending.Question) {}
+	}
+	opts.Resync = func(ctx context.Context) (int64, error) { return s.resync(ctx, m, j, announce) }
+	j.trackOwn.Store(true)
 	tail := s.Tail(j.LoadedSeq(), func(c Change) {
+		defer j.appliedOwn(c.Question, c.Seq)
 		if c.Question == nil {
 			return // forgotten (retention) since
 		}
 		if _, err := m.Observe(context.Background(), c.Question); err != nil && !errors.Is(err, pending.ErrClosed) {
 			s.log.Warn("change not applied", zap.Int64("seq", c.Seq), zap.String("id", c.Question.ID), zap.Error(err))
 		}
+		// Applied by Observe or, for this replica's own change, before it
+		// committed: either way it is told now, in its place in the log.
+		announce(c.Question)
 	}, opts)
-	return s.Mirror(m, tail)
+	mirror := s.Mirror(m, tail)
+	mirror.journal = j
+	return mirror
 }
 
 // resync brings m up to date from every record, for a tailer that fell
 // behind what the log keeps: questions m lacks become pending, endings of
-// questions pending in m are applied. It returns the log position the
-// records cover.
-func resync(ctx context.Context, m *pending.Memory, j *Journal) (int64, error) {
+// questions pending in m are applied, and questions pending in m whose
+// records are gone (ended elsewhere, then deleted by retention while this
+// replica was cut off) end here too, rejected, since how they ended is
+// lost. It returns the log position the records cover. What it applies is
+// told to announce.
+func (s *Store) resync(ctx context.Context, m *pending.Memory, j *Journal, announce func(*pending.Question)) (int64, error) {
+	// Listed before the records are read: every question m holds was
+	// committed before it was listed, so the records hold it unless it was
+	// deleted. One created here meanwhile is not in this list.
+	held, err := m.List(ctx, pending.Filter{})
+	if err != nil {
+		return 0, err
+	}
 	records, err := j.Load(ctx)
 	if err != nil {
 		return 0, err
 	}
 	slices.SortFunc(records, func(a, b *pending.Question) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	for _, q := range records {
-		if q.Ended != nil {
-			continue
+	observe := func(q *pending.Question) error {
+		applied, err := m.Observe(ctx, q)
+		if applied {
+			announce(q)
 		}
-		if _, err := m.Observe(ctx, q); err != nil {
-			return 0, err
+		return err
+	}
+	stored := make(map[string]bool, len(records))
+	for _, q := range records {
+		stored[q.ID] = true
+		if q.Ended == nil {
+			if err := observe(q); err != nil {
+				return 0, err
+			}
 		}
 	}
 	for _, q := range records {
-		if q.Ended == nil {
+		if q.Ended != nil {
+			if err := observe(q); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for _, q := range held {
+		if stored[q.ID] {
 			continue
 		}
-		if _, err := m.Observe(ctx, q); err != nil {
+		s.log.Warn("change log: a pending question's record was deleted while this replica was behind; ending it here as rejected", zap.String("id", q.ID))
+		gone := *q
+		gone.Ended = &pending.Outcome{Ending: pending.EndRejected, Result: pending.Result{Action: pending.ActionCancel}}
+		if err := observe(&gone); err != nil {
 			return 0, err
 		}
 	}
@@ -110,17 +154,53 @@ func (m *Mirror) Wait(ctx context.Context, id string) (*pending.Question, error)
 	return q, nil
 }
 
+// Create implements the store's Create. Once the creation is committed it
+// waits for the tailer to apply it (and announce it: TailOptions.Announce),
+// so that a caller told of the creation finds it on this replica's event
+// streams, as on one machine.
+func (m *Mirror) Create(ctx context.Context, q *pending.Question) error {
+	if err := m.Memory.Create(ctx, q); err != nil {
+		return err
+	}
+	m.awaitOwn(ctx, q)
+	return nil
+}
+
+// awaitOwn waits until the tailer has applied this replica's change of q
+// (its creation, or its ending if q has ended), within OwnChangeWait. The
+// change is committed already: a tailer that cannot reach it in time (the
+// database just went away) is logged, and the caller goes on.
+func (m *Mirror) awaitOwn(ctx context.Context, q *pending.Question) {
+	if m.journal == nil {
+		return
+	}
+	v, ok := m.journal.own.LoadAndDelete(ownKey(q))
+	if !ok {
+		return // applied already
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), OwnChangeWait)
+	defer cancel()
+	if err := m.tail.WaitFor(ctx, v.(int64)); err != nil {
+		m.db.log.Warn("the change log's tail did not reach this replica's change in time", zap.String("id", q.ID), zap.Int64("seq", v.(int64)), zap.Error(err))
+	}
+}
+
 // Settle implements the store's Settle, catching up on a miss (a question
 // this replica has not seen yet, or one a rival ended first: then the
 // retry answers ErrNotFound again).
+//
+// Like Create, it returns once its ending has been applied from the log.
 func (m *Mirror) Settle(ctx context.Context, id string, o pending.Outcome) (*pending.Question, error) {
 	q, err := m.Memory.Settle(ctx, id, o)
 	if err = m.missed(ctx, err); err != nil {
 		return nil, err
 	}
 	if q == nil {
-		return m.Memory.Settle(ctx, id, o)
+		if q, err = m.Memory.Settle(ctx, id, o); err != nil {
+			return nil, err
+		}
 	}
+	m.awaitOwn(ctx, q)
 	return q, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,42 @@ const channel = "questiond_changes"
 type Journal struct {
 	s      *Store
 	loaded atomic.Int64 // the change log's head as of the last Load
+
+	// own maps a change this replica committed (ownKey) to its number
+	// until its tailer applies it, for the Mirror to wait for (Follow
+	// turns it on); applied is the number of the last change the tailer
+	// applied, so that a change it applied before it was noted is not
+	// kept.
+	own      sync.Map
+	trackOwn atomic.Bool
+	applied  atomic.Int64
+}
+
+// noteOwn notes this replica's change of q, numbered seq, until its
+// tailer applies it. Noted first, checked second, against appliedOwn
+// which does it the other way round: whichever comes last deletes it.
+func (j *Journal) noteOwn(q *pending.Question, seq int64) {
+	key := ownKey(q)
+	j.own.Store(key, seq)
+	if j.applied.Load() >= seq {
+		j.own.Delete(key)
+	}
+}
+
+// appliedOwn tells the journal that the tailer applied change seq, of q.
+func (j *Journal) appliedOwn(q *pending.Question, seq int64) {
+	j.applied.Store(seq)
+	if q != nil {
+		j.own.Delete(ownKey(q))
+	}
+}
+
+// ownKey names a change of q: its creation or its ending.
+func ownKey(q *pending.Question) string {
+	if q.Ended == nil {
+		return "asked " + q.ID
+	}
+	return "ended " + q.ID
 }
 
 // Each creation and ending is one call of a function of the schema
@@ -103,6 +140,9 @@ func (j *Journal) Put(ctx context.Context, qs ...*pending.Question) error {
 		return nil
 	})
 	if err != nil {
+		for _, q := range qs {
+			j.own.Delete(ownKey(q)) // rolled back
+		}
 		return questionsError("store questions", err)
 	}
 	return nil
@@ -127,6 +167,9 @@ func (j *Journal) put(ctx context.Context, db querier, q *pending.Question) erro
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil && seq > 0:
+		if j.trackOwn.Load() {
+			j.noteOwn(q, seq)
+		}
 		return nil
 	case err == nil && q.Ended == nil:
 		return fmt.Errorf("create question %q: the id is taken: %w", q.ID, pending.ErrExists)

@@ -274,3 +274,60 @@ func ids(qs []*pending.Question) []string {
 	}
 	return out
 }
+
+// A replica cut off while a question it holds pending was ended elsewhere
+// and its record deleted (retention) does not keep it pending forever: the
+// resync ends it here, announced in the order the resync applied it, and
+// wakes its waiters.
+func TestResyncEndsQuestionsWhoseRecordsWereDeleted(t *testing.T) {
+	url := database(t)
+	a := newReplica(t, url, pending.MemoryOptions{})
+	db := open(t, url)
+	j := db.Questions()
+	observed := newRecorder()
+	ctx := context.Background()
+	if err := a.store.Create(ctx, question("q1")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := pending.Open(ctx, pending.MemoryOptions{Journal: j, OnObserve: observed.record})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close(ctx) })
+	if _, err := a.store.Settle(ctx, "q1", reply("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.db.Questions().Delete(ctx, "q1"); err != nil {
+		t.Fatal(err)
+	}
+	pruner := db.Tail(0, func(pgstore.Change) {}, pgstore.TailOptions{KeepChanges: time.Millisecond})
+	time.Sleep(50 * time.Millisecond)
+	if err := a.store.Create(ctx, question("q2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := pruner.WaitFor(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	pruner.Stop()
+
+	announced := newRecorder()
+	b := db.Follow(m, j, pgstore.TailOptions{Announce: announced.record})
+	t.Cleanup(b.Stop)
+	if err := b.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	list, err := m.List(ctx, pending.Filter{})
+	if err != nil || len(list) != 1 || list[0].ID != "q2" {
+		t.Fatalf("after the resync B lists %v, %v; want only q2", ids(list), err)
+	}
+	got, err := m.Wait(ctx, "q1")
+	if err != nil || got.Ended == nil || got.Ended.Ending != pending.EndRejected {
+		t.Fatalf("B's wait for q1: %+v, %v; want it ended, rejected", got, err)
+	}
+	if q := announced.next(t); q.ID != "q2" || q.Ended != nil {
+		t.Fatalf("announced first %s (ended %v); want q2 asked", q.ID, q.Ended != nil)
+	}
+	if q := announced.next(t); q.ID != "q1" || q.Ended == nil {
+		t.Fatalf("announced then %s (ended %v); want q1's ending", q.ID, q.Ended != nil)
+	}
+}

@@ -67,6 +67,12 @@ type TailOptions struct {
 	// other way (a full read) and returns the change number that covers.
 	// Without it the gap is logged and skipped.
 	Resync func(ctx context.Context) (int64, error)
+	// Announce, used by Follow only, is told of every change of the log,
+	// this replica's own included, in the log's order, once the mirror has
+	// applied it: a replica that publishes its events from here publishes
+	// them in the same order as every other replica. Changes a resync
+	// skipped over are told as the resync applies them, creations first.
+	Announce func(*pending.Question)
 }
 
 // ErrStopped: the tailer was stopped before it reached the change waited for.

@@ -46,7 +46,7 @@ func (s *Store) Follow(m *pending.Memory, j *Journal, opts TailOptions) *Mirror 
 	opts.Resync = func(ctx context.Context) (int64, error) { return s.resync(ctx, m, j, announce) }
 	j.trackOwn.Store(true)
 	tail := s.Tail(j.LoadedSeq(), func(c Change) {
-		defer j.appliedOwn(c.Question, c.Seq)
+		defer j.appliedOwn(c.Question, c.Xid)
 		if c.Question == nil {
 			return // forgotten (retention) since
 		}
@@ -180,8 +180,9 @@ func (m *Mirror) awaitOwn(ctx context.Context, q *pending.Question) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), OwnChangeWait)
 	defer cancel()
-	if err := m.tail.WaitFor(ctx, v.(int64)); err != nil {
-		m.db.log.Warn("the change log's tail did not reach this replica's change in time", zap.String("id", q.ID), zap.Int64("seq", v.(int64)), zap.Error(err))
+	// The tail's position passes a transaction once it has applied it.
+	if err := m.tail.WaitFor(ctx, v.(int64)+1); err != nil {
+		m.db.log.Warn("the change log's tail did not reach this replica's change in time", zap.String("id", q.ID), zap.Int64("xid", v.(int64)), zap.Error(err))
 	}
 }
 

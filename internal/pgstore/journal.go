@@ -27,30 +27,32 @@ type Journal struct {
 	s      *Store
 	loaded atomic.Int64 // the change log's head as of the last Load
 
-	// own maps a change this replica committed (ownKey) to its number
-	// until its tailer applies it, for the Mirror to wait for (Follow
-	// turns it on); applied is the number of the last change the tailer
-	// applied, so that a change it applied before it was noted is not
-	// kept.
+	// own maps a change this replica committed (ownKey) to the id of its
+	// transaction until its tailer applies it, for the Mirror to wait for
+	// (Follow turns it on); applied is the transaction id of the last
+	// change the tailer applied (the tail applies transactions in id
+	// order, every one below it first), so that a change it applied
+	// before it was noted is not kept.
 	own      sync.Map
 	trackOwn atomic.Bool
 	applied  atomic.Int64
 }
 
-// noteOwn notes this replica's change of q, numbered seq, until its
-// tailer applies it. Noted first, checked second, against appliedOwn
+// noteOwn notes this replica's change of q, made by transaction xid, until
+// its tailer applies it. Noted first, checked second, against appliedOwn
 // which does it the other way round: whichever comes last deletes it.
-func (j *Journal) noteOwn(q *pending.Question, seq int64) {
+func (j *Journal) noteOwn(q *pending.Question, xid int64) {
 	key := ownKey(q)
-	j.own.Store(key, seq)
-	if j.applied.Load() >= seq {
+	j.own.Store(key, xid)
+	if j.applied.Load() >= xid {
 		j.own.Delete(key)
 	}
 }
 
-// appliedOwn tells the journal that the tailer applied change seq, of q.
-func (j *Journal) appliedOwn(q *pending.Question, seq int64) {
-	j.applied.Store(seq)
+// appliedOwn tells the journal that the tailer applied a change of q made
+// by transaction xid.
+func (j *Journal) appliedOwn(q *pending.Question, xid int64) {
+	j.applied.Store(xid)
 	if q != nil {
 		j.own.Delete(ownKey(q))
 	}
@@ -70,8 +72,11 @@ func ownKey(q *pending.Question) string {
 // and appends the change with its transaction's id; the store announces it
 // to the tailers after the commit (see the package doc).
 const (
-	askSQL = "SELECT questiond_ask($1, $2, $3, $4, $5, $6, $7)"
-	endSQL = "SELECT questiond_end($1, $2, $3)"
+	// The statement's own transaction id comes back beside the change's
+	// number: the function logs the change under that id, and the tail's
+	// positions are transaction ids.
+	askSQL = "SELECT questiond_ask($1, $2, $3, $4, $5, $6, $7), pg_current_xact_id()::text::bigint"
+	endSQL = "SELECT questiond_end($1, $2, $3), pg_current_xact_id()::text::bigint"
 )
 
 var _ pending.Journal = (*Journal)(nil)
@@ -157,18 +162,18 @@ func (j *Journal) put(ctx context.Context, db querier, q *pending.Question) erro
 	if err != nil {
 		return fmt.Errorf("%w: %w", pending.ErrInvalid, err)
 	}
-	var seq int64
+	var seq, xid int64
 	if q.Ended == nil {
 		err = db.QueryRow(ctx, askSQL, q.ID, string(record), q.Owner, q.IdempotencyKey, q.CreatedAt,
-			j.s.opts.MaxPending, j.s.opts.MaxPendingPerAgent).Scan(&seq)
+			j.s.opts.MaxPending, j.s.opts.MaxPendingPerAgent).Scan(&seq, &xid)
 	} else {
-		err = db.QueryRow(ctx, endSQL, q.ID, string(record), q.Ended.At).Scan(&seq)
+		err = db.QueryRow(ctx, endSQL, q.ID, string(record), q.Ended.At).Scan(&seq, &xid)
 	}
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil && seq > 0:
 		if j.trackOwn.Load() {
-			j.noteOwn(q, seq)
+			j.noteOwn(q, xid)
 		}
 		return nil
 	case err == nil && q.Ended == nil:

@@ -23,12 +23,16 @@ type graceWaits struct {
 type graceWait struct {
 	callers int
 	timer   *time.Timer // armed while nobody waits; nil otherwise
+	// attachedAt is when the last caller attached here, after the store
+	// recorded it: a keyed wait recorded anywhere since is another's.
+	attachedAt time.Time
 }
 
 // sharedWaits is what a store shared by several replicas offers so that a
 // retry taken by one replica keeps another from withdrawing the question:
 // Attached records that a keyed caller waits on id here; AttachedWithin
-// reports whether one did anywhere within the last d.
+// reports whether one did anywhere within the last d (d is the time since
+// this replica's own caller attached, so only later attaches count).
 type sharedWaits interface {
 	Attached(ctx context.Context, id string)
 	AttachedWithin(ctx context.Context, id string, d time.Duration) bool
@@ -52,6 +56,7 @@ func (s *Server) attach(id string) {
 		g.waits[id] = w
 	}
 	w.callers++
+	w.attachedAt = time.Now()
 	if w.timer != nil {
 		w.timer.Stop() // if it already fired, its callback sees a caller and does nothing
 		w.timer = nil
@@ -92,8 +97,12 @@ func (s *Server) graceOver(id string, w *graceWait) {
 		return
 	}
 	delete(g.waits, id)
+	since := time.Since(w.attachedAt)
 	g.mu.Unlock()
-	if shared, ok := s.store.(sharedWaits); ok && shared.AttachedWithin(context.Background(), id, s.opts.ReconnectGrace) {
+	// Counted from this replica's own last attach, not from the end of
+	// the grace: a retry may reach another replica before this one even
+	// notices that its caller left.
+	if shared, ok := s.store.(sharedWaits); ok && shared.AttachedWithin(context.Background(), id, since) {
 		return // the retry went to another replica, which now keeps the wait
 	}
 	if !s.draining.Load() {

@@ -22,6 +22,7 @@ import (
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/pgtest"
+	"github.com/questiond/questiond/internal/testenv"
 )
 
 // churnClient is an HTTP client of its own, so the test can close every
@@ -451,6 +452,7 @@ func heapInUse() uint64 {
 // subscribe/unsubscribe cycles and 10 000 question lifecycles, all at once,
 // leave the goroutine count and the heap where they were.
 func TestChurnLeavesNothingBehind(t *testing.T) {
+	testenv.Heavy(t, "load test: 10 000 question lifecycles and 1 000 subscriptions")
 	// Registered first, so it runs last: after the harness has shut down,
 	// nothing this test started may be left.
 	before := goleak.IgnoreCurrent()

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/testenv"
 )
 
 // The access-control rules of issue 5, through real HTTP: every route
@@ -58,6 +59,7 @@ type refusal struct {
 }
 
 func TestAuthRefusesBadCredentialsOnEveryRoute(t *testing.T) {
+	testenv.Heavy(t, "every route with every kind of bad credential (over 20 s under -race)")
 	variants := []struct {
 		name     string
 		auth     httpapi.Auth
@@ -372,6 +374,7 @@ var foreignOrigins = []string{
 }
 
 func TestCORSRefusesForeignPages(t *testing.T) {
+	testenv.Heavy(t, "every route from foreign origins (over 15 s under -race)")
 	w := newWorld(t, httpapi.Options{Auth: authBoth()})
 	for _, origin := range foreignOrigins {
 		for _, r := range everyRoute {
@@ -418,6 +421,7 @@ func TestCORSRefusesForeignPages(t *testing.T) {
 }
 
 func TestCORSAllowsListedOrigins(t *testing.T) {
+	testenv.Heavy(t, "every route from listed origins (7 s under -race)")
 	const extra = "https://ops.example.com:8443"
 	w := newWorld(t, httpapi.Options{Auth: authBoth(), CORSOrigins: []string{extra}})
 	allowed := []string{"http://localhost:5173", "http://127.0.0.1:3000", "https://app.opencode.ai", "https://opencode.ai", "oc://renderer", "tauri://localhost", extra}
@@ -472,6 +476,7 @@ var attackerHosts = []string{
 }
 
 func TestHostGuardRefusesForeignNames(t *testing.T) {
+	testenv.Heavy(t, "every route with foreign Host names (7 s under -race)")
 	w := newWorld(t, httpapi.Options{Auth: authBoth(), ListenAddr: "127.0.0.1:4097", AllowedHosts: []string{"questiond.internal"}})
 	for _, host := range attackerHosts {
 		for _, r := range everyRoute {

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testenv"
 )
 
 // hangGuard bounds every wait of the load tests, so a broken server fails a
@@ -104,6 +105,7 @@ func dialStalled(t *testing.T, h *harness, path string) *net.TCPConn {
 // operator gets every event, in order, and the stalled client is cut off (and
 // logged) without anyone waiting for it.
 func TestStalledSubscriberIsCutOff(t *testing.T) {
+	testenv.Heavy(t, "load test: a never-reading subscriber under 10 000 events")
 	h, logs := newTunedHarness(t, tuning{
 		// A short queue, so the stalled client is cut off as soon as its
 		// socket buffers are full. The write timeout is longer than the

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +115,10 @@ func TestMetricsServedOnTheirOwnAddress(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "questiond_questions_pending 0") {
 			t.Errorf("GET %s: %d\n%.300s", url, resp.StatusCode, body)
+		}
+		info := fmt.Sprintf(`questiond_build_info{goversion=%q,store="memory",version=%q} 1`, runtime.Version(), version)
+		if !strings.Contains(string(body), info+"\n") {
+			t.Errorf("GET %s: no line %s", url, info)
 		}
 		_, rest, _ = strings.Cut(logs, `"addr":"`)
 		addr, _, _ := strings.Cut(rest, `"`)

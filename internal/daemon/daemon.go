@@ -5,6 +5,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -165,6 +166,7 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 	var watchers []httpapi.Watcher
 	if cfg.Metrics != nil {
 		d.metrics = metrics.New()
+		d.metrics.Build(cmp.Or(cfg.API.Version, httpapi.DefaultVersion), storeName(cfg))
 		d.openMetricsServer(cfg)
 		watchers = append(watchers, d.metrics)
 		cfg.API.Meter = d.metrics
@@ -415,4 +417,18 @@ func (d *Daemon) Serve() error {
 	ctx, cancel := context.WithTimeout(context.Background(), d.failureTimeout)
 	defer cancel()
 	return errors.Join(fmt.Errorf("serving: %w", err), d.Shutdown(ctx))
+}
+
+// storeName names the question store cfg opens, for questiond_build_info.
+func storeName(cfg Config) string {
+	switch {
+	case cfg.DatabaseURL != "":
+		return "postgres"
+	case cfg.BoltPath != "":
+		return "bolt"
+	case cfg.Journal != nil:
+		return "journal"
+	default:
+		return "memory"
+	}
 }

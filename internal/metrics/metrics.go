@@ -5,6 +5,7 @@ package metrics
 
 import (
 	"net/http"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -93,6 +94,17 @@ func New() *Metrics {
 	m.reg.MustRegister(m.asked, m.endedVec, m.waitVec, m.requestVec, m.toolCalls, m.refusals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// Build adds questiond_build_info: one series, always 1, whose labels say
+// which build runs on which store, so dashboards can join it and tell a
+// rolling upgrade's replicas apart. Call it once, before the first scrape.
+func (m *Metrics) Build(version, store string) {
+	info := prometheus.NewGauge(prometheus.GaugeOpts{Name: "questiond_build_info",
+		Help:        "Always 1; the labels say which questiond version, built with which Go, runs on which store (memory, bolt, postgres).",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version(), "store": store}})
+	info.Set(1)
+	m.reg.MustRegister(info)
 }
 
 // Handler serves the metrics in the Prometheus text format (or OpenMetrics,

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -385,7 +384,7 @@ func (c *consoleView) ending(q *pending.Question) (sse.Message, bool) {
 }
 
 func (c *consoleView) message(directory, typ string, properties any) (sse.Message, bool) {
-	body, err := json.Marshal(properties)
+	body, err := marshalJSON(properties)
 	if err != nil {
 		c.log.Warn("could not encode an event", zap.String("type", typ), zap.Error(err))
 		return sse.Message{}, false

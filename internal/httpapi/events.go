@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -115,9 +114,9 @@ func (e *Events) asked(ctx context.Context, q *pending.Question) {
 // announceAsked is asked without the watchers.
 func (e *Events) announceAsked(ctx context.Context, q *pending.Question) {
 	if c := e.console.Load(); c == nil {
-		e.publish(ctx, q.Directory, sse.Everyone, eventAsked, toQuestionRequest(q))
+		e.publishBody(ctx, q.Directory, sse.Everyone, eventAsked, listItem(q))
 	} else {
-		e.publish(ctx, q.Directory, sse.Standard, eventAsked, toQuestionRequest(q))
+		e.publishBody(ctx, q.Directory, sse.Standard, eventAsked, listItem(q))
 		c.asked(q)
 	}
 }
@@ -175,22 +174,34 @@ func (e *Events) publishEnding(q *pending.Question, audience sse.Audience) {
 }
 
 func (e *Events) publish(ctx context.Context, directory string, audience sse.Audience, typ string, properties any) {
-	body, err := json.Marshal(properties)
-	if err == nil {
-		err = e.bus.Publish(ctx, sse.Message{Directory: directory, Audience: audience, Event: sse.Event{Type: typ, Properties: body}})
-	}
+	body, err := marshalJSON(properties)
 	if err != nil {
+		e.log.Warn("could not publish event", zap.String("type", typ), zap.Error(err))
+		return
+	}
+	e.publishBody(ctx, directory, audience, typ, body)
+}
+
+// publishBody publishes an event whose properties are already encoded; nil
+// (a question listItem could not encode) publishes nothing.
+func (e *Events) publishBody(ctx context.Context, directory string, audience sse.Audience, typ string, body []byte) {
+	if body == nil {
+		e.log.Warn("could not publish event", zap.String("type", typ), zap.Error(errUnencodable))
+		return
+	}
+	if err := e.bus.Publish(ctx, sse.Message{Directory: directory, Audience: audience, Event: sse.Event{Type: typ, Properties: body}}); err != nil {
 		e.log.Warn("could not publish event", zap.String("type", typ), zap.Error(err))
 	}
 }
 
 // askedMessages turns pending questions into question.asked messages, for the
-// first frames of a new event stream.
+// first frames of a new event stream. Their properties are the questions'
+// memoized list items: a stream that opens costs no encoding.
 func askedMessages(questions []*pending.Question) []sse.Message {
 	out := make([]sse.Message, 0, len(questions))
 	for _, q := range questions {
-		body, err := json.Marshal(toQuestionRequest(q))
-		if err != nil {
+		body := listItem(q)
+		if body == nil {
 			continue
 		}
 		out = append(out, sse.Message{Directory: q.Directory, Event: sse.Event{Type: eventAsked, Properties: body}})

@@ -123,3 +123,36 @@ func TestListIsTheFreshEncodingInEveryScope(t *testing.T) {
 	}
 	checkAll("timed out")
 }
+
+// question.asked carries the question as GET /question lists it, byte for
+// byte — on a stream that was open when it was asked and in a new stream's
+// first frames — with <, > and & as they are, as OpenCode sends them.
+func TestAskedEventsAreTheListItems(t *testing.T) {
+	h := newHarness(t, httpapi.Options{})
+	live := h.openStream("/event")
+	live.expect(t, "server.connected")
+	f := seedForm()
+	f["message"] = "Is <b> & </b> fine?"
+	f["requestedSchema"] = json.RawMessage(`{"type":"object","properties":{` +
+		`"model":{"type":"string","title":"<Model>","description":"A & B?","enum":["<a>","b&c"]}}}`)
+	id := h.create(f).ID
+	list := h.do(http.MethodGet, "/question", nil)
+	var items []json.RawMessage
+	if err := json.Unmarshal(list.Body, &items); err != nil || len(items) != 1 {
+		t.Fatalf("GET /question: %v %s", err, list.Body)
+	}
+	item := items[0]
+	if !bytes.Contains(item, []byte(`"<Model>"`)) || !bytes.Contains(item, []byte(`A & B?`)) {
+		t.Fatalf("the list item escapes HTML: %s", item)
+	}
+	asked := live.expect(t, "question.asked")
+	if !bytes.Equal(asked.Properties, item) {
+		t.Errorf("live question.asked %s:\n%s\nwant the list item\n%s", id, asked.Properties, item)
+	}
+	late := h.openStream("/event")
+	late.expect(t, "server.connected")
+	replayed := late.expect(t, "question.asked")
+	if !bytes.Equal(replayed.Properties, item) {
+		t.Errorf("a new stream's question.asked %s:\n%s\nwant the list item\n%s", id, replayed.Properties, item)
+	}
+}

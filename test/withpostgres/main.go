@@ -40,45 +40,26 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
-func run(args []string, stderr io.Writer) int {
-	flags := flag.NewFlagSet("withpostgres", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	databases := flags.Int("databases", 1, "how many empty databases the command gets")
-	grace := flags.Duration("grace", 30*time.Second, "how long the command has to exit after a signal before it is killed")
-	flags.Usage = func() {
-		fmt.Fprintln(stderr, "usage: withpostgres [-databases n] [-grace d] command [arg...]")
-		flags.PrintDefaults()
-	}
-	if err := flags.Parse(args); err != nil {
-		return 2
-	}
-	if flags.NArg() == 0 || *databases < 1 {
-		flags.Usage()
-		return 2
-	}
+// options are withpostgres's flags and the command it runs.
+type options struct {
+	databases int
+	grace     time.Duration
+	command   []string
+}
 
+func run(args []string, stderr io.Writer) int {
+	opts, ok := parseArgs(args, stderr)
+	if !ok {
+		return 2
+	}
 	// Before the server starts: a signal while it starts must still stop it.
 	signals := make(chan os.Signal, len(forwarded))
 	signal.Notify(signals, forwarded...)
 	defer signal.Stop(signals)
 
-	bin, err := pgtest.FindBinaries()
-	if errors.Is(err, pgtest.ErrMissing) {
-		if testenv.InCI() {
-			fmt.Fprintf(stderr, "withpostgres: %v (CI=true, so this is a failure, not a skip); install Debian's postgresql package\n", err)
-			return 1
-		}
-		fmt.Fprintf(stderr, "withpostgres: %v; SKIPPED %s (under CI=true this fails)\n", err, strings.Join(flags.Args(), " "))
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "withpostgres:", err)
-		return 1
-	}
-	server, err := pgtest.Start(bin)
-	if err != nil {
-		fmt.Fprintln(stderr, "withpostgres: starting PostgreSQL:", err)
-		return 1
+	server, status := startServer(opts.command, stderr)
+	if server == nil {
+		return status
 	}
 	defer func() {
 		if err := server.Close(); err != nil {
@@ -92,12 +73,57 @@ func run(args []string, stderr io.Writer) int {
 	default:
 	}
 
-	urls, err := createDatabases(server, *databases)
+	urls, err := createDatabases(server, opts.databases)
 	if err != nil {
 		fmt.Fprintln(stderr, "withpostgres:", err)
 		return 1
 	}
-	return runCommand(flags.Args(), urls, signals, *grace, stderr)
+	return runCommand(opts.command, urls, signals, opts.grace, stderr)
+}
+
+func parseArgs(args []string, stderr io.Writer) (options, bool) {
+	var opts options
+	flags := flag.NewFlagSet("withpostgres", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	flags.IntVar(&opts.databases, "databases", 1, "how many empty databases the command gets")
+	flags.DurationVar(&opts.grace, "grace", 30*time.Second, "how long the command has to exit after a signal before it is killed")
+	flags.Usage = func() {
+		fmt.Fprintln(stderr, "usage: withpostgres [-databases n] [-grace d] command [arg...]")
+		flags.PrintDefaults()
+	}
+	if err := flags.Parse(args); err != nil {
+		return opts, false
+	}
+	opts.command = flags.Args()
+	if len(opts.command) == 0 || opts.databases < 1 {
+		flags.Usage()
+		return opts, false
+	}
+	return opts, true
+}
+
+// startServer starts a throwaway server, or returns nil and the status to
+// exit with: 0 when PostgreSQL is missing outside CI (command skipped).
+func startServer(command []string, stderr io.Writer) (*pgtest.Server, int) {
+	bin, err := pgtest.FindBinaries()
+	if errors.Is(err, pgtest.ErrMissing) {
+		if testenv.InCI() {
+			fmt.Fprintf(stderr, "withpostgres: %v (CI=true, so this is a failure, not a skip); install Debian's postgresql package\n", err)
+			return nil, 1
+		}
+		fmt.Fprintf(stderr, "withpostgres: %v; SKIPPED %s (under CI=true this fails)\n", err, strings.Join(command, " "))
+		return nil, 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "withpostgres:", err)
+		return nil, 1
+	}
+	server, err := pgtest.Start(bin)
+	if err != nil {
+		fmt.Fprintln(stderr, "withpostgres: starting PostgreSQL:", err)
+		return nil, 1
+	}
+	return server, 0
 }
 
 // createDatabases makes n empty databases on server and returns their URLs.

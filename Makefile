@@ -12,7 +12,7 @@ TUI_ARTIFACTS ?= artifacts/tui
 UI_ARTIFACTS ?= artifacts/ui
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test check quick unit postgres tui ui fuzz compat bench bench-opencode lint clean
+.PHONY: all build run test check quick unit postgres tui ui fuzz compat compat-postgres bench bench-opencode lint clean
 
 # A bare `make` builds the binary; `make test` is the whole suite.
 .DEFAULT_GOAL := build
@@ -29,9 +29,9 @@ run:
 # The whole suite: static checks, unit and end-to-end tests with the race
 # detector, a short run of every fuzz target, the OpenCode SDK
 # compatibility tests with the OpenCode SDK and the MCP TypeScript SDK (each
-# installs its npm packages itself), the real OpenCode TUI, and the /ui page
-# in a real browser.
-test: lint unit postgres fuzz compat tui ui
+# installs its npm packages itself) on the suites' own stores and on
+# PostgreSQL, the real OpenCode TUI, and the /ui page in a real browser.
+test: lint unit postgres fuzz compat compat-postgres tui ui
 
 # Every package but e2e/tui and e2e/ui, which `make tui` and `make ui` run
 # with their artifacts kept.
@@ -90,9 +90,18 @@ fuzz:
 	  $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $$each $$pkg; \
 	done
 
+# The OpenCode SDK and MCP TypeScript SDK suites (test/, Node.js 20 and
+# npm), each daemon on the suite's own store: bolt and memory.
 compat:
 	./test/opencode-sdk/run.sh
 	./test/mcp-sdk/run.sh
+
+# The same two suites with every daemon on --store postgres: a throwaway
+# server (internal/pgtest's, through test/withpostgres) with a fresh
+# database for each daemon.
+compat-postgres:
+	QUESTIOND_TEST_STORE=postgres ./test/opencode-sdk/run.sh
+	QUESTIOND_TEST_STORE=postgres ./test/mcp-sdk/run.sh
 
 # BENCH selects benchmarks (a -bench pattern), PKG the packages, COUNT the runs.
 bench:

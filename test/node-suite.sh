@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs one Node.js suite of test/ against a freshly built questiond:
 #
-#   test/node-suite.sh <suite directory> <npm package under test> <test file>
+#   test/node-suite.sh <suite directory> <npm package under test> <test file> <daemons>
 #
 # It installs the suite's pinned packages (npm ci), builds the daemon, and
 # runs the test file with node --test, passing the daemon's path in
@@ -9,15 +9,23 @@
 # daemon's pid there, so the daemon is stopped even when the test process
 # dies without cleaning up.
 #
+# QUESTIOND_TEST_STORE picks the store the test's daemons run on (see
+# test/daemon-store.mjs). With QUESTIOND_TEST_STORE=postgres the test runs
+# under test/withpostgres: a throwaway PostgreSQL server with <daemons> (how
+# many daemons the test file starts) empty databases, one for each daemon,
+# stopped when the test ends.
+#
 # Part of `make test`, so a missing tool is a failure, never a skip: a suite
 # that silently skips its check would pass on a machine where nothing was
 # checked. Works from any directory and leaves no process behind.
 set -euo pipefail
 
-[[ $# -eq 3 ]] || { echo "usage: $0 <suite directory> <npm package> <test file>" >&2; exit 2; }
+[[ $# -eq 4 ]] || { echo "usage: $0 <suite directory> <npm package> <test file> <daemons>" >&2; exit 2; }
 here="$(cd "$1" && pwd)"
 package="$2"
 test_file="$3"
+daemons="$4"
+store="${QUESTIOND_TEST_STORE:-}"
 suite="test/$(basename "$here")"
 root="$(cd "$here/../.." && pwd)"
 go_tool="${GO:-go}"
@@ -73,13 +81,22 @@ echo "$suite: npm ci"
 echo "$suite: go build ./cmd/questiond"
 (cd "$root" && "$go_tool" build -o "$tmp/questiond" ./cmd/questiond)
 
+# On postgres, node runs under withpostgres, which passes this script's
+# signals on to it and stops the server once it has exited.
+wrapper=()
+if [[ "$store" == postgres ]]; then
+	echo "$suite: go build ./test/withpostgres"
+	(cd "$root" && "$go_tool" build -o "$tmp/withpostgres" ./test/withpostgres)
+	wrapper=("$tmp/withpostgres" -databases "$daemons")
+fi
+
 version="$(cd "$here" && node -p "require('./node_modules/$package/package.json').version")"
-echo "$suite: node --test (node $(node --version), $package $version)"
+echo "$suite: node --test (node $(node --version), $package $version, store: ${store:-default})"
 # In the background so that a signal to this script reaches the trap at once.
 (
 	cd "$here"
 	QUESTIOND_BIN="$tmp/questiond" QUESTIOND_PIDFILE="$pidfile" \
-		exec node --test --test-reporter=spec "$test_file"
+		exec "${wrapper[@]}" node --test --test-reporter=spec "$test_file"
 ) </dev/null &
 node_pid=$!
 wait "$node_pid"

@@ -7,6 +7,9 @@
 // they skip under -short. When PostgreSQL is missing, it is installed with
 // apt-get if the tests run as root (as CI does); otherwise the test is
 // skipped, or fails under CI=true (see testenv.Missing).
+//
+// Outside Go tests (test/withpostgres, for the Node suites), FindBinaries,
+// Start and Close do the same for one server.
 package pgtest
 
 import (
@@ -58,10 +61,9 @@ var (
 func Run(m *testing.M) int {
 	code := m.Run()
 	if shared != nil {
-		if err := shared.Stop(); err != nil {
+		if err := shared.Close(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest:", err)
 		}
-		_ = os.RemoveAll(shared.dir)
 	}
 	return code
 }
@@ -72,14 +74,14 @@ func Shared(t testing.TB) *Server {
 	t.Helper()
 	testenv.Heavy(t, "runs a PostgreSQL server")
 	startOnce.Do(func() {
-		bin, err := findBinaries()
+		bin, err := FindBinaries()
 		if err != nil {
 			sharedErr = err
 			return
 		}
 		shared, sharedErr = Start(bin)
 	})
-	if errors.Is(sharedErr, errMissing) {
+	if errors.Is(sharedErr, ErrMissing) {
 		testenv.Missing(t, "PostgreSQL (initdb, postgres)", "apt-get install postgresql ("+sharedErr.Error()+")")
 	}
 	if sharedErr != nil {
@@ -124,31 +126,34 @@ func (s *Server) Exec(ctx context.Context, sql string) error {
 	return err
 }
 
-var errMissing = errors.New("PostgreSQL server binaries not found")
+// ErrMissing is what FindBinaries returns, wrapped with the reason, when
+// there is no PostgreSQL server to start and none could be installed.
+var ErrMissing = errors.New("PostgreSQL server binaries not found")
 
-// findBinaries returns the directory of the newest installed PostgreSQL's
-// initdb and postgres, installing the Debian package when it can.
-func findBinaries() (string, error) {
+// FindBinaries returns the directory of the newest installed PostgreSQL's
+// initdb and postgres, installing the Debian package with apt-get when it
+// is missing and the process runs as root.
+func FindBinaries() (string, error) {
 	if dir := lookBinaries(); dir != "" {
 		return dir, nil
 	}
 	if os.Geteuid() != 0 {
-		return "", fmt.Errorf("%w, and not root, so it cannot be installed here", errMissing)
+		return "", fmt.Errorf("%w, and not root, so it cannot be installed here", ErrMissing)
 	}
 	if _, err := exec.LookPath("apt-get"); err != nil {
-		return "", fmt.Errorf("%w, and no apt-get to install it with", errMissing)
+		return "", fmt.Errorf("%w, and no apt-get to install it with", ErrMissing)
 	}
 	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "postgresql"}} {
 		cmd := exec.Command("apt-get", args...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("%w: apt-get %v: %v\n%s", errMissing, args, err, out)
+			return "", fmt.Errorf("%w: apt-get %v: %v\n%s", ErrMissing, args, err, out)
 		}
 	}
 	if dir := lookBinaries(); dir != "" {
 		return dir, nil
 	}
-	return "", fmt.Errorf("%w even after installing the postgresql package", errMissing)
+	return "", fmt.Errorf("%w even after installing the postgresql package", ErrMissing)
 }
 
 // lookBinaries finds Debian's versioned directories first (their initdb is
@@ -196,10 +201,20 @@ func Start(bin string) (*Server, error) {
 		return nil, err
 	}
 	if err := s.Restart(); err != nil {
-		_ = os.RemoveAll(dir)
+		_ = s.Close() // a postmaster that never became ready still runs
 		return nil, err
 	}
 	return s, nil
+}
+
+// Close stops the server (as Stop does) and removes its directory, data and
+// log included. The server cannot be restarted.
+func (s *Server) Close() error {
+	err := s.Stop()
+	if rmErr := os.RemoveAll(s.dir); err == nil {
+		err = rmErr
+	}
+	return err
 }
 
 func (s *Server) data() string { return filepath.Join(s.dir, "data") }

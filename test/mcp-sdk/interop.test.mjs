@@ -5,7 +5,9 @@
 // the OpenCode routes (GET /question, POST /question/{id}/reply|reject), so
 // each assertion checks what one side did against what the other side saw.
 //
-// One daemon for the whole file: memory store, an operator password, one
+// One daemon for the whole file: memory store (or the one
+// QUESTIOND_TEST_STORE names: QUESTIOND_TEST_STORE=postgres
+// ./test/mcp-sdk/run.sh; see ../daemon-store.mjs), an operator password, one
 // agent token, and --keepalive 1s so that progress notifications come often
 // enough to be seen within a short wait.
 //
@@ -21,9 +23,11 @@ import {
   StreamableHTTPClientTransport,
   StreamableHTTPError,
 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { daemonStore, testStore } from "../daemon-store.mjs";
 
 const BIN = process.env.QUESTIOND_BIN;
 const PIDFILE = process.env.QUESTIOND_PIDFILE;
+const STORE = testStore("memory");
 
 // Every wait is bounded by one of these.
 const STARTUP_MS = 15_000;
@@ -59,13 +63,14 @@ let daemon; // { child, base, logs }
 // --- the daemon ------------------------------------------------------------
 
 /** This process's environment without inherited questiond or OpenCode settings, plus ours. */
-function daemonEnv() {
+function daemonEnv(storeEnv) {
   const env = {};
   for (const [name, value] of Object.entries(process.env)) {
     if (!name.startsWith("QUESTIOND_") && !name.startsWith("OPENCODE_SERVER_")) env[name] = value;
   }
   return {
     ...env,
+    ...storeEnv,
     QUESTIOND_OPERATOR_USERNAME: OPERATOR.user,
     QUESTIOND_OPERATOR_PASSWORD: OPERATOR.password,
     QUESTIOND_AGENT_TOKENS: `interop=${AGENT_TOKEN}`,
@@ -73,10 +78,11 @@ function daemonEnv() {
 }
 
 async function startDaemon(bin) {
+  const store = daemonStore(STORE);
   const child = spawn(
     bin,
-    ["--addr", "127.0.0.1:0", "--log-format", "json", "--store", "memory", "--keepalive", KEEPALIVE],
-    { stdio: ["ignore", "ignore", "pipe"], env: daemonEnv() },
+    ["--addr", "127.0.0.1:0", "--log-format", "json", ...store.args, "--keepalive", KEEPALIVE],
+    { stdio: ["ignore", "ignore", "pipe"], env: daemonEnv(store.env) },
   );
   if (PIDFILE && child.pid) writeFileSync(PIDFILE, String(child.pid));
   // Even if the test process dies early, the daemon must not outlive it.
@@ -301,7 +307,7 @@ function textOf(result) {
 
 // --- the suite ------------------------------------------------------------------
 
-describe("questiond /mcp with the TypeScript MCP SDK client", () => {
+describe(`questiond /mcp with the TypeScript MCP SDK client (--store ${STORE})`, () => {
   before(async () => {
     assert.ok(BIN, "QUESTIOND_BIN must name the questiond binary (run ./test/mcp-sdk/run.sh)");
     daemon = await startDaemon(BIN);

@@ -10,19 +10,24 @@
 // agent side sends its bearer token, and a few tests check what callers
 // without the right credentials get.
 //
+// The daemons run on the default, durable store (bolt, each in a data
+// directory of its own), or on the store QUESTIOND_TEST_STORE names
+// (QUESTIOND_TEST_STORE=postgres ./test/opencode-sdk/run.sh; see
+// ../daemon-store.mjs).
+//
 // run.sh builds the daemon and passes its path in QUESTIOND_BIN.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { createOpencodeClient } from "@opencode-ai/sdk/v2";
+import { daemonStore, testStore } from "../daemon-store.mjs";
 
 const BIN = process.env.QUESTIOND_BIN;
 const PIDFILE = process.env.QUESTIOND_PIDFILE;
+const STORE = testStore("bolt");
 
 // Every wait is bounded by one of these.
 const STARTUP_MS = 15_000;
@@ -71,7 +76,7 @@ const MODES = [
 let daemon; // { child, base, logs, mode }
 
 for (const mode of MODES) {
-  describe(mode.title, () => {
+  describe(`${mode.title} (--store ${STORE})`, () => {
     before(async () => {
       assert.ok(BIN, "QUESTIOND_BIN must name the questiond binary (run ./test/opencode-sdk/run.sh)");
       daemon = await startDaemon(BIN, mode);
@@ -100,21 +105,20 @@ for (const mode of MODES) {
  * The daemon's environment: this process's, without any questiond setting or
  * OpenCode credential it may have inherited, plus the mode's own.
  */
-function daemonEnv(mode) {
+function daemonEnv(mode, storeEnv) {
   const env = {};
   for (const [name, value] of Object.entries(process.env)) {
     if (!name.startsWith("QUESTIOND_") && !name.startsWith("OPENCODE_SERVER_")) env[name] = value;
   }
-  return { ...env, ...mode.env };
+  return { ...env, ...storeEnv, ...mode.env };
 }
 
 async function startDaemon(bin, mode) {
+  const store = daemonStore(STORE); // an empty one for each daemon
   const child = spawn(
     bin,
-    // The default (durable) store, in a data directory of this run's own.
-    ["--addr", "127.0.0.1:0", "--log-format", "json", "--heartbeat", "1s",
-     "--data-dir", mkdtempSync(join(tmpdir(), "questiond-compat-"))],
-    { stdio: ["ignore", "ignore", "pipe"], env: daemonEnv(mode) },
+    ["--addr", "127.0.0.1:0", "--log-format", "json", "--heartbeat", "1s", ...store.args],
+    { stdio: ["ignore", "ignore", "pipe"], env: daemonEnv(mode, store.env) },
   );
   if (PIDFILE && child.pid) writeFileSync(PIDFILE, String(child.pid));
   // Even if the test process dies early, the daemon must not outlive it.

@@ -41,7 +41,7 @@ const (
 )
 
 // Outbox keeps notifications not yet delivered across restarts;
-// *pending.Table is one.
+// *pending.Table is one. One that several replicas share is a Claimer.
 type Outbox interface {
 	Load(ctx context.Context) (map[string][]byte, error)
 	Put(ctx context.Context, key string, value []byte) error
@@ -82,11 +82,16 @@ type Notifier struct {
 	log    *zap.Logger
 	client *http.Client
 	outbox Outbox
+	// claimer is outbox when it is a Claimer, else nil.
+	claimer Claimer
 
 	endpoints []*endpoint
 	cancel    context.CancelFunc // ends the workers' attempts and waits
 	closing   chan struct{}      // closed by Close: workers return once idle
 	workers   sync.WaitGroup
+
+	cancelSweeps context.CancelFunc // nil without sweeps
+	sweeper      sync.WaitGroup
 
 	mu     sync.RWMutex // held for reading while a notification is queued
 	closed bool
@@ -97,6 +102,7 @@ type Notifier struct {
 func New(ctx context.Context, opts Options) (*Notifier, error) {
 	opts = withDefaults(opts)
 	n := &Notifier{opts: opts, log: opts.Logger.Named("notify"), outbox: opts.Outbox, closing: make(chan struct{})}
+	n.claimer, _ = opts.Outbox.(Claimer)
 	n.client = &http.Client{
 		Transport: opts.Transport,
 		// A redirect would send the signed body where nobody configured.
@@ -126,6 +132,7 @@ func New(ctx context.Context, opts Options) (*Notifier, error) {
 			e.run(workCtx)
 		}()
 	}
+	n.startSweeping(workCtx)
 	return n, nil
 }
 
@@ -208,6 +215,7 @@ func (n *Notifier) notify(event string, q *pending.Question) {
 // Close stops taking notifications, lets the queued ones go out for
 // Options.Grace (or until ctx ends), then stops every attempt and writes
 // what is left to the outbox; without one, what is left is lost, and logged.
+// With a Claimer, it then releases what it holds to the other replicas.
 func (n *Notifier) Close(ctx context.Context) error {
 	n.mu.Lock()
 	already := n.closed
@@ -231,7 +239,9 @@ func (n *Notifier) Close(ctx context.Context) error {
 	grace.Stop()
 	n.cancel()
 	<-idle
+	n.stopSweeps()
 	err := n.keepUndelivered(context.WithoutCancel(ctx))
+	err = errors.Join(err, n.release(context.WithoutCancel(ctx)))
 	n.client.CloseIdleConnections()
 	return err
 }

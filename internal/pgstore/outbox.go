@@ -57,28 +57,46 @@ func (o *Outbox) leaseMicros() int64 { return o.lease.Microseconds() }
 // replicas left, and nothing live replicas hold.
 func (o *Outbox) Load(ctx context.Context) (map[string][]byte, error) { return o.Claim(ctx) }
 
+// claimBatch bounds the records one statement claims, so that replicas
+// sweeping a large backlog at once share it, each lock held briefly.
+const claimBatch = 100
+
 // Claim takes over the records nobody holds, or whose lease ran out, and
 // returns them, keyed by their key.
 func (o *Outbox) Claim(ctx context.Context) (map[string][]byte, error) {
+	records := make(map[string][]byte)
+	for {
+		n, err := o.claimBatch(ctx, records)
+		if err != nil {
+			return nil, unavailable("claim notifications from the outbox", err)
+		}
+		if n < claimBatch {
+			return records, nil
+		}
+	}
+}
+
+// claimBatch claims up to claimBatch records into records; it returns how
+// many. SKIP LOCKED passes over the rows another claim (or a renewal) is
+// updating, and the outer condition checks again the rows it locked.
+func (o *Outbox) claimBatch(ctx context.Context, records map[string][]byte) (int, error) {
 	rows, err := o.s.pool.Query(ctx, `
 UPDATE notify_outbox SET owner = $1, lease_until = now() + $2 * interval '1 microsecond'
-WHERE key IN (SELECT key FROM notify_outbox WHERE lease_until < now() FOR UPDATE SKIP LOCKED)
+WHERE key IN (SELECT key FROM notify_outbox WHERE lease_until < now() LIMIT $3 FOR UPDATE SKIP LOCKED)
 	AND lease_until < now()
-RETURNING key, value`, o.owner, o.leaseMicros())
+RETURNING key, value`, o.owner, o.leaseMicros(), claimBatch)
 	if err != nil {
-		return nil, unavailable("claim notifications from the outbox", err)
+		return 0, err
 	}
-	records := make(map[string][]byte)
 	var key string
 	var value []byte
+	n := 0
 	_, err = pgx.ForEachRow(rows, []any{&key, &value}, func() error {
 		records[key] = value
+		n++
 		return nil
 	})
-	if err != nil {
-		return nil, unavailable("claim notifications from the outbox", err)
-	}
-	return records, nil
+	return n, err
 }
 
 // Renew extends the lease of every record this replica holds.

@@ -276,7 +276,7 @@ func (n *Notifier) keepUndelivered(ctx context.Context) error {
 		n.log.Warn("notifications not delivered are lost", zap.Int("lost", lost), zap.Int("kept", kept),
 			zap.Bool("durable", n.outbox != nil))
 	case kept > 0:
-		n.log.Info("notifications not delivered yet are kept for the next start", zap.Int("kept", kept))
+		n.log.Info("notifications not delivered yet are kept in the outbox, for the next start or (shared) another replica", zap.Int("kept", kept), zap.Bool("shared", n.claimer != nil))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("keeping undelivered notifications: %w", err)

@@ -67,7 +67,8 @@ type Options struct {
 	AttemptTimeout         time.Duration
 	MinBackoff, MaxBackoff time.Duration
 	Grace                  time.Duration
-	// Outbox, if set, keeps what is not delivered yet across restarts.
+	// Outbox, if set, keeps what is not delivered yet across restarts; a
+	// Claimer shares it with other replicas' notifiers.
 	Outbox Outbox
 	// Transport sends the requests; nil means a clone of
 	// http.DefaultTransport.

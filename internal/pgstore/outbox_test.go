@@ -323,7 +323,8 @@ func TestOutboxConcurrentClaimsNeverOverlap(t *testing.T) {
 }
 
 // A record is held by the replica that wrote it: another cannot claim or
-// overwrite it until the lease runs out or the holder releases it.
+// overwrite it until the lease runs out or the holder releases it; any
+// replica deletes it.
 func TestOutboxLeases(t *testing.T) {
 	url := database(t)
 	ctx := context.Background()
@@ -353,6 +354,14 @@ func TestOutboxLeases(t *testing.T) {
 	}
 	if claimed, err := writer.Claim(ctx); err != nil || len(claimed) != 1 {
 		t.Fatalf("after a release, claimed %v (%v); want the record", claimed, err)
+	}
+	// A replica that delivered a record after losing it deletes it all the
+	// same: delivered is done, whoever holds it now.
+	if err := other.Delete(ctx, "k/1"); err != nil {
+		t.Fatal(err)
+	}
+	if left := outboxCount(t, open(t, url), "true"); left != 0 {
+		t.Fatalf("%d records left after the delete of one another replica held", left)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/notify"
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/pgstore"
 	"github.com/questiond/questiond/internal/sse"
 )
 
@@ -66,6 +67,7 @@ type config struct {
 	notifyIncludeText  bool
 	notifyMaxAge       time.Duration
 	notifyQueue        int
+	notifyLease        time.Duration
 
 	// Secrets come from the environment only, never from flags that any
 	// local user can read in the process list.
@@ -171,6 +173,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.Var(durationValue{&c.notifyMaxAge}, "notify-max-age", fmt.Sprintf("give up on a webhook notification not delivered within this `duration` (retries back off from %s to %s)", notify.DefaultMinBackoff, notify.DefaultMaxBackoff))
 	c.notifyQueue = notify.DefaultQueueLength
 	fs.Var(intValue[int]{&c.notifyQueue}, "notify-queue", "most notifications (`n`) waiting for one webhook; beyond it the oldest is dropped")
+	c.notifyLease = pgstore.DefaultOutboxLease
+	fs.Var(durationValue{&c.notifyLease}, "notify-lease", "with --store postgres: how long a replica holds the webhook notifications it has not delivered without renewing its claim (every third of it); those of a replica that dies are delivered by another after about this `duration`")
 	fs.Var(boolValue{&c.showVersion}, "version", "print the version and exit")
 
 	// Errors are reported in one line by the caller; only --help prints the usage.
@@ -362,7 +366,7 @@ func (c *config) check() error {
 		"heartbeat": c.heartbeat, "default-timeout": c.defaultTimeout, "max-timeout": c.maxTimeout,
 		"max-wait": c.maxWait, "keepalive": c.keepAlive, "retention": c.retention, "reconnect-grace": c.reconnectGrace,
 		"event-write-timeout": c.eventWriteTimeout, "shutdown-timeout": c.shutdownTimeout,
-		"notify-max-age": c.notifyMaxAge,
+		"notify-max-age": c.notifyMaxAge, "notify-lease": c.notifyLease,
 	}
 	for name, d := range positive {
 		if d <= 0 {

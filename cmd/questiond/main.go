@@ -209,6 +209,7 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 			return daemon.Config{}, errors.New("--store postgres needs QUESTIOND_DATABASE_URL, the database's libpq URL (environment only: it may hold a password)")
 		}
 		dcfg.DatabaseURL = cfg.databaseURL
+		dcfg.Postgres.OutboxLease = cfg.notifyLease
 		return dcfg, nil
 	case "bolt":
 		path, err := cfg.databasePath(getenv)

@@ -71,8 +71,9 @@ type Config struct {
 	// TLS, if set, serves HTTPS.
 	TLS *tls.Config
 	// Notify configures the webhooks told of every question and ending. Its
-	// Logger is Logger; its Outbox is the BoltPath file when there is one;
-	// its Link, when empty, is PublicURL's /ui page.
+	// Logger is Logger; its Outbox is the BoltPath file when there is one,
+	// the database (shared under leases, see Postgres.OutboxLease) with
+	// DatabaseURL; its Link, when empty, is PublicURL's /ui page.
 	Notify notify.Options
 	// PublicURL is where operators reach questiond, for links; "" means
 	// the listener's address (localhost for an unspecified one).

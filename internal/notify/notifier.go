@@ -41,7 +41,7 @@ const (
 )
 
 // Outbox keeps notifications not yet delivered across restarts;
-// *pending.Table is one.
+// *pending.Table is one. One that several replicas share is a Claimer.
 type Outbox interface {
 	Load(ctx context.Context) (map[string][]byte, error)
 	Put(ctx context.Context, key string, value []byte) error
@@ -67,7 +67,8 @@ type Options struct {
 	AttemptTimeout         time.Duration
 	MinBackoff, MaxBackoff time.Duration
 	Grace                  time.Duration
-	// Outbox, if set, keeps what is not delivered yet across restarts.
+	// Outbox, if set, keeps what is not delivered yet across restarts; a
+	// Claimer shares it with other replicas' notifiers.
 	Outbox Outbox
 	// Transport sends the requests; nil means a clone of
 	// http.DefaultTransport.
@@ -82,11 +83,16 @@ type Notifier struct {
 	log    *zap.Logger
 	client *http.Client
 	outbox Outbox
+	// claimer is outbox when it is a Claimer, else nil.
+	claimer Claimer
 
 	endpoints []*endpoint
 	cancel    context.CancelFunc // ends the workers' attempts and waits
 	closing   chan struct{}      // closed by Close: workers return once idle
 	workers   sync.WaitGroup
+
+	cancelSweeps context.CancelFunc // nil without sweeps
+	sweeper      sync.WaitGroup
 
 	mu     sync.RWMutex // held for reading while a notification is queued
 	closed bool
@@ -97,6 +103,7 @@ type Notifier struct {
 func New(ctx context.Context, opts Options) (*Notifier, error) {
 	opts = withDefaults(opts)
 	n := &Notifier{opts: opts, log: opts.Logger.Named("notify"), outbox: opts.Outbox, closing: make(chan struct{})}
+	n.claimer, _ = opts.Outbox.(Claimer)
 	n.client = &http.Client{
 		Transport: opts.Transport,
 		// A redirect would send the signed body where nobody configured.
@@ -126,6 +133,7 @@ func New(ctx context.Context, opts Options) (*Notifier, error) {
 			e.run(workCtx)
 		}()
 	}
+	n.startSweeping(workCtx)
 	return n, nil
 }
 
@@ -208,6 +216,7 @@ func (n *Notifier) notify(event string, q *pending.Question) {
 // Close stops taking notifications, lets the queued ones go out for
 // Options.Grace (or until ctx ends), then stops every attempt and writes
 // what is left to the outbox; without one, what is left is lost, and logged.
+// With a Claimer, it then releases what it holds to the other replicas.
 func (n *Notifier) Close(ctx context.Context) error {
 	n.mu.Lock()
 	already := n.closed
@@ -231,7 +240,9 @@ func (n *Notifier) Close(ctx context.Context) error {
 	grace.Stop()
 	n.cancel()
 	<-idle
+	n.stopSweeps()
 	err := n.keepUndelivered(context.WithoutCancel(ctx))
+	err = errors.Join(err, n.release(context.WithoutCancel(ctx)))
 	n.client.CloseIdleConnections()
 	return err
 }
@@ -266,7 +277,7 @@ func (n *Notifier) keepUndelivered(ctx context.Context) error {
 		n.log.Warn("notifications not delivered are lost", zap.Int("lost", lost), zap.Int("kept", kept),
 			zap.Bool("durable", n.outbox != nil))
 	case kept > 0:
-		n.log.Info("notifications not delivered yet are kept for the next start", zap.Int("kept", kept))
+		n.log.Info("notifications not delivered yet are kept in the outbox, for the next start or (shared) another replica", zap.Int("kept", kept), zap.Bool("shared", n.claimer != nil))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("keeping undelivered notifications: %w", err)

@@ -81,9 +81,8 @@ func (e *endpoint) undelivered() []*delivery {
 	return left
 }
 
-// restore queues what the outbox kept for the configured endpoints, oldest
-// first, and deletes the rest: records of endpoints no longer configured,
-// older than MaxAge, or beyond a queue's length.
+// restore queues what the outbox kept for the configured endpoints (what
+// nobody holds, for a Claimer) and deletes the rest (see adopt).
 func (n *Notifier) restore(ctx context.Context) error {
 	if n.outbox == nil {
 		return nil
@@ -92,6 +91,22 @@ func (n *Notifier) restore(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("loading the notification outbox: %w", err)
 	}
+	queued, discarded, err := n.adopt(ctx, records)
+	if err != nil {
+		return err
+	}
+	if queued > 0 || discarded > 0 {
+		n.log.Info("notification outbox restored", zap.Int("queued", queued), zap.Int("discarded", discarded))
+	}
+	return nil
+}
+
+// adopt queues outbox records for the configured endpoints, in order of
+// their event ids (oldest first), skipping what an endpoint holds already,
+// and deletes the rest: records of endpoints no longer configured, older
+// than MaxAge, or beyond a queue's length. It returns how many it queued
+// and discarded.
+func (n *Notifier) adopt(ctx context.Context, records map[string][]byte) (queued, discarded int, err error) {
 	byKey := map[string]*endpoint{}
 	for _, e := range n.endpoints {
 		byKey[e.key] = e
@@ -106,27 +121,56 @@ func (n *Notifier) restore(ctx context.Context) error {
 		}
 		kept[e] = append(kept[e], d)
 	}
-	restored := 0
 	for e, ds := range kept {
-		slices.SortFunc(ds, func(a, b *delivery) int { return cmp.Compare(a.id, b.id) })
-		if extra := len(ds) - n.opts.QueueLength; extra > 0 {
-			for _, d := range ds[:extra] {
-				stale = append(stale, e.recordKey(d))
-			}
-			ds = ds[extra:]
-		}
-		e.queue = ds
-		restored += len(ds)
+		added, dropped := e.adopt(ds)
+		queued += added
+		stale = append(stale, dropped...)
 	}
 	for _, key := range stale {
 		if err := n.outbox.Delete(ctx, key); err != nil {
-			return fmt.Errorf("emptying the notification outbox: %w", err)
+			return queued, len(stale), fmt.Errorf("emptying the notification outbox: %w", err)
 		}
 	}
-	if restored > 0 || len(stale) > 0 {
-		n.log.Info("notification outbox restored", zap.Int("queued", restored), zap.Int("discarded", len(stale)))
+	return queued, len(stale), nil
+}
+
+// adopt queues ds, stored deliveries, but those the endpoint holds
+// already, keeping the queue in event order and within its length; it
+// returns how many it queued and the outbox keys of those it dropped.
+func (e *endpoint) adopt(ds []*delivery) (queued int, dropped []string) {
+	e.mu.Lock()
+	held := map[string]bool{}
+	for _, d := range append([]*delivery{e.inflight}, e.queue...) {
+		if d != nil {
+			held[d.id] = true
+		}
 	}
-	return nil
+	for _, d := range ds {
+		if !held[d.id] {
+			held[d.id] = true
+			e.queue = append(e.queue, d)
+			queued++
+		}
+	}
+	slices.SortStableFunc(e.queue, func(a, b *delivery) int { return cmp.Compare(a.id, b.id) })
+	if extra := len(e.queue) - e.n.opts.QueueLength; extra > 0 {
+		for i, d := range e.queue[:extra] {
+			if d.stored {
+				dropped = append(dropped, e.recordKey(d))
+			}
+			e.queue[i] = nil
+		}
+		e.queue = e.queue[extra:]
+		queued = max(queued-extra, 0)
+	}
+	e.mu.Unlock()
+	if queued > 0 {
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+	}
+	return queued, dropped
 }
 
 // restored decodes one outbox record; nil if it is not to be delivered.

@@ -228,6 +228,16 @@ BEGIN
 	RETURN s;
 END $$;
 `,
+	// 6: each undelivered notification is held by one replica at a time,
+	// under a lease it renews (see Outbox); a record nobody holds, as
+	// every one written before, is free to claim at once.
+	`
+ALTER TABLE notify_outbox
+	ADD COLUMN owner text NOT NULL DEFAULT '',
+	ADD COLUMN lease_until timestamptz NOT NULL DEFAULT '-infinity';
+CREATE INDEX notify_outbox_owner ON notify_outbox (owner);
+CREATE INDEX notify_outbox_lease_until ON notify_outbox (lease_until);
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -28,6 +29,10 @@ type Options struct {
 	// whole cluster, and of one agent (owner), in the database itself: a
 	// creation beyond them fails with pending.ErrFull. Zero: no bound.
 	MaxPending, MaxPendingPerAgent int
+	// OutboxLease is how long a replica holds its undelivered
+	// notifications without renewing them (see Outbox); zero means
+	// DefaultOutboxLease.
+	OutboxLease time.Duration
 }
 
 // Store is one replica's handle on the shared database: a connection pool

@@ -3,6 +3,7 @@ package pending
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	bbolt "go.etcd.io/bbolt"
@@ -301,14 +302,16 @@ func (b *Bolt) closeLog() error {
 	err := b.checkpointAll(false)
 	segs := b.segs
 	closeSegments(segs[:])
-	if err != nil || segs[0] == nil {
+	if err != nil {
 		return err
 	}
-	for _, s := range segs {
-		if rmErr := os.Remove(s.path); rmErr != nil {
+	for i := range segs {
+		// Replayed when opened, if not written since.
+		path := walPath(b.path, i)
+		if rmErr := os.Remove(path); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
 			// Replaying it again at the next start is harmless: everything in
 			// it is already in the database, in the same order.
-			b.log.Warn("could not remove the write-ahead log", zap.String("path", s.path), zap.Error(rmErr))
+			b.log.Warn("could not remove the write-ahead log", zap.String("path", path), zap.Error(rmErr))
 		}
 	}
 	return nil

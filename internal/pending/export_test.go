@@ -2,6 +2,7 @@ package pending
 
 import (
 	"os"
+	"time"
 )
 
 // Test-only access to the hooks and internals, for the external test package.
@@ -41,4 +42,12 @@ func (b *Bolt) SetOnQueued(hook func()) { b.onQueued = hook }
 func (b *Bolt) HoldWriter() (release func()) {
 	b.commitMu.Lock()
 	return b.commitMu.Unlock
+}
+
+// WithSmallWAL makes the write-ahead log's segments segment bytes and its
+// idle checkpoint come after idle, so that a short test switches segments
+// and checkpoints many times.
+func WithSmallWAL(opts BoltOptions, segment int64, idle time.Duration) BoltOptions {
+	opts.walSegment, opts.idleCheckpoint = segment, idle
+	return opts
 }

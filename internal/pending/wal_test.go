@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // openWAL opens a store at path whose idle checkpoint never comes during a
@@ -299,4 +301,22 @@ func TestWALFailedWrite(t *testing.T) {
 	if got, want := contents(t, crashCopy(t, b)), "[a=1 c=3]"; got != want {
 		t.Errorf("after a failed write: %s, want %s", got, want)
 	}
+}
+
+// Close stops the checkpointer, also when it had work: a sealed segment and
+// an idle tick both due.
+func TestWALCheckpointerStopsAtClose(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	b, err := OpenBolt(filepath.Join(t.TempDir(), "q.db"), BoltOptions{NoSync: true, walSegment: 8 << 10, idleCheckpoint: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, _ := b.Table("kv")
+	for i := range 100 {
+		tablePut(t, tb, fmt.Sprint(i), strings.Repeat("v", 200))
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	goleak.VerifyNone(t, before)
 }

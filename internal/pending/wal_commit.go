@@ -126,6 +126,15 @@ func (b *Bolt) room(need int64) (*walSegment, error) {
 		b.walMu.Lock()
 		b.segs = segs
 		b.walMu.Unlock()
+		// Both, not only the first to be written: what the last run left
+		// (replayed when opened, maybe with a torn tail) must not precede
+		// this run's frames, or a damaged tail would stop a later replay
+		// before them.
+		for _, seg := range segs {
+			if err := b.renew(seg); err != nil {
+				return nil, fmt.Errorf("write-ahead log %s: %w", seg.path, err)
+			}
+		}
 	}
 	seg := b.segs[b.active]
 	if seg.stale {

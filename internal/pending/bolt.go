@@ -82,6 +82,9 @@ type Bolt struct {
 	// onQueued is a test hook, always nil in production: called by every
 	// write once it is queued, with no lock held.
 	onQueued func()
+	// onCheckpoint is a test hook, always nil in production: called before
+	// each background checkpoint, which fails with its error.
+	onCheckpoint func() error
 }
 
 // write is one Put or Delete waiting in the queue, or a Load's request to

@@ -143,13 +143,49 @@ func readBytes(b []byte) (field, rest []byte, err error) {
 
 // appendFrame appends one frame of epoch holding payload to dst.
 func appendFrame(dst []byte, epoch uint64, payload []byte) []byte {
-	var head [walFrameHeader]byte
-	binary.LittleEndian.PutUint32(head[0:], uint32(len(payload)))
-	binary.LittleEndian.PutUint64(head[8:], epoch)
-	crc := crc32.Update(crc32.Checksum(head[8:], castagnoli), castagnoli, payload)
-	binary.LittleEndian.PutUint32(head[4:], crc)
-	dst = append(dst, head[:]...)
-	return append(dst, payload...)
+	start := len(dst)
+	dst = append(dst, make([]byte, walFrameHeader)...)
+	dst = append(dst, payload...)
+	fillFrameHeader(dst[start:], epoch)
+	return dst
+}
+
+// opsFrameSize is the size of the frame encodeOpsFrame makes of ops.
+func opsFrameSize(ops []walOp) int {
+	n := walFrameHeader + uvarintLen(uint64(len(ops)))
+	for _, op := range ops {
+		n += 1 + uvarintLen(uint64(len(op.bucket))) + len(op.bucket) + uvarintLen(uint64(len(op.key))) + len(op.key)
+		if !op.del {
+			n += uvarintLen(uint64(len(op.value))) + len(op.value)
+		}
+	}
+	return n
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
+}
+
+// encodeOpsFrame returns one frame of epoch holding ops, encoded in place:
+// a group commit's frame is its only copy of the records.
+func encodeOpsFrame(epoch uint64, ops []walOp) []byte {
+	frame := make([]byte, walFrameHeader, opsFrameSize(ops))
+	frame = encodeOps(frame, ops)
+	fillFrameHeader(frame, epoch)
+	return frame
+}
+
+// fillFrameHeader writes the header of frame, whose payload follows it.
+func fillFrameHeader(frame []byte, epoch uint64) {
+	payload := frame[walFrameHeader:]
+	binary.LittleEndian.PutUint32(frame[0:], uint32(len(payload)))
+	binary.LittleEndian.PutUint64(frame[8:], epoch)
+	crc := crc32.Update(crc32.Checksum(frame[8:walFrameHeader], castagnoli), castagnoli, payload)
+	binary.LittleEndian.PutUint32(frame[4:], crc)
 }
 
 // walFrames is what readFrames found in a segment's frame area.

@@ -18,7 +18,11 @@ var errClosed = errors.New("the store is closed")
 func (b *Bolt) commit(group []*write) {
 	b.commitMu.Lock()
 	defer b.commitMu.Unlock()
-	var ops []walOp
+	count := 0
+	for _, w := range group {
+		count += len(w.ops)
+	}
+	ops := make([]walOp, 0, count)
 	flush := false
 	kept := group[:0]
 	for _, w := range group {
@@ -76,8 +80,7 @@ func (b *Bolt) commitOps(ops []walOp, flush bool) error {
 // log makes ops durable: in one frame of the log, or, when they are too
 // many for a segment, in the database after everything logged before them.
 func (b *Bolt) logOps(ops []walOp) error {
-	payload := encodeOps(nil, ops)
-	need := int64(walFrameHeader + len(payload))
+	need := int64(opsFrameSize(ops))
 	if need > b.walSize-walHeaderSize {
 		if err := b.checkpointAll(true); err != nil {
 			return err
@@ -92,7 +95,7 @@ func (b *Bolt) logOps(ops []walOp) error {
 	if err != nil {
 		return err
 	}
-	if err := b.writeFrame(seg, appendFrame(nil, seg.epoch, payload)); err != nil {
+	if err := b.writeFrame(seg, encodeOpsFrame(seg.epoch, ops)); err != nil {
 		b.walMu.Lock()
 		b.broken = err
 		b.walMu.Unlock()
@@ -201,7 +204,13 @@ func (b *Bolt) checkpointSealed() {
 	if seg == nil {
 		return
 	}
-	err := b.apply(seg.ops) // only the lead appends, and never to a sealed segment
+	var err error
+	if hook := b.onCheckpoint; hook != nil {
+		err = hook()
+	}
+	if err == nil {
+		err = b.apply(seg.ops) // only the lead appends, and never to a sealed segment
+	}
 	b.walMu.Lock()
 	defer b.walMu.Unlock()
 	defer b.walCond.Broadcast()

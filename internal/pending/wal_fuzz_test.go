@@ -55,3 +55,23 @@ func FuzzReadFrames(f *testing.F) {
 		}
 	})
 }
+
+// The frame a commit writes is the frame appendFrame makes of the encoded
+// ops, byte for byte, and its size is what the commit reserved.
+func TestOpsFrameEncoding(t *testing.T) {
+	ops := []walOp{
+		{bucket: []byte("questions"), key: []byte("que_1"), value: make([]byte, 300)},
+		{bucket: []byte("sessions"), key: []byte("ses_1"), del: true},
+		{bucket: []byte("kv"), key: make([]byte, 200), value: []byte{}},
+	}
+	frame := encodeOpsFrame(9, ops)
+	if want := appendFrame(nil, 9, encodeOps(nil, ops)); string(frame) != string(want) {
+		t.Errorf("encodeOpsFrame and appendFrame differ")
+	}
+	if len(frame) != opsFrameSize(ops) || cap(frame) != len(frame) {
+		t.Errorf("frame of %d bytes (cap %d), opsFrameSize says %d", len(frame), cap(frame), opsFrameSize(ops))
+	}
+	if got := readFrames(frame, 9); len(got.ops) != 1 || len(got.ops[0]) != 3 || got.tail != "" {
+		t.Errorf("read back: %d frames, tail %q", len(got.ops), got.tail)
+	}
+}

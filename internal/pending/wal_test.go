@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -345,5 +346,61 @@ func TestWALCrashAfterCrash(t *testing.T) {
 	tablePut(t, tb, "d", "4")
 	if got, want := contents(t, crashCopy(t, again)), "[a="+strings.Repeat("1", segment/3)+" b=2 d=4]"; got != want {
 		t.Errorf("after the second crash: %.80s, want %.80s", got, want)
+	}
+}
+
+// While background checkpoints fail, commits go on into the log until both
+// segments are full, then fail with ErrUnavailable, and Ping says why; once
+// a retry succeeds, commits and Ping recover, and nothing acknowledged is
+// lost.
+func TestWALFailingCheckpoint(t *testing.T) {
+	const segment = 16 << 10
+	b, err := OpenBolt(filepath.Join(t.TempDir(), "q.db"), BoltOptions{NoSync: true, walSegment: segment, idleCheckpoint: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	var failing atomic.Bool
+	failing.Store(true)
+	b.onCheckpoint = func() error {
+		if failing.Load() {
+			return errors.New("disk says no")
+		}
+		return nil
+	}
+	tb, _ := b.Table("kv")
+	acked := 0
+	var full error
+	for i := range 100 {
+		if err := tb.Put(t.Context(), fmt.Sprint(i), []byte(strings.Repeat("v", 1000))); err != nil {
+			full = err
+			break
+		}
+		acked++
+	}
+	if !errors.Is(full, ErrUnavailable) || !strings.Contains(full.Error(), "disk says no") {
+		t.Fatalf("after %d commits: err = %v, want ErrUnavailable with the checkpoint's error", acked, full)
+	}
+	if acked < segment/2/1100 {
+		t.Errorf("only %d commits before the log was full, want at least half a segment's worth", acked)
+	}
+	if err := b.Ping(t.Context()); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "checkpoint") {
+		t.Errorf("ping: err = %v, want ErrUnavailable about the checkpoint", err)
+	}
+	failing.Store(false)
+	deadline := time.Now().Add(10 * time.Second)
+	for b.Ping(t.Context()) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("ping still fails 10 s after checkpoints work again: %v", b.Ping(t.Context()))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	tablePut(t, tb, "after", "ok")
+	records, err := tb.Load(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(records) != acked+1 {
+		t.Errorf("the table holds %d records, want the %d acknowledged", len(records), acked+1)
 	}
 }

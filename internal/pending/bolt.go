@@ -191,10 +191,12 @@ func (b *Bolt) Close() error {
 	if already {
 		return nil
 	}
-	close(b.ckStop)
-	<-b.ckDone
+	// The lead first: a commit in progress may be waiting for the
+	// checkpointer to free a segment.
 	b.commitMu.Lock()
 	defer b.commitMu.Unlock()
+	close(b.ckStop)
+	<-b.ckDone
 	err := b.closeLog()
 	if cerr := b.db.Close(); err == nil {
 		err = cerr

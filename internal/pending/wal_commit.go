@@ -77,7 +77,7 @@ func (b *Bolt) commitOps(ops []walOp, flush bool) error {
 	return nil
 }
 
-// log makes ops durable: in one frame of the log, or, when they are too
+// logOps makes ops durable: in one frame of the log, or, when they are too
 // many for a segment, in the database after everything logged before them.
 func (b *Bolt) logOps(ops []walOp) error {
 	need := int64(opsFrameSize(ops))
@@ -126,18 +126,19 @@ func (b *Bolt) room(need int64) (*walSegment, error) {
 			}
 			segs[i] = seg
 		}
-		b.walMu.Lock()
-		b.segs = segs
-		b.walMu.Unlock()
 		// Both, not only the first to be written: what the last run left
 		// (replayed when opened, maybe with a torn tail) must not precede
 		// this run's frames, or a damaged tail would stop a later replay
-		// before them.
+		// before them. Until both are renewed, the next commit starts over.
 		for _, seg := range segs {
 			if err := b.renew(seg); err != nil {
+				closeSegments(segs[:])
 				return nil, fmt.Errorf("write-ahead log %s: %w", seg.path, err)
 			}
 		}
+		b.walMu.Lock()
+		b.segs = segs
+		b.walMu.Unlock()
 	}
 	seg := b.segs[b.active]
 	if seg.stale {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/questiond/questiond/internal/sse"
 )
@@ -31,14 +32,25 @@ func operatorQueue(agents int) int { return max(2*agents, sse.DefaultQueueLength
 // Sub-benchmarks alternate questiond and the baseline at each concurrency so
 // the two sides of a ratio run moments apart; each baseline line carries the
 // ratio questiond/baseline of roundtrips/s.
+//
+// With one agent, the questiond-bolt line also carries the disk's sync
+// latency, measured just before and after its run on the same file system
+// (measureSyncLatency), and bolt/floor: its rate over the 1/(2 × sync)
+// round trips per second that two synced commits per round trip allow.
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, agents := range agentCounts {
 		rates := make(map[string]float64)
+		var syncLatency time.Duration
 		for _, srv := range servers {
 			var fx *roundTripFixture
 			b.Run(fmt.Sprintf("%s/agents=%d", srv.name, agents), func(b *testing.B) {
 				if fx == nil {
 					fx = newRoundTripFixture(b, srv.start, agents)
+				}
+				measureSync := srv.name == "questiond-bolt" && agents == 1
+				var syncBefore time.Duration
+				if measureSync {
+					syncBefore = measureSyncLatency(b, b.TempDir())
 				}
 				b.ResetTimer()
 				if err := runRoundTrips(fx.op, fx.client, agents, b.N); err != nil {
@@ -49,6 +61,13 @@ func BenchmarkRoundTrip(b *testing.B) {
 				b.ReportMetric(rate, "roundtrips/s")
 				rates[srv.name] = rate
 				reportRatio(b, srv.name, rates)
+				if measureSync {
+					// Just before and just after, as the disk's latency drifts
+					// on a shared machine.
+					syncLatency = (syncBefore + measureSyncLatency(b, b.TempDir())) / 2
+					b.ReportMetric(float64(syncLatency.Microseconds()), "sync-µs")
+					b.ReportMetric(rate*2*syncLatency.Seconds(), "bolt/floor")
+				}
 			})
 			if fx != nil {
 				fx.close()
@@ -57,6 +76,11 @@ func BenchmarkRoundTrip(b *testing.B) {
 		b.Logf("agents=%d: questiond %.0f, questiond-bolt %.0f, baseline %.0f roundtrips/s; questiond/baseline %.3f, questiond-bolt/baseline %.3f, bolt/memory %.3f",
 			agents, rates["questiond"], rates["questiond-bolt"], rates["baseline"], rates["questiond"]/rates["baseline"],
 			rates["questiond-bolt"]/rates["baseline"], rates["questiond-bolt"]/rates["questiond"])
+		if syncLatency > 0 {
+			floor := 1 / (2 * syncLatency.Seconds())
+			b.Logf("agents=%d: sync %v (mean of 2×%d), floor %.0f roundtrips/s, questiond-bolt/floor %.3f",
+				agents, syncLatency, syncSamples, floor, rates["questiond-bolt"]/floor)
+		}
 	}
 }
 

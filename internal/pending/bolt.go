@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -23,9 +23,14 @@ type BoltOptions struct {
 	// LockTimeout is how long to wait for another process's lock on the
 	// file before failing with ErrLocked. Default 1s.
 	LockTimeout time.Duration
-	// NoSync skips fsync, so a crash can lose or corrupt the file. For tests
-	// and benchmarks only.
+	// NoSync skips every sync, of the database and of its write-ahead log,
+	// so a crash can lose or corrupt both. For tests and benchmarks only.
 	NoSync bool
+
+	// walSegment and idleCheckpoint replace defaultWALSegment and
+	// defaultIdleCheckpoint, for tests.
+	walSegment     int64
+	idleCheckpoint time.Duration
 
 	// openFile replaces os.OpenFile, for tests that need a file that fails
 	// to write even for root.
@@ -34,29 +39,59 @@ type BoltOptions struct {
 
 // Bolt is the embedded Journal: one bbolt file holding a "questions" bucket
 // (JSON records keyed by question id) and a "meta" bucket whose format marker
-// tells a questiond file from any other.
+// tells a questiond file from any other, with a write-ahead log beside it.
 //
 // Writes that arrive while a commit runs are committed together in the next
-// transaction (a group commit), so concurrent questions share an fsync, and
-// a write that finds the file idle commits at once.
+// group (a group commit), and a write that finds the store idle commits at
+// once. A group commit appends one frame to the write-ahead log and syncs
+// it once; a bbolt transaction would sync twice. A checkpointer applies the
+// log to the database in the background, and OpenBolt replays it.
 type Bolt struct {
-	db     *bbolt.DB
-	path   string
-	opened os.FileInfo // the file at path when opened, for Ping
-	log    *zap.Logger
+	db       *bbolt.DB
+	path     string
+	opened   os.FileInfo // the file at path when opened, for Ping
+	log      *zap.Logger
+	noSync   bool
+	openFile func(name string, flag int, perm os.FileMode) (*os.File, error)
 
 	mu         sync.Mutex
 	queue      []*write // writes waiting for the next commit
 	committing bool     // a writer is committing, and will pass the lead on
+	closed     bool
+
+	// commitMu is held by the leader while it commits; Close and the
+	// idle checkpointer take it to keep the log still.
+	commitMu sync.Mutex
+	commits  atomic.Int64 // group commits so far
+	// The log, written by whoever holds commitMu. walMu guards each
+	// segment's ops and sealed, active, broken and ckErr.
+	walSize int64
+	segs    [2]*walSegment // nil until the first commit
+	active  int
+	epoch   uint64 // the highest epoch written or found
+	walMu   sync.Mutex
+	walCond *sync.Cond // signalled when a checkpoint ends
+	broken  error      // the last frame failed to write or sync
+	ckMu    sync.Mutex // one checkpoint at a time
+	ckErr   error      // the last background checkpoint failed
+	ckKick  chan struct{}
+	ckStop  chan struct{}
+	ckDone  chan struct{}
+	idle    time.Duration
 
 	// onQueued is a test hook, always nil in production: called by every
 	// write once it is queued, with no lock held.
 	onQueued func()
+	// onCheckpoint is a test hook, always nil in production: called before
+	// each background checkpoint, which fails with its error.
+	onCheckpoint func() error
 }
 
-// write is one Put or Delete waiting in the queue.
+// write is one Put or Delete waiting in the queue, or a Load's request to
+// checkpoint the log first.
 type write struct {
-	apply func(*bbolt.Tx) error
+	ops   []walOp
+	flush bool
 	done  chan writeResult // one value: the result, or the lead first
 }
 
@@ -73,6 +108,9 @@ var _ Journal = (*Bolt)(nil)
 func (b *Bolt) Load(ctx context.Context) ([]*Question, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("load questions from %s: %w", b.path, err)
+	}
+	if err := b.write(nil, true); err != nil {
+		return nil, b.failed("load questions", err)
 	}
 	var qs []*Question
 	err := guardCorruption(func() error {
@@ -109,24 +147,15 @@ func (b *Bolt) Put(ctx context.Context, qs ...*Question) error {
 	if len(qs) == 0 {
 		return nil
 	}
-	records := make([][]byte, len(qs))
+	ops := make([]walOp, len(qs))
 	for i, q := range qs {
 		data, err := encodeRecord(q)
 		if err != nil {
 			return b.failed("store questions", err)
 		}
-		records[i] = data
+		ops[i] = walOp{bucket: bucketQuestions, key: []byte(q.ID), value: data}
 	}
-	err := b.write(func(tx *bbolt.Tx) error {
-		bucket := tx.Bucket(bucketQuestions)
-		for i, q := range qs {
-			if err := bucket.Put([]byte(q.ID), records[i]); err != nil {
-				return fmt.Errorf("question %q: %w", cutID(q.ID), err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := b.write(ops, false); err != nil {
 		return b.failed("store questions", err)
 	}
 	return nil
@@ -141,39 +170,58 @@ func (b *Bolt) Delete(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	err := b.write(func(tx *bbolt.Tx) error {
-		bucket := tx.Bucket(bucketQuestions)
-		for _, id := range ids {
-			if err := bucket.Delete([]byte(id)); err != nil {
-				return fmt.Errorf("question %q: %w", cutID(id), err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	ops := make([]walOp, len(ids))
+	for i, id := range ids {
+		ops[i] = walOp{bucket: bucketQuestions, key: []byte(id), del: true}
+	}
+	if err := b.write(ops, false); err != nil {
 		return b.failed("delete questions", err)
 	}
 	return nil
 }
 
-// Close closes the file and releases its lock, after any commit in progress.
+// Close waits for the commit in progress, applies the write-ahead log to the
+// database and removes it, then closes the file and releases its lock.
+// Writes that have not begun to commit fail.
 func (b *Bolt) Close() error {
-	if err := b.db.Close(); err != nil {
+	b.mu.Lock()
+	already := b.closed
+	b.closed = true
+	b.mu.Unlock()
+	if already {
+		return nil
+	}
+	// The lead first: a commit in progress may be waiting for the
+	// checkpointer to free a segment.
+	b.commitMu.Lock()
+	defer b.commitMu.Unlock()
+	close(b.ckStop)
+	<-b.ckDone
+	err := b.closeLog()
+	if cerr := b.db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return b.failed("close", err)
 	}
 	return nil
 }
 
-// write commits apply, together with whatever other writes are queued.
+// write commits ops (and, with flush, then applies the whole log to the
+// database), together with whatever other writes are queued.
 //
 // The writer that finds no commit running leads: it takes the whole queue,
 // commits it in one transaction, tells every member its result, and hands
 // the lead to the first writer that queued meanwhile, so no writer waits for
 // more than the commit in progress and its own. A writer returns only once
 // its write is committed or has failed, whatever its ctx does meanwhile.
-func (b *Bolt) write(apply func(*bbolt.Tx) error) error {
-	w := &write{apply: apply, done: make(chan writeResult, 1)}
+func (b *Bolt) write(ops []walOp, flush bool) error {
+	w := &write{ops: ops, flush: flush, done: make(chan writeResult, 1)}
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return errClosed
+	}
 	b.queue = append(b.queue, w)
 	lead := !b.committing
 	b.committing = true
@@ -201,35 +249,6 @@ func (b *Bolt) write(apply func(*bbolt.Tx) error) error {
 	}
 	b.mu.Unlock()
 	return (<-w.done).err
-}
-
-// commit applies group's writes in one transaction and sends each its
-// result. A write whose apply fails is taken out and told so, and the rest
-// are committed without it; a failed commit fails them all.
-func (b *Bolt) commit(group []*write) {
-	for len(group) > 0 {
-		failed := -1
-		err := guardCorruption(func() error {
-			return b.db.Update(func(tx *bbolt.Tx) error {
-				for i, w := range group {
-					if err := w.apply(tx); err != nil {
-						failed = i
-						return err
-					}
-				}
-				return nil
-			})
-		})
-		if failed >= 0 {
-			group[failed].done <- writeResult{err: err}
-			group = slices.Delete(group, failed, failed+1)
-			continue
-		}
-		for _, w := range group {
-			w.done <- writeResult{err: err}
-		}
-		return
-	}
 }
 
 // failed logs a failed operation and wraps its error with ErrUnavailable and

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -87,7 +88,21 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open question store %s: %w: %w", path, ErrUnavailable, err)
 	}
-	b := &Bolt{db: db, path: path, opened: opened, log: log.Named("bolt")}
+	b := &Bolt{
+		db: db, path: path, opened: opened, log: log.Named("bolt"), noSync: opts.NoSync, openFile: opts.openFile,
+		walSize: opts.walSegment, idle: opts.idleCheckpoint,
+		ckKick: make(chan struct{}, 1), ckStop: make(chan struct{}), ckDone: make(chan struct{}),
+	}
+	if b.openFile == nil {
+		b.openFile = os.OpenFile
+	}
+	if b.walSize <= 0 {
+		b.walSize = defaultWALSegment
+	}
+	if b.idle <= 0 {
+		b.idle = defaultIdleCheckpoint
+	}
+	b.walCond = sync.NewCond(&b.walMu)
 	if err := guardCorruption(b.prepare); err != nil {
 		_ = db.Close()
 		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrForeign) {
@@ -95,6 +110,15 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 		}
 		return nil, fmt.Errorf("open question store %s: %w", path, err)
 	}
+	if err := b.replayLog(); err != nil {
+		_ = db.Close()
+		var refused *walRefusal
+		if errors.As(err, &refused) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("open question store %s: %w", path, err)
+	}
+	go b.checkpointer()
 	return b, nil
 }
 

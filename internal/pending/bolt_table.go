@@ -1,6 +1,7 @@
 package pending
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -18,7 +19,7 @@ type Table struct {
 // Table returns the table called name, creating its bucket on first write.
 // "questions" and "meta" are the file's own and cannot be used.
 func (b *Bolt) Table(name string) (*Table, error) {
-	if name == "" || name == string(bucketQuestions) || name == string(bucketMeta) {
+	if name == "" || name == string(bucketQuestions) || name == string(bucketMeta) || len(name) > bbolt.MaxKeySize {
 		return nil, fmt.Errorf("%s: %q cannot be used as a table name", b.path, name)
 	}
 	return &Table{bolt: b, name: []byte(name)}, nil
@@ -28,6 +29,9 @@ func (b *Bolt) Table(name string) (*Table, error) {
 func (t *Table) Load(ctx context.Context) (map[string][]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("load %s from %s: %w", t.name, t.bolt.path, err)
+	}
+	if err := t.bolt.write(nil, true); err != nil {
+		return nil, t.bolt.failed("load "+string(t.name), err)
 	}
 	records := make(map[string][]byte)
 	err := guardCorruption(func() error {
@@ -50,27 +54,26 @@ func (t *Table) Load(ctx context.Context) (map[string][]byte, error) {
 
 // Put stores value under key; it returns once the write is committed.
 func (t *Table) Put(ctx context.Context, key string, value []byte) error {
-	return t.update(ctx, "store", key, func(b *bbolt.Bucket) error { return b.Put([]byte(key), value) })
+	return t.update(ctx, "store", walOp{bucket: t.name, key: []byte(key), value: value})
 }
 
 // Delete removes key; removing a key that is not there is not an error.
 func (t *Table) Delete(ctx context.Context, key string) error {
-	return t.update(ctx, "delete", key, func(b *bbolt.Bucket) error { return b.Delete([]byte(key)) })
+	return t.update(ctx, "delete", walOp{bucket: t.name, key: []byte(key), del: true})
 }
 
-func (t *Table) update(ctx context.Context, op, key string, apply func(*bbolt.Bucket) error) error {
-	what := fmt.Sprintf("%s %s %q", op, t.name, cutID(key))
+func (t *Table) update(ctx context.Context, verb string, op walOp) error {
+	what := fmt.Sprintf("%s %s %q", verb, t.name, cutID(string(op.key)))
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s in %s: %w", what, t.bolt.path, err)
 	}
-	err := t.bolt.write(func(tx *bbolt.Tx) error {
-		bucket, err := tx.CreateBucketIfNotExists(t.name)
-		if err != nil {
-			return err
+	if !op.del {
+		op.value = bytes.Clone(op.value) // the caller may reuse it once we return
+		if op.value == nil {
+			op.value = []byte{}
 		}
-		return apply(bucket)
-	})
-	if err != nil {
+	}
+	if err := t.bolt.write([]walOp{op}, false); err != nil {
 		return t.bolt.failed(what, err)
 	}
 	return nil

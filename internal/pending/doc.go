@@ -24,8 +24,10 @@
 // passed meanwhile, and keeps ended ones readable for the rest of their
 // retention, the newest MaxRetained of them. Forgotten questions are deleted
 // from the journal too; one whose deletion a crash interrupted is forgotten
-// again by the next Open. [Bolt] is the embedded journal, one bbolt file; the
-// caller opens it, and closes it after the store.
+// again by the next Open. [Bolt] is the embedded journal, one bbolt file with
+// a write-ahead log beside it (a commit is one synced append to the log; the
+// log is copied into the file in the background, replayed by [OpenBolt], and
+// removed by Close); the caller opens it, and closes it after the store.
 //
 // Every method takes a context and returns an error, even where the in-memory
 // store cannot fail, so that a networked backend can implement the same

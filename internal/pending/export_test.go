@@ -2,8 +2,7 @@ package pending
 
 import (
 	"os"
-
-	bbolt "go.etcd.io/bbolt"
+	"time"
 )
 
 // Test-only access to the hooks and internals, for the external test package.
@@ -21,15 +20,9 @@ func (m *Memory) Held() int {
 	return len(m.entries)
 }
 
-// Commits returns the id of the last committed write transaction in b's
-// file; the difference between two calls counts the commits in between.
-func (b *Bolt) Commits() int {
-	var id int
-	if err := b.db.View(func(tx *bbolt.Tx) error { id = tx.ID(); return nil }); err != nil {
-		panic(err)
-	}
-	return id
-}
+// Commits counts b's group commits so far; the difference between two calls
+// counts the commits in between.
+func (b *Bolt) Commits() int { return int(b.commits.Load()) }
 
 // OpenBoltReadOnlyFD opens the file the way OpenBolt does, except that the
 // descriptor bbolt writes through is opened read-only: every write fails
@@ -44,12 +37,17 @@ func OpenBoltReadOnlyFD(path string, opts BoltOptions) (*Bolt, error) {
 // SetOnQueued observes every write once it is queued for a commit.
 func (b *Bolt) SetOnQueued(hook func()) { b.onQueued = hook }
 
-// HoldWriter takes bbolt's writer lock, so that commits wait, until release
-// is called.
+// HoldWriter takes the commit lead's lock, so that commits wait, until
+// release is called.
 func (b *Bolt) HoldWriter() (release func()) {
-	tx, err := b.db.Begin(true)
-	if err != nil {
-		panic(err)
-	}
-	return func() { _ = tx.Rollback() }
+	b.commitMu.Lock()
+	return b.commitMu.Unlock
+}
+
+// WithSmallWAL makes the write-ahead log's segments segment bytes and its
+// idle checkpoint come after idle, so that a short test switches segments
+// and checkpoints many times.
+func WithSmallWAL(opts BoltOptions, segment int64, idle time.Duration) BoltOptions {
+	opts.walSegment, opts.idleCheckpoint = segment, idle
+	return opts
 }

@@ -38,8 +38,9 @@ func (m *Memory) Ping(ctx context.Context) error {
 
 // Ping checks that the file is still open and is still the file at its path:
 // a file deleted or replaced underneath (a volume unmounted, an operator's
-// mistake) would take commits no restart can find. It reads, and writes
-// nothing: a probe must not add commits.
+// mistake) would take commits no restart can find; and that the last write
+// to the write-ahead log, and the last checkpoint of it, worked. It reads,
+// and writes nothing: a probe must not add commits.
 func (b *Bolt) Ping(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("ping %s: %w", b.path, err)
@@ -53,6 +54,15 @@ func (b *Bolt) Ping(ctx context.Context) error {
 	}
 	if !os.SameFile(b.opened, now) {
 		return b.pingFailed(errors.New("the file at this path is not the one questiond opened"))
+	}
+	b.walMu.Lock()
+	broken, ckErr := b.broken, b.ckErr
+	b.walMu.Unlock()
+	switch {
+	case broken != nil:
+		return b.pingFailed(fmt.Errorf("the write-ahead log failed to write: %w", broken))
+	case ckErr != nil:
+		return b.pingFailed(fmt.Errorf("the write-ahead log cannot be checkpointed: %w", ckErr))
 	}
 	return nil
 }

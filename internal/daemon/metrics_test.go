@@ -179,6 +179,10 @@ func TestMetricsFollowARoundTrip(t *testing.T) {
 		t.Error("no process_resident_memory_bytes: the process collector is missing")
 	}
 
+	if !strings.Contains(text, `questiond_build_info{goversion="`+runtime.Version()+`",store="bolt",version="`) {
+		t.Errorf("no questiond_build_info naming the bolt store:\n%s", grepLines(text, "build_info"))
+	}
+
 	// Nothing from the round trip is a label, nor anywhere in the scrape.
 	for _, secret := range []string{id, mcpID, metricsSession, metricsMCPSess, metricsDir, metricsMessage,
 		metricsMCPText, metricsAnswer, metricsAgent, metricsToken, metricsPassword, "que_", "ses_"} {
@@ -196,6 +200,9 @@ func TestMetricsFollowARoundTrip(t *testing.T) {
 		"result": oneOf("accept", "decline", "cancel", "error"),
 		"op":     oneOf("put", "delete"),
 		"le":     func(string) bool { return true },
+		// questiond_build_info's: one series per process.
+		"goversion": func(v string) bool { return v == runtime.Version() },
+		"store":     oneOf("memory", "bolt", "postgres", "journal"),
 	}
 	for name, values := range labelValues(text) {
 		ok, known := allowed[name]

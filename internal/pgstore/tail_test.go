@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -174,3 +175,52 @@ func nextXid(t testing.TB, s *pgstore.Store) int64 {
 }
 
 var _ = pending.ErrNotFound
+
+// The tailer's read is a prepared statement, and PostgreSQL may run it
+// with the generic plan it caches, which cannot see the position. That
+// plan must look each change's record up by its key, not read the whole
+// questions table (which keeps ended questions until retention) on every
+// read that finds changes.
+func TestTailReadLooksRecordsUpByKey(t *testing.T) {
+	s := open(t, database(t))
+	ctx := context.Background()
+	conn, err := s.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, sql := range []string{
+		`INSERT INTO questions (id, record, created_at, ended, ended_at)
+			SELECT 'q' || i, json_build_object('id', 'q' || i, 'message', repeat('x', 500)), now(), true, now()
+			FROM generate_series(1, 20000) i`,
+		`INSERT INTO changes (seq, question_id, kind, xid)
+			SELECT i, 'q' || (i / 2), CASE WHEN i % 2 = 0 THEN 'asked' ELSE 'ended' END, i FROM generate_series(2, 40001) i`,
+		"ANALYZE questions",
+		"ANALYZE changes",
+		"SET plan_cache_mode = force_generic_plan",
+		"PREPARE tail_read AS " + pgstore.ReadSQL,
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%.60s: %v", sql, err)
+		}
+	}
+	defer conn.Exec(ctx, "DEALLOCATE tail_read; RESET plan_cache_mode") //nolint:errcheck // the connection is the test's
+	rows, err := conn.Query(ctx, "EXPLAIN EXECUTE tail_read(1000, 500)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan strings.Builder
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(line + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plan.String(), "Seq Scan on questions") || !strings.Contains(plan.String(), "questions_pkey") {
+		t.Errorf("the generic plan of the tail's read does not look records up by key:\n%s", plan.String())
+	}
+}

@@ -237,6 +237,9 @@ func (t *Tailer) follow(ctx context.Context, up func()) error {
 		t.mu.Unlock()
 		_, err = conn.Conn().WaitForNotification(wait)
 		cancel()
+		if err == nil {
+			drainNotifications(conn.Conn())
+		}
 		t.mu.Lock()
 		t.listen = nil
 		t.mu.Unlock()
@@ -245,6 +248,24 @@ func (t *Tailer) follow(ctx context.Context, up func()) error {
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+	}
+}
+
+// drainNotifications takes the notifications the connection has received
+// already (during the last read, most of them): the read about to begin
+// covers every change committed before it, so it answers them all. Under
+// load every replica notifies after nearly every commit, and a read per
+// notification would make the tailers read, mostly nothing, several times
+// per change.
+func drainNotifications(conn *pgx.Conn) {
+	// A done context takes only what is buffered: no I/O, the connection
+	// stays usable.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for {
+		if _, err := conn.WaitForNotification(done); err != nil {
+			return
 		}
 	}
 }

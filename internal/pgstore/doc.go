@@ -53,8 +53,9 @@
 // commits of notifying transactions under one lock held through the
 // commit's flush, which would undo the above. The store sends one
 // notification after its changes commit (several that commit meanwhile
-// share it), in a transaction that does not wait for the disk; a lost one
-// costs a poll interval.
+// share it), in a transaction that does not wait for the disk, on a
+// connection of its own (not one a request holds while its commit waits
+// for the disk); a lost one costs a poll interval.
 //
 // The cluster-wide limit on pending questions is counted in 32 stripes,
 // each capped at its share of the limit (they add up to it), so that
@@ -68,7 +69,8 @@
 // # Tailing
 //
 // A Tailer holds one connection that LISTENs on the changes channel; a
-// notification (empty payload) wakes it, and it reads the rows. It also
+// notification (empty payload) wakes it, and it reads the rows (one read
+// answers every notification received before it began). It also
 // reads every PollInterval in case a notification was lost, every few
 // milliseconds while a WaitFor waits for a running transaction, and after
 // a lost connection it reconnects with backoff and catches up from its

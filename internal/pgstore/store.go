@@ -35,14 +35,13 @@ type Options struct {
 // Store is one replica's handle on the shared database: a connection pool
 // whose schema Open has brought up to date.
 //
-// Beside it a pool of two connections (ctl) serves the statements that
-// tell the other replicas of a change and read where the log stands: the
-// NOTIFY after a commit and Mirror.CatchUp's position. They neither write
-// questions nor wait for the disk; in the request pool, where every
-// connection is taken by a change waiting for its commit's flush under
-// load, they queued behind those changes (40 to 160 ms per notification at
-// 512 agents), and every other replica learnt of each change that much
-// later.
+// Beside it a pool of two connections (ctl) serves the notifier (see
+// announce) and Mirror.CatchUp's read of where the log stands. They
+// neither write questions nor wait for the disk; in the request pool, where
+// every connection is taken by a change waiting for its commit's flush
+// under load, they queued behind those changes (40 to 160 ms per
+// notification at 512 agents, before a change's own notification went with
+// it), and every other replica learnt of each change that much later.
 type Store struct {
 	pool   *pgxpool.Pool
 	ctl    *pgxpool.Pool
@@ -110,9 +109,11 @@ func (s *Store) Close() {
 // ctlConns is the size of the pool for notifications and position reads.
 const ctlConns = 2
 
-// announce asks for a notification of the change log's channel: after a
-// change committed, so that the tailers read it, and after one failed,
-// since its transaction held their read back until it ended.
+// announce asks the notifier for a notification of the change log's
+// channel: after a transaction of several changes committed, so that the
+// tailers read them, and after a change failed, since its transaction held
+// their read back until it ended. (A single change sends its own: see
+// Journal.putNotifying.)
 func (s *Store) announce() {
 	select {
 	case s.changed <- struct{}{}:
@@ -134,7 +135,7 @@ func (s *Store) notifyLoop(ctx context.Context) {
 			return
 		case <-s.changed:
 		}
-		_, err := s.ctl.Exec(ctx, "SELECT set_config('synchronous_commit', 'off', true), pg_notify('"+channel+"', '')")
+		_, err := s.ctl.Exec(ctx, notifySQL)
 		if err != nil && ctx.Err() == nil {
 			s.log.Debug("change log notification not sent; the tailers' polling makes up for it", zap.Error(redact(err)))
 		}

@@ -2,12 +2,14 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -228,5 +230,52 @@ func TestTailReadLooksRecordsUpByKey(t *testing.T) {
 	}
 	if strings.Contains(plan.String(), "Seq Scan on questions") || !strings.Contains(plan.String(), "questions_pkey") {
 		t.Errorf("the generic plan of the tail's read does not look records up by key:\n%s", plan.String())
+	}
+}
+
+// A creation or ending notifies the other replicas in the same write to
+// the server as the change itself, not through the store's notifier: with
+// the notifier stopped, a listener still hears of each change, by the time
+// Put returns.
+func TestChangeNotifiesWithoutTheNotifier(t *testing.T) {
+	url := database(t)
+	a := open(t, url)
+	a.StopNotifier()
+	ctx := context.Background()
+	listener, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close(ctx)
+	if _, err := listener.Exec(ctx, "LISTEN questiond_changes"); err != nil {
+		t.Fatal(err)
+	}
+	q := question("q1")
+	for _, step := range []string{"create", "end"} {
+		if step == "end" {
+			o := reply("x")
+			o.At = time.Now()
+			q.Ended = &o
+		}
+		if err := a.Questions().Put(ctx, q); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		n, err := listener.WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("no notification after the %s: %v", step, err)
+		}
+		if n.Channel != "questiond_changes" {
+			t.Fatalf("notification on %q", n.Channel)
+		}
+	}
+	// And a refused change (the question has ended) changes nothing but
+	// still leaves the connection usable for the next.
+	if err := a.Questions().Put(ctx, q); !errors.Is(err, pending.ErrNotFound) {
+		t.Fatalf("ending an ended question: %v; want ErrNotFound", err)
+	}
+	if err := a.Questions().Put(ctx, question("q2")); err != nil {
+		t.Fatalf("create after a refusal: %v", err)
 	}
 }

@@ -55,10 +55,11 @@
 // its notification in a transaction of its own that does not wait for the
 // disk, in the same write to the server as the change (a pipeline: the
 // server runs it as soon as the change has committed, and Put returns after
-// both). Transactions of several changes, and failures (whose transaction
-// held the tailers back), are announced by a notifier goroutine on a
-// connection of its own (several that commit meanwhile share one). A lost
-// notification costs a poll interval.
+// both), unless every request connection is taken. Those, transactions of
+// several changes, and failures (whose transaction held the tailers back),
+// are announced by a notifier goroutine on a connection of its own
+// (several that commit meanwhile share one). A lost notification costs a
+// poll interval.
 //
 // The cluster-wide limit on pending questions is counted in 32 stripes,
 // each capped at its share of the limit (they add up to it), so that

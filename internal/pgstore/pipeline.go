@@ -21,7 +21,8 @@ const notifySQL = "SELECT set_config('synchronous_commit', 'off', true), pg_noti
 // runs as soon as the change has committed. The other replicas hear of the
 // change without waiting for a round trip of this one's notifier; with
 // several replicas every change crosses to another one, and the
-// notifier's round trip was a third of a crossing.
+// notifier's round trip was a third of a crossing. When every request
+// connection is taken, it leaves the notification to the notifier.
 func (j *Journal) putNotifying(ctx context.Context, q *pending.Question) error {
 	record, err := pending.EncodeRecord(q)
 	if err != nil {
@@ -38,9 +39,17 @@ func (j *Journal) putNotifying(ctx context.Context, q *pending.Question) error {
 	}
 	conn, err := j.s.pool.Acquire(ctx)
 	if err != nil {
+		j.s.announce()
 		return j.changed(q, 0, 0, err)
 	}
 	defer conn.Release()
+	if st := j.s.pool.Stat(); st.AcquiredConns() >= st.MaxConns() {
+		// Other changes may be queueing for a connection: holding this
+		// one for a second transaction would slow every one of them, and
+		// the notifier sends one notification for many changes.
+		defer j.s.announce()
+		return j.put(ctx, conn, q)
+	}
 	statement, err := conn.Conn().Prepare(ctx, name, sql)
 	if err != nil {
 		return j.changed(q, 0, 0, err)

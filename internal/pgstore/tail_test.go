@@ -236,7 +236,8 @@ func TestTailReadLooksRecordsUpByKey(t *testing.T) {
 // A creation or ending notifies the other replicas in the same write to
 // the server as the change itself, not through the store's notifier: with
 // the notifier stopped, a listener still hears of each change, by the time
-// Put returns.
+// Put returns. On a pool whose every connection is taken, the notifier
+// sends it.
 func TestChangeNotifiesWithoutTheNotifier(t *testing.T) {
 	url := database(t)
 	a := open(t, url)
@@ -277,5 +278,26 @@ func TestChangeNotifiesWithoutTheNotifier(t *testing.T) {
 	}
 	if err := a.Questions().Put(ctx, question("q2")); err != nil {
 		t.Fatalf("create after a refusal: %v", err)
+	}
+	drain := func() {
+		for {
+			wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			_, err := listener.WaitForNotification(wctx)
+			cancel()
+			if err != nil {
+				return
+			}
+		}
+	}
+	drain()
+	// When every request connection is taken, the notifier sends it.
+	b := open(t, url+"&pool_max_conns=1")
+	if err := b.Questions().Put(ctx, question("q3")); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := listener.WaitForNotification(wctx); err != nil {
+		t.Fatalf("no notification after a change on a full pool: %v", err)
 	}
 }

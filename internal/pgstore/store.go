@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -139,8 +140,19 @@ func (s *Store) notifyLoop(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			s.log.Debug("change log notification not sent; the tailers' polling makes up for it", zap.Error(redact(err)))
 		}
+		// The notifier serves a busy store (see Journal.putNotifying):
+		// the changes of the next few milliseconds share one notification.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(notifyWindow):
+		}
 	}
 }
+
+// notifyWindow is how long the notifier gathers changes after it sent a
+// notification.
+const notifyWindow = 5 * time.Millisecond
 
 // Pool is the store's connection pool, for tests and tools.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }

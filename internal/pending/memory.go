@@ -79,7 +79,7 @@ type Memory struct {
 	seq       uint64                     // ticks once per entry joining pending or ended, to order a session's entries like those lists
 	ended     []*entry                   // ended entries in expiry order (= ending order), at most maxRetained
 	evicted   []*entry                   // with a journal: entries evicted or swept whose records are still to delete
-	creating  map[string]struct{}        // ids whose creation is being committed
+	creating  map[string]chan struct{}   // ids whose creation is being committed; closed once it is over
 	keys      map[requestKey]*entry      // the live holder of each Idempotency-Key
 	keying    map[requestKey]struct{}    // keys whose creation is being committed
 	sweepDone chan struct{}              // while the janitor deletes records: closed when it is done
@@ -129,7 +129,7 @@ func newMemory(opts MemoryOptions) *Memory {
 		entries:     make(map[string]*entry),
 		pending:     list.New(),
 		sessions:    make(map[string]*sessionEntries),
-		creating:    make(map[string]struct{}),
+		creating:    make(map[string]chan struct{}),
 		sweepSoon:   make(chan struct{}, 1),
 		keys:        make(map[requestKey]*entry),
 		keying:      make(map[requestKey]struct{}),
@@ -205,6 +205,7 @@ func (m *Memory) createDurably(ctx context.Context, e *entry) error {
 	err := m.journal.Put(ctx, e.q)
 
 	m.mu.Lock()
+	close(m.creating[id])
 	delete(m.creating, id)
 	if k, ok := keyOf(e.q); ok {
 		delete(m.keying, k)
@@ -257,7 +258,7 @@ func (m *Memory) reserve(ctx context.Context, q *Question) error {
 				return fmt.Errorf("create question %q: %w", id, ctx.Err())
 			}
 		}
-		m.creating[id] = struct{}{}
+		m.creating[id] = make(chan struct{})
 		if k, ok := keyOf(q); ok {
 			m.keying[k] = struct{}{}
 		}

@@ -20,7 +20,9 @@ import (
 //     with the ending. An ending that this store is committing itself waits
 //     for that commit, so it is applied and reported once.
 //   - Anything the store already knows (its own changes, seen again) is
-//     ignored, so a change may be observed more than once.
+//     ignored, so a change may be observed more than once. A creation this
+//     store is committing itself waits for that commit to be over, so that
+//     once Observe returns the question is found here.
 //
 // Each change applied is reported to MemoryOptions.OnObserve, not to OnEnd:
 // the replica that made the change reports it to OnEnd (webhooks go once).
@@ -30,22 +32,37 @@ func (m *Memory) Observe(ctx context.Context, q *Question) (bool, error) {
 		return false, fmt.Errorf("observe question: no id: %w", ErrInvalid)
 	}
 	if q.Ended == nil {
-		return m.observeCreation(q)
+		return m.observeCreation(ctx, q)
 	}
 	return m.observeEnding(ctx, q.ID, cloneOutcome(*q.Ended))
 }
 
-func (m *Memory) observeCreation(q *Question) (bool, error) {
+func (m *Memory) observeCreation(ctx context.Context, q *Question) (bool, error) {
 	stored := cloneForStore(q)
 	stored.Form = nil // built by whoever needs it (a reply) from Message and Schema
 	e := newEntry(stored, true)
 	m.mu.Lock()
-	if m.closed {
+	for {
+		if m.closed {
+			m.mu.Unlock()
+			return false, fmt.Errorf("observe question %q: %w", q.ID, ErrClosed)
+		}
+		committing, creating := m.creating[q.ID]
+		if !creating {
+			break
+		}
+		// This store's own creation, seen in the journal before its
+		// committer indexed it: wait for that, so that whoever the caller
+		// tells of the question next (an event stream) finds it here.
 		m.mu.Unlock()
-		return false, fmt.Errorf("observe question %q: %w", q.ID, ErrClosed)
+		select {
+		case <-committing:
+		case <-ctx.Done():
+			return false, fmt.Errorf("observe question %q: %w", q.ID, ctx.Err())
+		}
+		m.mu.Lock()
 	}
-	_, creating := m.creating[q.ID]
-	if _, held := m.entries[q.ID]; held || creating {
+	if _, held := m.entries[q.ID]; held {
 		m.mu.Unlock()
 		return false, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/questiond/questiond/internal/pending"
@@ -166,4 +167,48 @@ func TestObserveEndingDuringCreation(t *testing.T) {
 	if observed.count("q1") != 1 {
 		t.Fatalf("OnObserve got %d reports; want 1", observed.count("q1"))
 	}
+}
+
+// A store's own creation can reach it through the shared journal (its
+// tailer) before its committer has indexed it. Observe then waits for the
+// commit to be over, so that once it returns the question is found here:
+// a replica announces the creation after Observe, and an operator who
+// answers at once must not get 404.
+func TestObserveOfOwnCreationWaitsForItsCommit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		j := newFakeJournal()
+		m := openStore(t, j, pending.MemoryOptions{})
+		g := newGate()
+		defer g.open()
+		parkPuts(j, g, isCreationOf("q1"))
+		q := ask("q1", func(q *pending.Question) { q.CreatedAt = time.Now() })
+		created := make(chan error, 1)
+		go func() { created <- m.Create(ctx, q) }()
+		g.await(1)
+		type result struct {
+			applied bool
+			err     error
+			found   error
+		}
+		observed := make(chan result, 1)
+		go func() {
+			applied, err := m.Observe(ctx, q)
+			_, found := m.Get(ctx, "q1")
+			observed <- result{applied, err, found}
+		}()
+		synctest.Wait()
+		select {
+		case r := <-observed:
+			t.Fatalf("Observe returned (%v, %v) while the creation was committing; Get then said %v", r.applied, r.err, r.found)
+		default:
+		}
+		g.open()
+		if err := <-created; err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		if r := <-observed; r.applied || r.err != nil || r.found != nil {
+			t.Fatalf("Observe = %v, %v, then Get: %v; want false, nil (its own) and the question found", r.applied, r.err, r.found)
+		}
+	})
 }

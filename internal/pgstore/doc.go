@@ -51,10 +51,15 @@
 //
 // NOTIFY is not sent in a change's transaction: PostgreSQL serialises the
 // commits of notifying transactions under one lock held through the
-// commit's flush, which would undo the above. The store sends one
-// notification after its changes commit (several that commit meanwhile
-// share it), in a transaction that does not wait for the disk; a lost one
-// costs a poll interval.
+// commit's flush, which would undo the above. A creation or ending sends
+// its notification in a transaction of its own that does not wait for the
+// disk, in the same write to the server as the change (a pipeline: the
+// server runs it as soon as the change has committed, and Put returns after
+// both), unless every request connection is taken. Those, transactions of
+// several changes, and failures (whose transaction held the tailers back),
+// are announced by a notifier goroutine on a connection of its own
+// (several that commit meanwhile share one). A lost notification costs a
+// poll interval.
 //
 // The cluster-wide limit on pending questions is counted in 32 stripes,
 // each capped at its share of the limit (they add up to it), so that
@@ -68,7 +73,8 @@
 // # Tailing
 //
 // A Tailer holds one connection that LISTENs on the changes channel; a
-// notification (empty payload) wakes it, and it reads the rows. It also
+// notification (empty payload) wakes it, and it reads the rows (one read
+// answers every notification received before it began). It also
 // reads every PollInterval in case a notification was lost, every few
 // milliseconds while a WaitFor waits for a running transaction, and after
 // a lost connection it reconnects with backoff and catches up from its

@@ -247,7 +247,7 @@ func (m *Mirror) CatchUp(ctx context.Context) error {
 	// be handed out: that would also wait for transactions that change no
 	// question.
 	var next int64
-	if err := m.db.pool.QueryRow(ctx, "SELECT greatest((SELECT max(xid) + 1 FROM changes), (SELECT xid FROM log_pruned))").Scan(&next); err != nil {
+	if err := m.db.ctl.QueryRow(ctx, "SELECT greatest((SELECT max(xid) + 1 FROM changes), (SELECT xid FROM log_pruned))").Scan(&next); err != nil {
 		return unavailable("read the change log's position", err)
 	}
 	if err := m.tail.WaitFor(ctx, next); err != nil {

@@ -132,8 +132,7 @@ func (j *Journal) Put(ctx context.Context, qs ...*pending.Question) error {
 	case 0:
 		return nil
 	case 1:
-		defer j.s.announce()
-		return j.put(ctx, j.s.pool, qs[0])
+		return j.putNotifying(ctx, qs[0])
 	}
 	defer j.s.announce()
 	err := pgx.BeginFunc(ctx, j.s.pool, func(tx pgx.Tx) error {
@@ -169,6 +168,12 @@ func (j *Journal) put(ctx context.Context, db querier, q *pending.Question) erro
 	} else {
 		err = db.QueryRow(ctx, endSQL, q.ID, string(record), q.Ended.At).Scan(&seq, &xid)
 	}
+	return j.changed(q, seq, xid, err)
+}
+
+// changed reads the outcome of a change of q: its number and transaction,
+// or the error that refused it.
+func (j *Journal) changed(q *pending.Question, seq, xid int64, err error) error {
 	var pgErr *pgconn.PgError
 	switch {
 	case err == nil && seq > 0:

@@ -331,3 +331,53 @@ func TestResyncEndsQuestionsWhoseRecordsWereDeleted(t *testing.T) {
 		t.Fatalf("announced then %s (ended %v); want q1's ending", q.ID, q.Ended != nil)
 	}
 }
+
+// A miss catches up even while every request connection of the replica's
+// pool is taken (under load, by changes waiting for their commit): the
+// log's position is read on connections of its own, not queued behind
+// them.
+func TestMissCatchesUpWhileTheRequestPoolIsTaken(t *testing.T) {
+	url := database(t)
+	a := newReplica(t, url, pending.MemoryOptions{})
+	db := open(t, url+"&pool_max_conns=3") // the tailer's and two for requests
+	j := db.Questions()
+	m, err := pending.Open(context.Background(), pending.MemoryOptions{Journal: j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	tail := db.Tail(j.LoadedSeq(), func(c pgstore.Change) {
+		<-release
+		if c.Question != nil {
+			_, _ = m.Observe(context.Background(), c.Question)
+		}
+	}, pgstore.TailOptions{})
+	b := db.Mirror(m, tail)
+	t.Cleanup(func() {
+		b.Stop()
+		_ = m.Close(context.Background())
+	})
+	ctx := context.Background()
+	if err := b.CatchUp(ctx); err != nil { // the tailer holds its connection
+		t.Fatal(err)
+	}
+	for range db.Pool().Config().MaxConns - 1 {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		conn, err := db.Pool().Acquire(actx)
+		cancel()
+		if err != nil {
+			t.Fatalf("taking the request connections: %v", err)
+		}
+		defer conn.Release()
+	}
+	if err := a.store.Create(ctx, question("q1")); err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(200*time.Millisecond, func() { close(release) })
+	gctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	got, err := b.Get(gctx, "q1")
+	if err != nil || got.ID != "q1" {
+		t.Fatalf("Get through the mirror with its request pool taken: %+v, %v; want q1", got, err)
+	}
+}

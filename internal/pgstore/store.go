@@ -23,7 +23,9 @@ type Options struct {
 	Logger *zap.Logger
 	// MaxConns bounds the pool; zero means what the URL's pool_max_conns
 	// says, else pgxpool's default (the larger of 4 and the number of CPUs)
-	// plus one for the connection a Tailer holds.
+	// plus one for the connection a Tailer holds. Two more connections,
+	// outside this bound, carry the change log's notifications and the
+	// position reads of Mirror.CatchUp (see Store).
 	MaxConns int32
 	// MaxPending and MaxPendingPerAgent bound the pending questions of the
 	// whole cluster, and of one agent (owner), in the database itself: a
@@ -37,8 +39,17 @@ type Options struct {
 
 // Store is one replica's handle on the shared database: a connection pool
 // whose schema Open has brought up to date.
+//
+// Beside it a pool of two connections (ctl) serves the notifier (see
+// announce) and Mirror.CatchUp's read of where the log stands. They
+// neither write questions nor wait for the disk; in the request pool, where
+// every connection is taken by a change waiting for its commit's flush
+// under load, they queued behind those changes (40 to 160 ms per
+// notification at 512 agents, before a change's own notification went with
+// it), and every other replica learnt of each change that much later.
 type Store struct {
 	pool   *pgxpool.Pool
+	ctl    *pgxpool.Pool
 	config *pgxpool.Config
 	opts   Options
 	log    *zap.Logger
@@ -72,10 +83,18 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, redact(err))
 	}
-	s := &Store{pool: pool, config: config, opts: opts, log: log.Named("pgstore"),
+	ctlConfig := config.Copy()
+	ctlConfig.MaxConns, ctlConfig.MinConns = ctlConns, 0
+	ctl, err := pgxpool.NewWithConfig(ctx, ctlConfig)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, redact(err))
+	}
+	s := &Store{pool: pool, ctl: ctl, config: config, opts: opts, log: log.Named("pgstore"),
 		changed: make(chan struct{}, 1), notifyDone: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
+		ctl.Close()
 		return nil, err
 	}
 	nctx, cancel := context.WithCancel(context.Background())
@@ -89,11 +108,17 @@ func (s *Store) Close() {
 	s.stopNotify()
 	<-s.notifyDone
 	s.pool.Close()
+	s.ctl.Close()
 }
 
-// announce asks for a notification of the change log's channel: after a
-// change committed, so that the tailers read it, and after one failed,
-// since its transaction held their read back until it ended.
+// ctlConns is the size of the pool for notifications and position reads.
+const ctlConns = 2
+
+// announce asks the notifier for a notification of the change log's
+// channel: after a transaction of several changes committed, so that the
+// tailers read them, and after a change failed, since its transaction held
+// their read back until it ended. (A single change sends its own: see
+// Journal.putNotifying.)
 func (s *Store) announce() {
 	select {
 	case s.changed <- struct{}{}:
@@ -115,12 +140,23 @@ func (s *Store) notifyLoop(ctx context.Context) {
 			return
 		case <-s.changed:
 		}
-		_, err := s.pool.Exec(ctx, "SELECT set_config('synchronous_commit', 'off', true), pg_notify('"+channel+"', '')")
+		_, err := s.ctl.Exec(ctx, notifySQL)
 		if err != nil && ctx.Err() == nil {
 			s.log.Debug("change log notification not sent; the tailers' polling makes up for it", zap.Error(redact(err)))
 		}
+		// The notifier serves a busy store (see Journal.putNotifying):
+		// the changes of the next few milliseconds share one notification.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(notifyWindow):
+		}
 	}
 }
+
+// notifyWindow is how long the notifier gathers changes after it sent a
+// notification.
+const notifyWindow = 5 * time.Millisecond
 
 // Pool is the store's connection pool, for tests and tools.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }

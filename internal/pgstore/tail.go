@@ -237,6 +237,9 @@ func (t *Tailer) follow(ctx context.Context, up func()) error {
 		t.mu.Unlock()
 		_, err = conn.Conn().WaitForNotification(wait)
 		cancel()
+		if err == nil {
+			drainNotifications(conn.Conn())
+		}
 		t.mu.Lock()
 		t.listen = nil
 		t.mu.Unlock()
@@ -245,6 +248,24 @@ func (t *Tailer) follow(ctx context.Context, up func()) error {
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+	}
+}
+
+// drainNotifications takes the notifications the connection has received
+// already (during the last read, most of them): the read about to begin
+// covers every change committed before it, so it answers them all. Under
+// load every replica notifies after nearly every commit, and a read per
+// notification would make the tailers read, mostly nothing, several times
+// per change.
+func drainNotifications(conn *pgx.Conn) {
+	// A done context takes only what is buffered: no I/O, the connection
+	// stays usable.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for {
+		if _, err := conn.WaitForNotification(done); err != nil {
+			return
 		}
 	}
 }
@@ -354,17 +375,15 @@ type batch struct {
 	pruned   int64 // changes below this may have been pruned
 }
 
-// read returns the changes of the transactions from position from up to a
-// position no running transaction is below (the safe one), at most about
-// Batch of them (whole transactions), in the log's order, each with its
-// question's record as it is now, cut back to what the change made it
-// (without its ending, for an asked change). One statement, so one
-// snapshot: every change of a transaction below the safe position has
-// committed, or never will (see the package doc).
-func (t *Tailer) read(ctx context.Context, conn *pgx.Conn, from int64) (batch, error) {
-	rows, err := conn.Query(ctx, `
+// readSQL is read's statement: $1 the position, $2 the batch size. Each
+// change's record is looked up by its key, one index probe per change: as
+// a join, the plan PostgreSQL caches for the prepared statement (whose
+// estimate of the range's rows cannot see $1) hashed the whole questions
+// table on every read that found changes, ended questions included, a
+// cost that grew with the table until retention deleted them.
+const readSQL = `
 WITH s AS (
-	SELECT `+safeSQL+` AS safe, pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next
+	SELECT ` + safeSQL + ` AS safe, pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next
 ), b AS (
 	SELECT greatest($1, CASE WHEN cut.xid IS NULL THEN s.safe ELSE greatest(cut.xid, $1 + 1) END) AS upto,
 		cut.xid IS NOT NULL AS more, s.safe < s.next AS inflight,
@@ -373,13 +392,22 @@ WITH s AS (
 		SELECT xid FROM changes WHERE xid >= $1 AND xid < s.safe ORDER BY xid, seq OFFSET $2 LIMIT 1
 	) cut ON true
 )
-SELECT b.upto, b.more, b.inflight, b.pruned, c.seq, c.xid, c.kind, c.question_id, c.record
+SELECT b.upto, b.more, b.inflight, b.pruned, c.seq, c.xid, c.kind, c.question_id,
+	(SELECT q.record::text FROM questions q WHERE q.id = c.question_id)
 FROM b LEFT JOIN LATERAL (
-	SELECT c.seq, c.xid, c.kind, c.question_id, q.record::text AS record
-	FROM changes c LEFT JOIN questions q ON q.id = c.question_id
-	WHERE c.xid >= $1 AND c.xid < b.upto
+	SELECT c.seq, c.xid, c.kind, c.question_id FROM changes c WHERE c.xid >= $1 AND c.xid < b.upto
 ) c ON true
-ORDER BY c.xid, c.seq`, from, t.opts.Batch)
+ORDER BY c.xid, c.seq`
+
+// read returns the changes of the transactions from position from up to a
+// position no running transaction is below (the safe one), at most about
+// Batch of them (whole transactions), in the log's order, each with its
+// question's record as it is now, cut back to what the change made it
+// (without its ending, for an asked change). One statement, so one
+// snapshot: every change of a transaction below the safe position has
+// committed, or never will (see the package doc).
+func (t *Tailer) read(ctx context.Context, conn *pgx.Conn, from int64) (batch, error) {
+	rows, err := conn.Query(ctx, readSQL, from, t.opts.Batch)
 	if err != nil {
 		return batch{}, err
 	}

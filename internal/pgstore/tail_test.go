@@ -2,11 +2,14 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -76,11 +79,17 @@ func TestTailIsGapFreeUnderConcurrentWriters(t *testing.T) {
 	if err := tail.WaitFor(waitCtx, nextXid(t, b)); err != nil {
 		t.Fatalf("tailer reached %d: %v", tail.Last(), err)
 	}
-	if n := logs.FilterMessage("change log unreachable; reconnecting with backoff").Len(); n != 1 {
-		t.Errorf("the outage was logged %d times; want once", n)
-	}
-	if n := logs.FilterMessage("change log reachable again; caught up").Len(); n != 1 {
-		t.Errorf("the recovery was logged %d times; want once", n)
+	// The tailer may read everything before its backend dies (the
+	// termination is a signal), and it logs its recovery after the catch-up
+	// that moved its position: both logs may come after WaitFor returns.
+	for _, msg := range []string{"change log unreachable; reconnecting with backoff", "change log reachable again; caught up"} {
+		deadline := time.Now().Add(10 * time.Second)
+		for logs.FilterMessage(msg).Len() == 0 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if n := logs.FilterMessage(msg).Len(); n != 1 {
+			t.Errorf("%q logged %d times; want once", msg, n)
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -174,3 +183,121 @@ func nextXid(t testing.TB, s *pgstore.Store) int64 {
 }
 
 var _ = pending.ErrNotFound
+
+// The tailer's read is a prepared statement, and PostgreSQL may run it
+// with the generic plan it caches, which cannot see the position. That
+// plan must look each change's record up by its key, not read the whole
+// questions table (which keeps ended questions until retention) on every
+// read that finds changes.
+func TestTailReadLooksRecordsUpByKey(t *testing.T) {
+	s := open(t, database(t))
+	ctx := context.Background()
+	conn, err := s.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, sql := range []string{
+		`INSERT INTO questions (id, record, created_at, ended, ended_at)
+			SELECT 'q' || i, json_build_object('id', 'q' || i, 'message', repeat('x', 500)), now(), true, now()
+			FROM generate_series(1, 20000) i`,
+		`INSERT INTO changes (seq, question_id, kind, xid)
+			SELECT i, 'q' || (i / 2), CASE WHEN i % 2 = 0 THEN 'asked' ELSE 'ended' END, i FROM generate_series(2, 40001) i`,
+		"ANALYZE questions",
+		"ANALYZE changes",
+		"SET plan_cache_mode = force_generic_plan",
+		"PREPARE tail_read AS " + pgstore.ReadSQL,
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%.60s: %v", sql, err)
+		}
+	}
+	defer conn.Exec(ctx, "DEALLOCATE tail_read; RESET plan_cache_mode") //nolint:errcheck // the connection is the test's
+	rows, err := conn.Query(ctx, "EXPLAIN EXECUTE tail_read(1000, 500)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan strings.Builder
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan.WriteString(line + "\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(plan.String(), "Seq Scan on questions") || !strings.Contains(plan.String(), "questions_pkey") {
+		t.Errorf("the generic plan of the tail's read does not look records up by key:\n%s", plan.String())
+	}
+}
+
+// A creation or ending notifies the other replicas in the same write to
+// the server as the change itself, not through the store's notifier: with
+// the notifier stopped, a listener still hears of each change, by the time
+// Put returns. On a pool whose every connection is taken, the notifier
+// sends it.
+func TestChangeNotifiesWithoutTheNotifier(t *testing.T) {
+	url := database(t)
+	a := open(t, url)
+	a.StopNotifier()
+	ctx := context.Background()
+	listener, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close(ctx)
+	if _, err := listener.Exec(ctx, "LISTEN questiond_changes"); err != nil {
+		t.Fatal(err)
+	}
+	q := question("q1")
+	for _, step := range []string{"create", "end"} {
+		if step == "end" {
+			o := reply("x")
+			o.At = time.Now()
+			q.Ended = &o
+		}
+		if err := a.Questions().Put(ctx, q); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		n, err := listener.WaitForNotification(wctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("no notification after the %s: %v", step, err)
+		}
+		if n.Channel != "questiond_changes" {
+			t.Fatalf("notification on %q", n.Channel)
+		}
+	}
+	// And a refused change (the question has ended) changes nothing but
+	// still leaves the connection usable for the next.
+	if err := a.Questions().Put(ctx, q); !errors.Is(err, pending.ErrNotFound) {
+		t.Fatalf("ending an ended question: %v; want ErrNotFound", err)
+	}
+	if err := a.Questions().Put(ctx, question("q2")); err != nil {
+		t.Fatalf("create after a refusal: %v", err)
+	}
+	drain := func() {
+		for {
+			wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			_, err := listener.WaitForNotification(wctx)
+			cancel()
+			if err != nil {
+				return
+			}
+		}
+	}
+	drain()
+	// When every request connection is taken, the notifier sends it.
+	b := open(t, url+"&pool_max_conns=1")
+	if err := b.Questions().Put(ctx, question("q3")); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := listener.WaitForNotification(wctx); err != nil {
+		t.Fatalf("no notification after a change on a full pool: %v", err)
+	}
+}

@@ -1,0 +1,11 @@
+package pgstore
+
+// ReadSQL is the tailer's read, for tests of its plan.
+const ReadSQL = readSQL
+
+// StopNotifier stops the goroutine that sends the notifications of
+// transactions of several changes and of failures; Close stops it too.
+func (s *Store) StopNotifier() {
+	s.stopNotify()
+	<-s.notifyDone
+}

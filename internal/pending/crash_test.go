@@ -3,7 +3,6 @@ package pending_test
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -84,7 +83,7 @@ func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
 		acked, sent := runAndKill(t, path, round, time.Duration(30+rand.IntN(400))*time.Millisecond)
 		// Read from a copy, so that the next child starts from what this one
 		// left, write-ahead log included, as a restart after a crash does.
-		b, err := pending.OpenBolt(copyStore(t, path), pending.BoltOptions{})
+		b, err := pending.OpenBolt(pending.CopyStoreFiles(t, path), pending.BoltOptions{})
 		if err != nil {
 			t.Fatalf("round %d: reopen: %v", round, err)
 		}
@@ -165,24 +164,4 @@ func runAndKill(t *testing.T, path string, round int, after time.Duration) (acke
 		t.Fatalf("round %d: the child ended by itself (%v): %s", round, err, stderr.String())
 	}
 	return acked, sent
-}
-
-// copyStore copies the database at path and its write-ahead log to a new
-// directory and returns the copy's path.
-func copyStore(t *testing.T, path string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), filepath.Base(path))
-	for _, suffix := range []string{"", "-wal.0", "-wal.1"} {
-		data, err := os.ReadFile(path + suffix)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst+suffix, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dst
 }

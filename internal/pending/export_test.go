@@ -51,3 +51,6 @@ func WithSmallWAL(opts BoltOptions, segment int64, idle time.Duration) BoltOptio
 	opts.walSegment, opts.idleCheckpoint = segment, idle
 	return opts
 }
+
+// CopyStoreFiles copies a bbolt store and its write-ahead log elsewhere, as a crash would leave them.
+var CopyStoreFiles = copyStoreFiles

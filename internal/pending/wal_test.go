@@ -35,9 +35,16 @@ func crashCopy(t *testing.T, b *Bolt) string {
 	defer b.commitMu.Unlock()
 	b.ckMu.Lock()
 	defer b.ckMu.Unlock()
-	dst := filepath.Join(t.TempDir(), filepath.Base(b.path))
+	return copyStoreFiles(t, b.path)
+}
+
+// copyStoreFiles copies the database at path and its write-ahead log to a
+// new directory and returns the copy's path.
+func copyStoreFiles(t testing.TB, path string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), filepath.Base(path))
 	for _, suffix := range []string{"", "-wal.0", "-wal.1"} {
-		data, err := os.ReadFile(b.path + suffix)
+		data, err := os.ReadFile(path + suffix)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

@@ -56,8 +56,16 @@ func (b *Bolt) Ping(ctx context.Context) error {
 		return b.pingFailed(errors.New("the file at this path is not the one questiond opened"))
 	}
 	b.walMu.Lock()
-	broken, ckErr := b.broken, b.ckErr
+	broken, ckErr, segs := b.broken, b.ckErr, b.segs
 	b.walMu.Unlock()
+	for _, seg := range segs {
+		if seg == nil {
+			continue // no commit yet: the log is created by the first
+		}
+		if err := sameFile(seg.f, seg.path); err != nil {
+			return b.pingFailed(fmt.Errorf("write-ahead log %s: %w", seg.path, err))
+		}
+	}
 	switch {
 	case broken != nil:
 		return b.pingFailed(fmt.Errorf("the write-ahead log failed to write: %w", broken))
@@ -74,3 +82,19 @@ func (b *Bolt) pingFailed(err error) error {
 }
 
 var _ Pinger = (*Bolt)(nil)
+
+// sameFile reports whether f, open, is still the file at path.
+func sameFile(f *os.File, path string) error {
+	opened, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	now, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(opened, now) {
+		return errors.New("the file at this path is not the one questiond opened")
+	}
+	return nil
+}

@@ -23,9 +23,16 @@ func TestMemoryIsReadyUntilClosed(t *testing.T) {
 	}
 }
 
-// A durable store is ready while its file is the one at its path: deleted or
-// replaced underneath, its commits would be lost at the next start.
+// A durable store is ready while its file and its write-ahead log are the
+// ones at their paths: deleted or replaced underneath, its commits would be
+// lost at the next start.
 func TestBoltStoreIsReadyWhileItsFileIsThere(t *testing.T) {
+	for _, file := range []string{"", "-wal.0", "-wal.1"} {
+		t.Run("questions.db"+file, func(t *testing.T) { testBoltFileThere(t, file) })
+	}
+}
+
+func testBoltFileThere(t *testing.T, suffix string) {
 	for _, c := range []struct {
 		name   string
 		change func(path string) error
@@ -51,7 +58,7 @@ func TestBoltStoreIsReadyWhileItsFileIsThere(t *testing.T) {
 			if err := m.Ping(context.Background()); err != nil {
 				t.Fatalf("fresh file: %v, want ready", err)
 			}
-			if err := c.change(path); err != nil {
+			if err := c.change(path + suffix); err != nil {
 				t.Fatal(err)
 			}
 			err = m.Ping(context.Background())

@@ -106,6 +106,19 @@ func (h *harness) waitJoined(t testing.TB, n int) {
 	}
 }
 
+// waitSubscribers waits until the broker counts n subscribers: a stream
+// leaves it just after its connection closes, which its client may see first.
+func (h *harness) waitSubscribers(t testing.TB, n int) {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for h.b.Subscribers() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscribers after %s, want %d", h.b.Subscribers(), patience, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func (h *harness) publish(t testing.TB, dir, typ string, props string) {
 	t.Helper()
 	m := sse.Message{Directory: dir, Event: sse.Event{Type: typ, Properties: json.RawMessage(props)}}

@@ -48,12 +48,8 @@ func (b *Bolt) Ping(ctx context.Context) error {
 	if err := b.db.View(func(*bbolt.Tx) error { return nil }); err != nil {
 		return b.pingFailed(err)
 	}
-	now, err := os.Stat(b.path)
-	if err != nil {
+	if err := stillAt(b.opened, b.path); err != nil {
 		return b.pingFailed(err)
-	}
-	if !os.SameFile(b.opened, now) {
-		return b.pingFailed(errors.New("the file at this path is not the one questiond opened"))
 	}
 	b.walMu.Lock()
 	broken, ckErr, segs := b.broken, b.ckErr, b.segs
@@ -62,7 +58,11 @@ func (b *Bolt) Ping(ctx context.Context) error {
 		if seg == nil {
 			continue // no commit yet: the log is created by the first
 		}
-		if err := sameFile(seg.f, seg.path); err != nil {
+		opened, err := seg.f.Stat()
+		if err == nil {
+			err = stillAt(opened, seg.path)
+		}
+		if err != nil {
 			return b.pingFailed(fmt.Errorf("write-ahead log %s: %w", seg.path, err))
 		}
 	}
@@ -83,12 +83,9 @@ func (b *Bolt) pingFailed(err error) error {
 
 var _ Pinger = (*Bolt)(nil)
 
-// sameFile reports whether f, open, is still the file at path.
-func sameFile(f *os.File, path string) error {
-	opened, err := f.Stat()
-	if err != nil {
-		return err
-	}
+// stillAt reports whether the file opened (as it was when opened) is still
+// the file at path.
+func stillAt(opened os.FileInfo, path string) error {
 	now, err := os.Stat(path)
 	if err != nil {
 		return err

@@ -24,19 +24,6 @@ const notifySQL = "SELECT set_config('synchronous_commit', 'off', true), pg_noti
 // notifier's round trip was a third of a crossing. When every request
 // connection is taken, it leaves the notification to the notifier.
 func (j *Journal) putNotifying(ctx context.Context, q *pending.Question) error {
-	record, err := pending.EncodeRecord(q)
-	if err != nil {
-		return fmt.Errorf("%w: %w", pending.ErrInvalid, err)
-	}
-	name, sql := "questiond_ask", askSQL
-	params := [][]byte{[]byte(q.ID), record}
-	if q.Ended == nil {
-		params = append(params, []byte(q.Owner), []byte(q.IdempotencyKey), timestamptz(q.CreatedAt),
-			strconv.AppendInt(nil, int64(j.s.opts.MaxPending), 10), strconv.AppendInt(nil, int64(j.s.opts.MaxPendingPerAgent), 10))
-	} else {
-		name, sql = "questiond_end", endSQL
-		params = append(params, timestamptz(q.Ended.At))
-	}
 	conn, err := j.s.pool.Acquire(ctx)
 	if err != nil {
 		j.s.announce()
@@ -49,6 +36,19 @@ func (j *Journal) putNotifying(ctx context.Context, q *pending.Question) error {
 		// the notifier sends one notification for many changes.
 		defer j.s.announce()
 		return j.put(ctx, conn, q)
+	}
+	record, err := pending.EncodeRecord(q)
+	if err != nil {
+		return fmt.Errorf("%w: %w", pending.ErrInvalid, err)
+	}
+	name, sql := "questiond_ask", askSQL
+	params := [][]byte{[]byte(q.ID), record}
+	if q.Ended == nil {
+		params = append(params, []byte(q.Owner), []byte(q.IdempotencyKey), timestamptz(q.CreatedAt),
+			strconv.AppendInt(nil, int64(j.s.opts.MaxPending), 10), strconv.AppendInt(nil, int64(j.s.opts.MaxPendingPerAgent), 10))
+	} else {
+		name, sql = "questiond_end", endSQL
+		params = append(params, timestamptz(q.Ended.At))
 	}
 	statement, err := conn.Conn().Prepare(ctx, name, sql)
 	if err != nil {

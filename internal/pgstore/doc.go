@@ -34,6 +34,17 @@
 // is read whole (U only ever cuts between transactions) so that a batch
 // never splits one.
 //
+// A crash of the server takes ids back: ids of transactions whose commits
+// had not reached its disk (an aborted writer's, a notification's, which
+// does not wait for the disk) are handed out again after it restarts, so
+// a position may have passed ids that changes will be made by later. A
+// change's own commit waits for the disk, so the last transaction a
+// tailer handed over is below every id handed out after a crash. Hence a
+// tailer that loses its connection goes back to one past that transaction
+// (no change lies between there and its position, or it would have read
+// it), and Journal.LoadedSeq is one past the last change a load saw, not
+// its snapshot's safe position.
+//
 // Why the order keeps each question's asked before its ended: an ending
 // updates the question's row, which it can only find once the creation
 // committed; the ending's function gets its transaction id at that update,

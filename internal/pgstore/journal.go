@@ -87,7 +87,19 @@ func (s *Store) Questions() *Journal { return &Journal{s: s} }
 // LoadedSeq is the log position (see Tailer.Last) of the last Load's
 // snapshot: a tailer started from it misses nothing Load did not return
 // (it may hand over again changes Load already saw).
+//
+// It is one past the last transaction that made a change the snapshot
+// holds, not the snapshot's safe position, which may be an id no change
+// was made by: after a crash of the server such an id can be handed out
+// again, to a change a tailer started from it would then skip.
 func (j *Journal) LoadedSeq() int64 { return j.loaded.Load() }
+
+// loadedPositionSQL reads LoadedSeq: in the snapshot it is about, one past
+// the last change of a transaction below the safe position, or the pruned
+// mark if higher. No change lies between it and the safe position.
+const loadedPositionSQL = `
+SELECT greatest(coalesce((SELECT max(xid) + 1 FROM changes WHERE xid < s.safe), 0), (SELECT xid FROM log_pruned))
+FROM (SELECT ` + safeSQL + ` AS safe) s`
 
 // Load returns every question record, from one snapshot that also reads
 // the change log's position (see LoadedSeq).
@@ -95,7 +107,7 @@ func (j *Journal) Load(ctx context.Context) ([]*pending.Question, error) {
 	var qs []*pending.Question
 	var head int64
 	err := pgx.BeginTxFunc(ctx, j.s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, "SELECT "+safeSQL).Scan(&head); err != nil {
+		if err := tx.QueryRow(ctx, loadedPositionSQL).Scan(&head); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, "SELECT id, record::text FROM questions")

@@ -95,8 +95,13 @@ type Tailer struct {
 
 	pruned time.Time // when this tailer last pruned the log
 
-	mu     sync.Mutex
-	last   int64
+	mu   sync.Mutex
+	last int64
+	// resume is where a read starts after a lost connection: one past the
+	// last transaction handed over (or the position given to Tail). last
+	// may be ahead of it, at an id no change was made by; after a crash
+	// the server may hand such ids out again (see the package doc).
+	resume int64
 	want   int64              // the furthest position WaitFor is waiting for
 	kicked bool               // want moved since the last read began
 	wake   chan struct{}      // closed and replaced whenever last moves
@@ -121,7 +126,7 @@ func (s *Store) Tail(from int64, apply func(Change), opts TailOptions) *Tailer {
 		opts.KeepChanges = DefaultKeepChanges
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	t := &Tailer{s: s, opts: opts, apply: apply, cancel: cancel, done: make(chan struct{}), last: from, wake: make(chan struct{})}
+	t := &Tailer{s: s, opts: opts, apply: apply, cancel: cancel, done: make(chan struct{}), last: from, resume: from, wake: make(chan struct{})}
 	go t.run(ctx)
 	return t
 }
@@ -183,6 +188,7 @@ func (t *Tailer) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		t.rewind()
 		if !down {
 			// Once per outage, not once per attempt.
 			t.s.log.Warn("change log unreachable; reconnecting with backoff", zap.Int64("seq", t.Last()), zap.Error(redact(err)))
@@ -305,11 +311,30 @@ func (t *Tailer) catchUp(ctx context.Context, conn *pgx.Conn) (inflight bool, er
 		for _, c := range b.changes {
 			t.apply(c)
 		}
+		if n := len(b.changes); n > 0 {
+			t.mu.Lock()
+			t.resume = b.changes[n-1].Xid + 1
+			t.mu.Unlock()
+		}
 		t.advance(b.upto)
 		if !b.more {
 			return b.inflight, nil
 		}
 	}
+}
+
+// rewind takes the position back to where the last handed-over
+// transaction ends, once the connection is lost: the server may have
+// crashed and restarted, and then hands out again the ids of transactions
+// whose commits never reached its disk (an aborted writer's, a
+// notification's), ids the position may have passed. Until the next read,
+// WaitFor does not take such an id for one already read. Nothing is handed
+// over twice: no change was made by a transaction between resume and the
+// old position, or the reads that moved it would have handed it over.
+func (t *Tailer) rewind() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.last = min(t.last, t.resume)
 }
 
 // advance moves the position to seq and wakes WaitFor.
@@ -328,6 +353,9 @@ func (t *Tailer) advance(seq int64) {
 func (t *Tailer) resync(ctx context.Context, last, pruned int64) error {
 	if t.opts.Resync == nil {
 		t.s.log.Error("change log: changes were pruned before they were read; skipped", zap.Int64("after", last), zap.Int64("pruned", pruned))
+		t.mu.Lock()
+		t.resume = max(t.resume, pruned)
+		t.mu.Unlock()
 		t.advance(pruned)
 		return nil
 	}
@@ -336,6 +364,9 @@ func (t *Tailer) resync(ctx context.Context, last, pruned int64) error {
 	if err != nil {
 		return fmt.Errorf("resynchronising: %w", err)
 	}
+	t.mu.Lock()
+	t.resume = max(t.resume, seq)
+	t.mu.Unlock()
 	t.advance(seq)
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/pgstore"
+	"github.com/questiond/questiond/internal/pgtest"
 )
 
 // Writers on two pools create and end questions concurrently while a
@@ -299,5 +300,101 @@ func TestChangeNotifiesWithoutTheNotifier(t *testing.T) {
 	defer cancel()
 	if _, err := listener.WaitForNotification(wctx); err != nil {
 		t.Fatalf("no notification after a change on a full pool: %v", err)
+	}
+}
+
+// After a crash, PostgreSQL hands out again the ids of transactions whose
+// commits never reached its disk (here: notifications' and other commits
+// that do not wait for the disk). A tailer whose position passed such ids
+// before the crash, and one started from a Load taken then, must still
+// read the changes committed under them afterwards.
+func TestTailReadsChangesUnderIdsReusedAfterACrash(t *testing.T) {
+	url := database(t)
+	server := pgtest.Shared(t)
+	ctx := context.Background()
+	// Keep the burnt ids' commits in memory until the crash: the WAL
+	// writer would otherwise write them out within a fraction of a second.
+	if err := server.Exec(ctx, "ALTER SYSTEM SET wal_writer_delay = '10s'"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := server.Exec(ctx, "ALTER SYSTEM RESET wal_writer_delay"); err != nil {
+			t.Error(err)
+		}
+		if err := server.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := server.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, url)
+	var mu sync.Mutex
+	var seen []string
+	tail := s.Tail(0, func(c pgstore.Change) {
+		mu.Lock()
+		seen = append(seen, c.Question.ID)
+		mu.Unlock()
+	}, pgstore.TailOptions{PollInterval: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
+	defer tail.Stop()
+	if err := s.Questions().Put(ctx, question("before")); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if _, err := s.Pool().Exec(ctx, "SELECT set_config('synchronous_commit', 'off', true), pg_current_xact_id()"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	passed := nextXid(t, s)
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := tail.WaitFor(waitCtx, passed); err != nil {
+		t.Fatal(err)
+	}
+	loader := s.Questions()
+	if _, err := loader.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := server.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	var next int64
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		err := s.Pool().QueryRow(ctx, "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").Scan(&next)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if next >= passed {
+		t.Fatalf("after the crash the next id is %d, not below %d: the server reused no id, the test proves nothing", next, passed)
+	}
+	if err := s.Questions().Put(ctx, question("after")); err != nil {
+		t.Fatal(err)
+	}
+	var late []string
+	fromLoad := s.Tail(loader.LoadedSeq(), func(c pgstore.Change) {
+		mu.Lock()
+		late = append(late, c.Question.ID)
+		mu.Unlock()
+	}, pgstore.TailOptions{PollInterval: 20 * time.Millisecond})
+	defer fromLoad.Stop()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		got, gotLate := strings.Join(seen, ","), strings.Join(late, ",")
+		mu.Unlock()
+		if got == "before,after" && gotLate == "after" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("running tailer handed over %q, want before,after; tailer from the load %q, want after (positions %d, %d; next id after the crash %d)", got, gotLate, tail.Last(), fromLoad.Last(), next)
+		}
 	}
 }

@@ -26,10 +26,13 @@ type sharedOutbox struct {
 	offered  map[string][]byte
 	calls    []string
 	claimErr error
+	renewErr error
+	// takenAway: records another replica took over; Renew leaves them out.
+	takenAway map[string]bool
 }
 
 func newSharedOutbox(lease time.Duration) *sharedOutbox {
-	return &sharedOutbox{memoryOutbox: memoryOutbox{records: map[string][]byte{}}, lease: lease, offered: map[string][]byte{}}
+	return &sharedOutbox{memoryOutbox: memoryOutbox{records: map[string][]byte{}}, lease: lease, offered: map[string][]byte{}, takenAway: map[string]bool{}}
 }
 
 func (s *sharedOutbox) called(what string) {
@@ -40,7 +43,25 @@ func (s *sharedOutbox) called(what string) {
 
 func (s *sharedOutbox) Lease() time.Duration { return s.lease }
 
-func (s *sharedOutbox) Renew(context.Context) error { s.called("renew"); return nil }
+// Renew returns the keys of every record, all held by this notifier (a
+// claimed one included), but those a test gave away.
+func (s *sharedOutbox) Renew(context.Context) ([]string, error) {
+	s.called("renew")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.renewErr != nil {
+		return nil, s.renewErr
+	}
+	s.memoryOutbox.mu.Lock()
+	defer s.memoryOutbox.mu.Unlock()
+	var keys []string
+	for k := range s.records {
+		if !s.takenAway[k] {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
+}
 
 func (s *sharedOutbox) Release(context.Context) error { s.called("release"); return nil }
 
@@ -61,6 +82,9 @@ func (s *sharedOutbox) Claim(context.Context) (map[string][]byte, error) {
 	}
 	claimed := s.offered
 	s.offered = map[string][]byte{}
+	s.memoryOutbox.mu.Lock()
+	maps.Copy(s.records, claimed)
+	s.memoryOutbox.mu.Unlock()
 	return claimed, nil
 }
 
@@ -213,5 +237,67 @@ func TestSweepFailureLoggedOnce(t *testing.T) {
 			t.Fatalf("%d recoveries logged, want 1", recovered)
 		}
 		_ = n.Close(context.Background())
+	})
+}
+
+// A notifier that cannot renew its leases (cut off from the shared outbox,
+// not dead) stops sending what it stored once they may have run out, even
+// with its webhook back; when a renewal succeeds again, it sends what it
+// still holds and drops, undeleted, what another replica took meanwhile.
+func TestLapsedLeasesStopDeliveries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lease = 3 * time.Second
+		outbox := newSharedOutbox(lease)
+		hook := &countingWebhook{delivered: map[string]int{}}
+		n, err := notify.New(context.Background(), notify.Options{URLs: []string{"https://hooks.example/x"}, Transport: hook,
+			Outbox: outbox, MinBackoff: 100 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close(context.Background())
+		n.Asked(question("que_1"))
+		n.Asked(question("que_2"))
+		time.Sleep(time.Second) // failed attempts: both are in the outbox
+		synctest.Wait()
+		stored, _ := outbox.memoryOutbox.Load(context.Background())
+		if len(stored) != 2 {
+			t.Fatalf("outbox holds %d records after failures, want 2", len(stored))
+		}
+		outbox.mu.Lock()
+		outbox.renewErr = errors.New("the database is unreachable")
+		outbox.mu.Unlock()
+
+		time.Sleep(2 * lease) // no renewal since: the leases may be another's
+		synctest.Wait()
+		hook.setUp()
+		time.Sleep(lease)
+		synctest.Wait()
+		if len(hook.delivered) != 0 {
+			t.Fatalf("delivered %v with leases that may have run out", hook.delivered)
+		}
+
+		// Another replica took que_2's record; que_1's is still this one's.
+		var taken string
+		for k := range stored {
+			if strings.Contains(string(stored[k]), "que_2") {
+				taken = k
+			}
+		}
+		if taken == "" {
+			t.Fatalf("no record of que_2 among %v", slices.Collect(maps.Keys(stored)))
+		}
+		outbox.mu.Lock()
+		outbox.renewErr = nil
+		outbox.takenAway[taken] = true
+		outbox.mu.Unlock()
+		time.Sleep(lease)
+		synctest.Wait()
+		if len(hook.delivered) != 1 {
+			t.Fatalf("delivered %v after the renewal; want que_1's notification alone", hook.delivered)
+		}
+		left, _ := outbox.memoryOutbox.Load(context.Background())
+		if _, ok := left[taken]; !ok || len(left) != 1 {
+			t.Fatalf("outbox holds %v; want the other replica's record alone, undeleted", slices.Collect(maps.Keys(left)))
+		}
 	})
 }

@@ -21,7 +21,10 @@ type delivery struct {
 	id, event string
 	body      []byte // shared by every endpoint's delivery of the event
 	at        time.Time
-	stored    bool // in the outbox; guarded by the endpoint's mu
+	// Guarded by the endpoint's mu:
+	stored   bool      // in the outbox
+	storedAt time.Time // when its writing to the outbox returned
+	lost     bool      // stored, and another replica holds it now
 }
 
 // endpoint is one webhook and its queue, drained by one worker, oldest
@@ -126,6 +129,14 @@ func (e *endpoint) take() *delivery {
 // while it waited to retry.
 func (e *endpoint) deliver(ctx context.Context, d *delivery) bool {
 	for attempt := 1; ; attempt++ {
+		if held, ok := e.held(ctx, d); !ok {
+			return false
+		} else if !held {
+			e.mu.Lock()
+			e.inflight = nil // not ours to delete from the outbox
+			e.mu.Unlock()
+			return true
+		}
 		if time.Since(d.at) >= e.n.opts.MaxAge {
 			e.giveUp("it was not delivered within the maximum age")
 			e.finish(ctx, d)
@@ -161,6 +172,31 @@ func (e *endpoint) deliver(ctx context.Context, d *delivery) bool {
 			timer.Stop()
 			return false
 		case <-timer.C:
+		}
+	}
+}
+
+// held waits while d's lease may have run out (see Claimer) and says
+// whether d is still this notifier's to send; ok is false if ctx ended or
+// Close began meanwhile.
+func (e *endpoint) held(ctx context.Context, d *delivery) (held, ok bool) {
+	for {
+		e.mu.Lock()
+		lost, stored := d.lost, d.stored
+		e.mu.Unlock()
+		if lost {
+			return false, true
+		}
+		may, renewal := e.n.mayDeliver(stored)
+		if may {
+			return true, true
+		}
+		select {
+		case <-renewal:
+		case <-ctx.Done():
+			return false, false
+		case <-e.n.closing:
+			return false, false
 		}
 	}
 }

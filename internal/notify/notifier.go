@@ -93,6 +93,7 @@ type Notifier struct {
 
 	cancelSweeps context.CancelFunc // nil without sweeps
 	sweeper      sync.WaitGroup
+	leases       leaseState // with a claimer
 
 	mu     sync.RWMutex // held for reading while a notification is queued
 	closed bool
@@ -104,6 +105,9 @@ func New(ctx context.Context, opts Options) (*Notifier, error) {
 	opts = withDefaults(opts)
 	n := &Notifier{opts: opts, log: opts.Logger.Named("notify"), outbox: opts.Outbox, closing: make(chan struct{})}
 	n.claimer, _ = opts.Outbox.(Claimer)
+	if n.claimer != nil {
+		n.initLeases()
+	}
 	n.client = &http.Client{
 		Transport: opts.Transport,
 		// A redirect would send the signed body where nobody configured.

@@ -45,10 +45,15 @@ func (e *endpoint) storeQueued(ctx context.Context) {
 	e.mu.Unlock()
 	ctx = context.WithoutCancel(ctx) // a local write: Close stopping the attempts must not fail it
 	for _, d := range todo {
-		if err := e.store(ctx, d); err != nil {
-			e.mu.Lock()
+		err := e.store(ctx, d)
+		e.mu.Lock()
+		if err != nil {
 			d.stored = false
-			e.mu.Unlock()
+		} else {
+			d.storedAt = time.Now()
+		}
+		e.mu.Unlock()
+		if err != nil {
 			e.log.Warn("could not keep a notification in the outbox", zap.Error(err))
 			return
 		}
@@ -181,5 +186,5 @@ func (n *Notifier) restored(key string, value []byte, byKey map[string]*endpoint
 	if !ok || e == nil || json.Unmarshal(value, &r) != nil || time.Since(r.At) >= n.opts.MaxAge {
 		return nil, nil
 	}
-	return &delivery{id: id, event: r.Event, body: r.Body, at: r.At, stored: true}, e
+	return &delivery{id: id, event: r.Event, body: r.Body, at: r.At, stored: true, storedAt: time.Now()}, e
 }

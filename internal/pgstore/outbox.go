@@ -24,12 +24,13 @@ const DefaultOutboxLease = 30 * time.Second
 // out (their replica died, or lost the database) or that nobody holds
 // (released by a replica that stopped, or written before leases existed).
 // A claim skips the rows another claim has locked, so two replicas never
-// claim a record at once. So a webhook gets each notification from one
-// replica at a time; it may still get one twice, under the same event id:
-// from a replica that delivered it but died (or lost the database) before
-// deleting it, and from one cut off from the database for longer than a
-// lease while it still reached the webhook, whose records another replica
-// took meanwhile. Deliveries are at least once, as on one machine.
+// claim a record at once. A replica that cannot renew stops sending what
+// it stored once its lease may have run out, and drops what its next
+// renewal does not return (notify.Claimer). So a webhook gets each
+// notification from one replica at a time; it may still get one twice,
+// under the same event id: from a replica that delivered it but died (or
+// lost the database) before deleting it, or from an attempt under way when
+// a lease ran out. Deliveries are at least once, as on one machine.
 type Outbox struct {
 	s     *Store
 	owner string        // this Outbox's replica, random
@@ -99,16 +100,21 @@ RETURNING key, value`, o.owner, o.leaseMicros(), claimBatch)
 	return n, err
 }
 
-// Renew extends the lease of every record this replica holds.
-func (o *Outbox) Renew(ctx context.Context) error {
+// Renew extends the lease of every record this replica holds, and
+// returns their keys.
+func (o *Outbox) Renew(ctx context.Context) ([]string, error) {
 	ctx, cancel := writeContext(ctx)
 	defer cancel()
-	_, err := o.s.pool.Exec(ctx, "UPDATE notify_outbox SET lease_until = now() + $2 * interval '1 microsecond' WHERE owner = $1",
+	rows, err := o.s.pool.Query(ctx, "UPDATE notify_outbox SET lease_until = now() + $2 * interval '1 microsecond' WHERE owner = $1 RETURNING key",
 		o.owner, o.leaseMicros())
 	if err != nil {
-		return unavailable("renew the notification outbox's leases", err)
+		return nil, unavailable("renew the notification outbox's leases", err)
 	}
-	return nil
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, unavailable("renew the notification outbox's leases", err)
+	}
+	return keys, nil
 }
 
 // Release gives up every record this replica holds, so that the other

@@ -78,9 +78,9 @@ func (s *severable) Claim(ctx context.Context) (map[string][]byte, error) {
 	return s.Outbox.Claim(ctx)
 }
 
-func (s *severable) Renew(ctx context.Context) error {
+func (s *severable) Renew(ctx context.Context) ([]string, error) {
 	if s.dead.Load() {
-		return errDead
+		return nil, errDead
 	}
 	return s.Outbox.Renew(ctx)
 }
@@ -199,6 +199,31 @@ func TestOutboxDeadReplicasNotificationsAreTakenOver(t *testing.T) {
 	eventually(t, "the survivor delivers them", func() bool { events, _ := hook.distinct(); return events == count })
 	t.Logf("taken over and delivered %v after the death, with a lease of %v", time.Since(died).Round(time.Millisecond), lease)
 	deliveredOnce(t, hook, survivor.db, count, survivor)
+}
+
+// A replica cut off from the database (alive, and reaching its webhook
+// again) does not send the notifications it stored once its leases may
+// have run out: another replica takes them over and delivers them, and
+// when the first reaches the database again its renewal no longer returns
+// them and it drops them. Each is delivered once.
+func TestOutboxCutOffReplicaLeavesItsNotificationsToTheTaker(t *testing.T) {
+	url := database(t)
+	hook := newWebhook(t)
+	const lease, count = 600 * time.Millisecond, 5
+	cutOff := startNotifying(t, url, hook, lease, true)
+	taker := startNotifying(t, url, hook, lease, false)
+	cutOff.ask(count)
+	eventually(t, "the replica holds its notifications", func() bool {
+		return outboxCount(t, cutOff.db, "lease_until > now()") == count
+	})
+	cutOff.outbox.dead.Store(true)
+	time.Sleep(lease + lease/6) // its leases may have run out
+	cutOff.link.cut.Store(false)
+	eventually(t, "the taker delivers them", func() bool { events, _ := hook.distinct(); return events == count })
+	before := cutOff.outbox.claims.Load()
+	cutOff.outbox.dead.Store(false)
+	eventually(t, "the replica sweeps twice again", func() bool { return cutOff.outbox.claims.Load() >= before+2 })
+	deliveredOnce(t, hook, taker.db, count, cutOff, taker)
 }
 
 // A replica that starts, and sweeps for longer than a lease, leaves alone

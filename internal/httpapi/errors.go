@@ -126,7 +126,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		_, _ = w.Write([]byte(media.Error()))
 	case errors.As(err, &status):
 		writeJSON(w, status.status, namedError{status.name, namedErrorData{Message: status.message}})
-	case errors.As(err, new(errSessionsUnavailable)):
+	case errors.As(err, new(sessionsUnavailableError)):
 		ref := errorRef()
 		s.log.Error("session records failed", zap.String("ref", ref), zap.String("method", r.Method),
 			zap.String("path", r.URL.Path), zap.Error(err))

@@ -236,7 +236,7 @@ func toolError(err error) error {
 		return errors.New(status.message)
 	case errors.As(err, &bad):
 		return errors.New(bad.message)
-	case errors.Is(err, pending.ErrUnavailable), errors.As(err, new(errSessionsUnavailable)):
+	case errors.Is(err, pending.ErrUnavailable), errors.As(err, new(sessionsUnavailableError)):
 		return errors.New("the question store is unavailable; nothing was asked; try again later")
 	}
 	return err

@@ -156,17 +156,17 @@ func sessionError(err error, id string) error {
 	case errors.Is(err, session.ErrFull):
 		return &statusError{http.StatusTooManyRequests, "TooManyRequests", "questiond keeps no more session records (" + err.Error() + "); delete sessions that have ended"}
 	case errors.Is(err, session.ErrUnavailable):
-		return fmt.Errorf("session %s: %w", id, errSessionsUnavailable{err})
+		return fmt.Errorf("session %s: %w", id, sessionsUnavailableError{err})
 	}
 	return err
 }
 
-// errSessionsUnavailable marks a failed session journal, answered like a
+// sessionsUnavailableError marks a failed session journal, answered like a
 // failed question store: 503, nothing changed.
-type errSessionsUnavailable struct{ err error }
+type sessionsUnavailableError struct{ err error }
 
-func (e errSessionsUnavailable) Error() string { return e.err.Error() }
-func (e errSessionsUnavailable) Unwrap() error { return e.err }
+func (e sessionsUnavailableError) Error() string { return e.err.Error() }
+func (e sessionsUnavailableError) Unwrap() error { return e.err }
 
 // route is where a question asked for sessionID goes.
 type route struct {

@@ -8,7 +8,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/questiond/questiond/internal/pgstore"
+	"github.com/questiond/questiond/internal/pgtest"
 )
 
 // Several replicas starting at once on an empty database migrate it once:
@@ -96,5 +101,54 @@ func TestPoolSize(t *testing.T) {
 	s = open(t, url+"&pool_max_conns=7")
 	if got := s.Pool().Config().MaxConns; got != 7 {
 		t.Fatalf("pool_max_conns=7: %d connections", got)
+	}
+}
+
+// A database where synchronous_commit is off would let an acknowledged
+// change vanish in a crash of PostgreSQL: questiond's connections commit
+// to the server's disk there anyway (local), and say so once; elsewhere
+// the setting is left alone.
+func TestCommitsWaitForTheDiskWhereSynchronousCommitIsOff(t *testing.T) {
+	ctx := context.Background()
+	for _, off := range []bool{false, true} {
+		url := database(t)
+		if off {
+			name := url[strings.LastIndex(url, "/")+1 : strings.Index(url, "?")]
+			if err := pgtest.Shared(t).Exec(ctx, "ALTER DATABASE "+name+" SET synchronous_commit = off"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		core, logs := observer.New(zap.WarnLevel)
+		s, err := pgstore.Open(ctx, url, pgstore.Options{Logger: zap.New(core)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every connection of the pool, not only the first.
+		var conns []*pgxpool.Conn
+		for range 3 {
+			c, err := s.Pool().Acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		want, warnings := "on", 0
+		if off {
+			want, warnings = "local", 1
+		}
+		for _, c := range conns {
+			var setting string
+			if err := c.QueryRow(ctx, "SHOW synchronous_commit").Scan(&setting); err != nil {
+				t.Fatal(err)
+			}
+			if setting != want {
+				t.Errorf("database with synchronous_commit off=%v: a connection commits with %q; want %q", off, setting, want)
+			}
+			c.Release()
+		}
+		if n := logs.FilterMessageSnippet("synchronous_commit is off").Len(); n != warnings {
+			t.Errorf("database with synchronous_commit off=%v: warned %d times; want %d", off, n, warnings)
+		}
+		s.Close()
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/zap"
@@ -79,6 +81,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	config.AfterConnect = commitDurably(log.Named("pgstore"))
 	pool, err := pgxpool.NewWithConfig(ctx, config)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, redact(err))
@@ -101,6 +104,33 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s.stopNotify = cancel
 	go s.notifyLoop(nctx)
 	return s, nil
+}
+
+// commitDurably returns the hook that makes each new connection's commits
+// wait for the server's disk when synchronous_commit is off for it (in the
+// server's configuration, or for questiond's database or role): every
+// acknowledgement promises a change that survives a crash of PostgreSQL,
+// and the tail's resumption after one relies on it too (see the package
+// doc). "local" is that and no more; a setting that already waits (on,
+// remote_write, remote_apply, local) is left as it is. Logged once.
+func commitDurably(log *zap.Logger) func(context.Context, *pgx.Conn) error {
+	var once sync.Once
+	return func(ctx context.Context, conn *pgx.Conn) error {
+		var setting string
+		if err := conn.QueryRow(ctx, "SELECT current_setting('synchronous_commit')").Scan(&setting); err != nil {
+			return err
+		}
+		if setting != "off" {
+			return nil
+		}
+		if _, err := conn.Exec(ctx, "SET synchronous_commit = local"); err != nil {
+			return err
+		}
+		once.Do(func() {
+			log.Warn("synchronous_commit is off for questiond's connections; questiond sets it to local on them, so that what it acknowledges survives a crash of PostgreSQL")
+		})
+		return nil
+	}
 }
 
 // Close closes the pool, after the queries under way.

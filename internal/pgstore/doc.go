@@ -5,8 +5,13 @@
 // # Gap-free order
 //
 // Every creation and ending of a question appends one row to the changes
-// table, in the same transaction as the change itself: one call of a schema
-// function (questiond_ask, questiond_end), one round trip. The row carries
+// table, in the same transaction as the change itself. A replica commits
+// its changes in batches: those that arrive while a batch is committing
+// go together in the next, one call of a schema function (questiond_apply)
+// and one round trip, each change done or refused on its own (a limit, a
+// taken key, an ending that lost); a lone change is a batch of one. (The
+// one-change functions questiond_ask and questiond_end stay for replicas
+// of an older questiond during an upgrade.) The row carries
 // a number from a sequence (seq) and the id of its transaction (xid,
 // pg_current_xact_id). The log's order is (xid, seq). Transactions take
 // no lock in common, so their commits share WAL flushes (group commit); a
@@ -49,11 +54,15 @@
 // updates the question's row, which it can only find once the creation
 // committed; the ending's function gets its transaction id at that update,
 // after the creation's transaction, which had its id before it committed,
-// so xid(asked) < xid(ended). This holds because each change is one
-// statement in its own transaction (a transaction of several Puts, as at
-// restore, gets its id at its first statement: an ending in it of a
-// question another transaction created meanwhile could come first; restore
-// only ends questions loaded before it began).
+// so xid(asked) < xid(ended). This holds because a batch is one statement
+// in its own transaction, sent once every change in it was queued, and a
+// replica queues an ending only of a question whose creation has
+// committed (its own Create returns after the commit; other replicas'
+// come from the log): the batch gets its id after that commit. (A
+// transaction of several Puts, as at restore, gets its id at its first
+// statement: an ending in it of a question another transaction created
+// meanwhile could come first; restore only ends questions loaded before
+// it began.)
 //
 // The price: a tailer reads no further than the oldest running
 // transaction of the whole PostgreSQL server (every database's writers
@@ -62,10 +71,10 @@
 //
 // NOTIFY is not sent in a change's transaction: PostgreSQL serialises the
 // commits of notifying transactions under one lock held through the
-// commit's flush, which would undo the above. A creation or ending sends
-// its notification in a transaction of its own that does not wait for the
-// disk, in the same write to the server as the change (a pipeline: the
-// server runs it as soon as the change has committed, and Put returns after
+// commit's flush, which would undo the above. A batch sends its
+// notification in a transaction of its own that does not wait for the
+// disk, in the same write to the server as the batch (a pipeline: the
+// server runs it as soon as the batch has committed, and Put returns after
 // both), unless every request connection is taken. Those, transactions of
 // several changes, and failures (whose transaction held the tailers back),
 // are announced by a notifier goroutine on a connection of its own

@@ -66,9 +66,10 @@ func ownKey(q *pending.Question) string {
 	return "ended " + q.ID
 }
 
-// Each creation and ending is one call of a function of the schema
-// (migrations 2 and 5): one statement, one round trip, its own
-// transaction. It writes the question, updates the counters of the limits
+// The one-change functions of the schema (migrations 2 and 5) serve the
+// Puts of several records (restore, migrate), one statement each in one
+// transaction; a Put of one record goes in a batch (questiond_apply, see
+// batch.go). Each writes the question, updates the counters of the limits
 // and appends the change with its transaction's id; the store announces it
 // to the tailers after the commit (see the package doc).
 const (
@@ -135,8 +136,10 @@ func (j *Journal) Load(ctx context.Context) ([]*pending.Question, error) {
 	return qs, nil
 }
 
-// Put commits creations (records without Ended) and endings. One record is
-// one statement; several are one transaction, all or nothing.
+// Put commits creations (records without Ended) and endings. One record
+// is committed in a batch with the other journals' records that arrive
+// meanwhile, each done or refused on its own; several are one
+// transaction, all or nothing.
 func (j *Journal) Put(ctx context.Context, qs ...*pending.Question) error {
 	ctx, cancel := writeContext(ctx)
 	defer cancel()
@@ -144,7 +147,7 @@ func (j *Journal) Put(ctx context.Context, qs ...*pending.Question) error {
 	case 0:
 		return nil
 	case 1:
-		return j.putNotifying(ctx, qs[0])
+		return j.putBatched(ctx, qs[0])
 	}
 	defer j.s.announce()
 	err := pgx.BeginFunc(ctx, j.s.pool, func(tx pgx.Tx) error {

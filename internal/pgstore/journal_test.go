@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -245,4 +246,111 @@ func TestPerAgentLimit(t *testing.T) {
 			t.Fatalf("create %d by %q: %v", i, owner, err)
 		}
 	}
+}
+
+// Changes that arrive together are committed together (one batch), and
+// each is refused or done on its own: creations beyond the limits, a
+// taken id, a taken Idempotency-Key and endings of questions already
+// ended fail alone while the rest commit, and the counters stay equal to
+// what is pending.
+func TestBatchedChangesAreRefusedOneByOne(t *testing.T) {
+	ctx := context.Background()
+	s, err := pgstore.Open(ctx, database(t), pgstore.Options{MaxPending: 1000, MaxPendingPerAgent: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	j := s.Questions()
+	// Ten pending questions to end, two of them twice.
+	var toEnd []*pending.Question
+	for i := range 10 {
+		q := question(fmt.Sprintf("end-%d", i))
+		if err := j.Put(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+		toEnd = append(toEnd, q)
+	}
+	type attempt struct {
+		q    *pending.Question
+		want error // nil, or the sentinel one of the pair must get
+	}
+	var attempts []attempt
+	for i, q := range toEnd {
+		ended := *q
+		o := reply("x")
+		o.At = time.Now()
+		ended.Ended = &o
+		attempts = append(attempts, attempt{q: &ended})
+		if i < 2 {
+			again := ended
+			attempts = append(attempts, attempt{q: &again}) // one of the two loses
+		}
+	}
+	for i := range 45 { // 5 owners × 9: one over each owner's limit
+		q := question(fmt.Sprintf("ask-%d", i))
+		q.Owner = fmt.Sprintf("agent-%d", i%5)
+		attempts = append(attempts, attempt{q: q})
+	}
+	dupID := question("end-0") // a taken id
+	dupKey1, dupKey2 := question("key-1"), question("key-2")
+	dupKey1.IdempotencyKey, dupKey2.IdempotencyKey = "same", "same"
+	attempts = append(attempts, attempt{q: dupID}, attempt{q: dupKey1}, attempt{q: dupKey2})
+
+	errs := make([]error, len(attempts))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, a := range attempts {
+		wg.Go(func() {
+			<-start
+			errs[i] = j.Put(ctx, a.q)
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	count := map[string]int{}
+	for i, a := range attempts {
+		switch err := errs[i]; {
+		case err == nil:
+			count["done"]++
+		case errors.Is(err, pending.ErrFull):
+			count["full"]++
+		case errors.Is(err, pending.ErrExists):
+			count["exists"]++
+		case errors.Is(err, pending.ErrNotFound) && a.q.Ended != nil:
+			count["lost"]++
+		default:
+			t.Errorf("%s (ended %v): unexpected %v", a.q.ID, a.q.Ended != nil, err)
+		}
+	}
+	// The 10 endings done and their 2 repeats lost; of 45 asks by 5 agents
+	// of limit 8, 40 done and 5 refused; the taken id refused, and one of
+	// the two creations with one key.
+	want := map[string]int{"done": 10 + 40 + 1, "lost": 2, "full": 5, "exists": 2}
+	if !maps.Equal(count, want) {
+		t.Errorf("outcomes %v; want %v", count, want)
+	}
+	var pendingNow, stripes, owners int
+	if err := s.Pool().QueryRow(ctx, "SELECT (SELECT count(*) FROM questions WHERE NOT ended), (SELECT sum(n) FROM pending_stripes), (SELECT coalesce(sum(n), 0) FROM pending_owners)").Scan(&pendingNow, &stripes, &owners); err != nil {
+		t.Fatal(err)
+	}
+	if pendingNow != 41 || stripes != pendingNow || owners != 40 {
+		t.Errorf("%d pending, the stripes count %d, the agents' counters %d; want 41, 41, 40", pendingNow, stripes, owners)
+	}
+	var wrong int
+	if err := s.Pool().QueryRow(ctx, "SELECT count(*) FROM (SELECT owner, count(*) AS c FROM questions WHERE NOT ended AND owner <> '' GROUP BY owner) q FULL JOIN pending_owners o USING (owner) WHERE coalesce(q.c, 0) <> coalesce(o.n, 0)").Scan(&wrong); err != nil {
+		t.Fatal(err)
+	}
+	if wrong != 0 {
+		t.Errorf("%d agents' counters differ from their pending questions", wrong)
+	}
+	// They went in batches: fewer transactions than changes.
+	var changes, transactions int
+	if err := s.Pool().QueryRow(ctx, "SELECT count(*), count(DISTINCT xid) FROM changes WHERE question_id NOT LIKE 'end-%' OR kind = 'ended'").Scan(&changes, &transactions); err != nil {
+		t.Fatal(err)
+	}
+	if changes != 51 || transactions >= changes {
+		t.Errorf("%d changes in %d transactions; want 51 in fewer", changes, transactions)
+	}
+	t.Logf("outcomes %v; %d pending; %d changes in %d transactions", count, pendingNow, changes, transactions)
 }

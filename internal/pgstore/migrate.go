@@ -238,6 +238,97 @@ ALTER TABLE notify_outbox
 CREATE INDEX notify_outbox_owner ON notify_outbox (owner);
 CREATE INDEX notify_outbox_lease_until ON notify_outbox (lease_until);
 `,
+	// 7: a replica's creations and endings in batches: one call, one
+	// transaction, each item refused on its own (see Journal.Put). Every
+	// batch takes its row locks in one order (the ended questions' rows by
+	// id, then the agents' counters by owner, then the stripes from the
+	// lowest), so that batches of different replicas do not deadlock; only
+	// an ask that finds its stripes full near the limit wraps around.
+	`
+CREATE FUNCTION questiond_apply(p_ids text[], p_records text[], p_owners text[], p_keys text[], p_created timestamptz[], p_ended timestamptz[], max_total bigint, max_owner bigint)
+RETURNS TABLE (out_item int, out_seq bigint, out_refused smallint) LANGUAGE plpgsql AS $$
+DECLARE
+	items int := coalesce(array_length(p_ids, 1), 0);
+	-- 0 done; refused: 1 id or key taken, 2 total limit, 3 owner's limit, 4 not pending
+	codes smallint[] := array_fill(0::smallint, ARRAY[items]);
+	stripes int[] := array_fill(NULL::int, ARRAY[items]);
+	owners text[] := p_owners;
+	r record;
+	k int;
+	who text;
+	s bigint;
+BEGIN
+	FOR r IN SELECT i FROM generate_subscripts(p_ids, 1) i WHERE p_ended[i] IS NOT NULL ORDER BY p_ids[i], i LOOP
+		UPDATE questions SET record = p_records[r.i]::json, ended = true, ended_at = p_ended[r.i]
+		WHERE id = p_ids[r.i] AND NOT ended
+		RETURNING questions.owner, questions.stripe INTO who, k;
+		IF FOUND THEN
+			owners[r.i] := who;
+			stripes[r.i] := k;
+		ELSE
+			codes[r.i] := 4;
+		END IF;
+	END LOOP;
+	FOR r IN SELECT i FROM generate_subscripts(p_ids, 1) i WHERE codes[i] = 0 AND owners[i] <> ''
+			ORDER BY owners[i], p_ended[i] IS NULL, i LOOP
+		IF p_ended[r.i] IS NOT NULL THEN
+			UPDATE pending_owners SET n = n - 1 WHERE owner = owners[r.i];
+		ELSE
+			INSERT INTO pending_owners AS o (owner, n) VALUES (owners[r.i], 1)
+			ON CONFLICT (owner) DO UPDATE SET n = o.n + 1 WHERE max_owner <= 0 OR o.n < max_owner;
+			IF NOT FOUND THEN
+				codes[r.i] := 3;
+			END IF;
+		END IF;
+	END LOOP;
+	FOR r IN SELECT i, CASE WHEN p_ended[i] IS NULL THEN abs(hashtext(p_ids[i])) % 32 ELSE stripes[i] END AS st
+			FROM generate_subscripts(p_ids, 1) i WHERE codes[i] = 0 ORDER BY 2, 1 LOOP
+		IF p_ended[r.i] IS NOT NULL THEN
+			UPDATE pending_stripes SET n = n - 1 WHERE stripe = r.st;
+			CONTINUE;
+		END IF;
+		FOR j IN 0..31 LOOP
+			k := (r.st + j) % 32;
+			UPDATE pending_stripes SET n = n + 1
+			WHERE stripe = k AND (max_total <= 0 OR n < questiond_stripe_cap(k, max_total));
+			EXIT WHEN FOUND;
+			k := -1;
+		END LOOP;
+		IF k < 0 THEN
+			codes[r.i] := 2;
+			IF owners[r.i] <> '' THEN
+				UPDATE pending_owners SET n = n - 1 WHERE owner = owners[r.i];
+			END IF;
+		ELSE
+			stripes[r.i] := k;
+		END IF;
+	END LOOP;
+	FOR r IN SELECT i FROM generate_subscripts(p_ids, 1) i WHERE codes[i] = 0 AND p_ended[i] IS NULL ORDER BY i LOOP
+		INSERT INTO questions (id, record, owner, request_key, created_at, stripe)
+		VALUES (p_ids[r.i], p_records[r.i]::json, p_owners[r.i], p_keys[r.i], p_created[r.i], stripes[r.i])
+		ON CONFLICT DO NOTHING;
+		IF NOT FOUND THEN
+			codes[r.i] := 1;
+			UPDATE pending_stripes SET n = n - 1 WHERE stripe = stripes[r.i];
+			IF p_owners[r.i] <> '' THEN
+				UPDATE pending_owners SET n = n - 1 WHERE owner = p_owners[r.i];
+			END IF;
+		END IF;
+	END LOOP;
+	FOR i IN 1..items LOOP
+		s := 0;
+		IF codes[i] = 0 THEN
+			s := nextval('changes_seq');
+			INSERT INTO changes (seq, question_id, kind, xid)
+			VALUES (s, p_ids[i], CASE WHEN p_ended[i] IS NULL THEN 'asked' ELSE 'ended' END, pg_current_xact_id()::text::bigint);
+		END IF;
+		out_item := i;
+		out_seq := s;
+		out_refused := codes[i];
+		RETURN NEXT;
+	END LOOP;
+END $$;
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

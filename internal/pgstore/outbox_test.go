@@ -399,6 +399,7 @@ func TestOutboxRecordsFromBeforeLeasesAreClaimed(t *testing.T) {
 	_, err := s.Pool().Exec(ctx, `
 DROP INDEX notify_outbox_owner; DROP INDEX notify_outbox_lease_until;
 ALTER TABLE notify_outbox DROP COLUMN owner, DROP COLUMN lease_until;
+DROP FUNCTION questiond_apply;
 UPDATE questiond_schema SET version = 5;
 INSERT INTO notify_outbox (key, value) VALUES ('k/old', 'kept by version 5')`)
 	if err != nil {

@@ -56,6 +56,8 @@ type Store struct {
 	opts   Options
 	log    *zap.Logger
 
+	batches batcher // the journals' creations and endings on their way
+
 	changed    chan struct{} // a change committed (or failed): announce it
 	stopNotify context.CancelFunc
 	notifyDone chan struct{}
@@ -148,7 +150,7 @@ const ctlConns = 2
 // channel: after a transaction of several changes committed, so that the
 // tailers read them, and after a change failed, since its transaction held
 // their read back until it ended. (A single change sends its own: see
-// Journal.putNotifying.)
+// Store.applyBatch.)
 func (s *Store) announce() {
 	select {
 	case s.changed <- struct{}{}:
@@ -174,7 +176,7 @@ func (s *Store) notifyLoop(ctx context.Context) {
 		if err != nil && ctx.Err() == nil {
 			s.log.Debug("change log notification not sent; the tailers' polling makes up for it", zap.Error(redact(err)))
 		}
-		// The notifier serves a busy store (see Journal.putNotifying):
+		// The notifier serves a busy store (see Store.applyBatch):
 		// the changes of the next few milliseconds share one notification.
 		select {
 		case <-ctx.Done():

@@ -167,23 +167,7 @@ func TestMissCatchesUpWithTheLog(t *testing.T) {
 	url := database(t)
 	a := newReplica(t, url, pending.MemoryOptions{})
 	db := open(t, url)
-	j := db.Questions()
-	m, err := pending.Open(context.Background(), pending.MemoryOptions{Journal: j})
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := make(chan struct{})
-	tail := db.Tail(j.LoadedSeq(), func(c pgstore.Change) {
-		<-release // the tail lags until the test lets it go
-		if c.Question != nil {
-			_, _ = m.Observe(context.Background(), c.Question)
-		}
-	}, pgstore.TailOptions{})
-	b := db.Mirror(m, tail)
-	t.Cleanup(func() {
-		b.Stop()
-		_ = m.Close(context.Background())
-	})
+	m, b, release := laggingMirror(t, db)
 	ctx := context.Background()
 	if err := a.store.Create(ctx, question("q1")); err != nil {
 		t.Fatal(err)
@@ -340,23 +324,7 @@ func TestMissCatchesUpWhileTheRequestPoolIsTaken(t *testing.T) {
 	url := database(t)
 	a := newReplica(t, url, pending.MemoryOptions{})
 	db := open(t, url+"&pool_max_conns=3") // the tailer's and two for requests
-	j := db.Questions()
-	m, err := pending.Open(context.Background(), pending.MemoryOptions{Journal: j})
-	if err != nil {
-		t.Fatal(err)
-	}
-	release := make(chan struct{})
-	tail := db.Tail(j.LoadedSeq(), func(c pgstore.Change) {
-		<-release
-		if c.Question != nil {
-			_, _ = m.Observe(context.Background(), c.Question)
-		}
-	}, pgstore.TailOptions{})
-	b := db.Mirror(m, tail)
-	t.Cleanup(func() {
-		b.Stop()
-		_ = m.Close(context.Background())
-	})
+	_, b, release := laggingMirror(t, db)
 	ctx := context.Background()
 	if err := b.CatchUp(ctx); err != nil { // the tailer holds its connection
 		t.Fatal(err)
@@ -380,4 +348,28 @@ func TestMissCatchesUpWhileTheRequestPoolIsTaken(t *testing.T) {
 	if err != nil || got.ID != "q1" {
 		t.Fatalf("Get through the mirror with its request pool taken: %+v, %v; want q1", got, err)
 	}
+}
+
+// laggingMirror is a replica's mirror on db whose tail applies nothing
+// until release is closed; m is its store, b the mirror.
+func laggingMirror(t *testing.T, db *pgstore.Store) (m *pending.Memory, b *pgstore.Mirror, release chan struct{}) {
+	t.Helper()
+	j := db.Questions()
+	m, err := pending.Open(context.Background(), pending.MemoryOptions{Journal: j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release = make(chan struct{})
+	tail := db.Tail(j.LoadedSeq(), func(c pgstore.Change) {
+		<-release // the tail lags until the test lets it go
+		if c.Question != nil {
+			_, _ = m.Observe(context.Background(), c.Question)
+		}
+	}, pgstore.TailOptions{})
+	b = db.Mirror(m, tail)
+	t.Cleanup(func() {
+		b.Stop()
+		_ = m.Close(context.Background())
+	})
+	return m, b, release
 }

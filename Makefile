@@ -74,21 +74,7 @@ quick:
 	$(GO) test -race -short -count=1 ./...
 
 fuzz:
-	@set -e; targets=""; \
-	for pkg in $$($(GO) list ./...); do \
-	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    targets="$$targets $$pkg:$$target"; \
-	  done; \
-	done; \
-	count=$$(echo $$targets | wc -w); \
-	each="$(FUZZTIME)"; \
-	if [ -z "$$each" ]; then each=$$(( $(FUZZBUDGET) / count )); [ $$each -ge 5 ] || each=5; each="$${each}s"; fi; \
-	echo "fuzz: $$count targets, $$each each"; \
-	for pair in $$targets; do \
-	  pkg=$${pair%%:*}; target=$${pair##*:}; \
-	  echo "fuzz $$pkg $$target ($$each)"; \
-	  $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $$each $$pkg; \
-	done
+	GO="$(GO)" ./test/fuzz.sh $(FUZZBUDGET) $(FUZZTIME)
 
 # The OpenCode SDK and MCP TypeScript SDK suites (test/, Node.js 20 and
 # npm), each daemon on the suite's own store: bolt and memory.

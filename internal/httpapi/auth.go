@@ -163,12 +163,12 @@ func operatorChallenge(w http.ResponseWriter) {
 
 func (s *Server) agentChallenge(w http.ResponseWriter) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="questiond"`)
-	writeJSON(w, http.StatusUnauthorized, namedError{"Unauthorized", namedErrorData{
-		Message: "Agent routes need Authorization: Bearer <token>; the token is not valid or missing."}})
+	writeStatus(w, &statusError{http.StatusUnauthorized, "Unauthorized",
+		"Agent routes need Authorization: Bearer <token>; the token is not valid or missing."})
 }
 
 func forbidden(w http.ResponseWriter, message string) {
-	writeJSON(w, http.StatusForbidden, namedError{"Forbidden", namedErrorData{Message: message}})
+	writeStatus(w, &statusError{http.StatusForbidden, "Forbidden", message})
 }
 
 // operatorsOnly guards the routes operators use: listing, answering and

@@ -78,8 +78,7 @@ func (p *corsPolicy) middleware(next http.Handler) http.Handler {
 			return
 		}
 		if origin != "" && !ok && !safeMethod(r.Method) && !sameOrigin(r) {
-			writeJSON(w, http.StatusForbidden, namedError{"Forbidden", namedErrorData{
-				Message: "origin " + origin + " may not change questions; allow it with --cors"}})
+			forbidden(w, "origin "+origin+" may not change questions; allow it with --cors")
 			return
 		}
 		next.ServeHTTP(w, r)

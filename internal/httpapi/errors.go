@@ -125,7 +125,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.WriteHeader(http.StatusUnsupportedMediaType)
 		_, _ = w.Write([]byte(media.Error()))
 	case errors.As(err, &status):
-		writeJSON(w, status.status, namedError{status.name, namedErrorData{Message: status.message}})
+		writeStatus(w, status)
 	case errors.As(err, new(sessionsUnavailableError)):
 		ref := errorRef()
 		s.log.Error("session records failed", zap.String("ref", ref), zap.String("method", r.Method),
@@ -134,8 +134,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			Message: "Session records are unavailable; nothing was changed. Try again later.", Ref: ref}})
 	case errors.Is(err, pending.ErrFull):
 		// A limit another replica's creations reached first (see checkPending).
-		writeJSON(w, http.StatusTooManyRequests, namedError{"TooManyRequests", namedErrorData{
-			Message: "questiond holds as many pending questions as its limits allow; try again once some are answered"}})
+		writeStatus(w, &statusError{http.StatusTooManyRequests, "TooManyRequests",
+			"questiond holds as many pending questions as its limits allow; try again once some are answered"})
 	case errors.Is(err, pending.ErrUnavailable):
 		ref := errorRef()
 		s.log.Error("question store failed", zap.String("ref", ref), zap.String("method", r.Method),
@@ -143,7 +143,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, http.StatusServiceUnavailable, namedError{"ServiceUnavailable", namedErrorData{
 			Message: "The question store is unavailable; nothing was changed. Try again later.", Ref: ref}})
 	case errors.Is(err, pending.ErrClosed):
-		writeJSON(w, http.StatusServiceUnavailable, namedError{errShuttingDown.name, namedErrorData{Message: errShuttingDown.message}})
+		writeStatus(w, errShuttingDown)
 	default:
 		ref := errorRef()
 		s.log.Error("request failed", zap.String("ref", ref), zap.String("method", r.Method),
@@ -151,6 +151,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, http.StatusInternalServerError, namedError{"UnknownError", namedErrorData{
 			Message: "Unexpected server error. Check server logs for details.", Ref: ref}})
 	}
+}
+
+// writeStatus answers with e's status and OpenCode's NamedError body. It is
+// writeError's for the middleware that refuses a request before any handler
+// runs (host guard, CORS, authentication, rate limit), where there is
+// nothing to log.
+func writeStatus(w http.ResponseWriter, e *statusError) {
+	writeJSON(w, e.status, namedError{e.name, namedErrorData{Message: e.message}})
 }
 
 // notFound names the question id a 404 is about.

@@ -58,8 +58,8 @@ func (g *hostGuard) allows(hostport string) bool {
 func (g *hostGuard) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.allows(r.Host) {
-			writeJSON(w, http.StatusMisdirectedRequest, namedError{"MisdirectedRequest", namedErrorData{
-				Message: "Host " + r.Host + " is not served here; add it with --allowed-hosts if it is a name of this server"}})
+			writeStatus(w, &statusError{http.StatusMisdirectedRequest, "MisdirectedRequest",
+				"Host " + r.Host + " is not served here; add it with --allowed-hosts if it is a name of this server"})
 			return
 		}
 		next.ServeHTTP(w, r)

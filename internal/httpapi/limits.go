@@ -106,8 +106,8 @@ func (s *Server) rateLimit() func(http.Handler) http.Handler {
 		if w.Header().Get("Retry-After") == "" {
 			w.Header().Set("Retry-After", strconv.Itoa(60))
 		}
-		writeJSON(w, http.StatusTooManyRequests, namedError{"TooManyRequests", namedErrorData{
-			Message: fmt.Sprintf("more than %d requests in a minute from this client; slow down", n)}})
+		writeStatus(w, &statusError{http.StatusTooManyRequests, "TooManyRequests",
+			fmt.Sprintf("more than %d requests in a minute from this client; slow down", n)})
 	}))
 	return func(next http.Handler) http.Handler {
 		limited := limit(next)

@@ -19,8 +19,10 @@ type Bus interface {
 	Publish(ctx context.Context, m sse.Message) error
 	// Watching reports whether a stream of audience's kind is connected.
 	Watching(audience sse.Audience) bool
-	ServeEvent(w http.ResponseWriter, r *http.Request, directory string, audience sse.Audience, initial func() []sse.Message)
-	ServeGlobal(w http.ResponseWriter, r *http.Request, audience sse.Audience, initial func() []sse.Message)
+	// ServeEvent and ServeGlobal stream events to r, or write nothing and
+	// return why they refuse it (sse.ErrClosed, sse.ErrTooManyScopes, ...).
+	ServeEvent(w http.ResponseWriter, r *http.Request, directory string, audience sse.Audience, initial func() []sse.Message) error
+	ServeGlobal(w http.ResponseWriter, r *http.Request, audience sse.Audience, initial func() []sse.Message) error
 	Close(ctx context.Context) error
 }
 

@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zaptest"
+
 	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/sse"
 )
 
 func expectNamed(t *testing.T, res response, status int, name string) {
@@ -76,6 +79,22 @@ func TestStreamLimit(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// The event broker refuses a directory beyond --max-directories; the
+// answer is questiond's JSON error naming the flag, and a stream of a
+// directory already watched, or of none, still opens.
+func TestDirectoryLimit(t *testing.T) {
+	h := newHarnessWith(t, tuning{events: sse.Options{MaxScopes: 1}}, zaptest.NewLogger(t))
+	a := h.openStream("/event?directory=/a")
+	a.expect(t, "server.connected")
+	res := h.do(http.MethodGet, "/event?directory=/b", nil)
+	expectNamed(t, res, http.StatusServiceUnavailable, "ServiceUnavailable")
+	if !strings.Contains(string(res.Body), "--max-directories") {
+		t.Fatalf("the refusal does not name --max-directories: %s", res.Body)
+	}
+	h.openStream("/event?directory=/a").expect(t, "server.connected")
+	h.openStream("/global/event").expect(t, "server.connected")
 }
 
 func TestRateLimitPerClient(t *testing.T) {

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -21,17 +23,17 @@ func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.serveStream(w, r, func(r *http.Request) {
+	s.serveStream(w, r, func(r *http.Request) error {
 		audience, initial := s.streamView(r, dir)
-		s.events.bus.ServeEvent(w, r, dir, audience, initial)
+		return s.events.bus.ServeEvent(w, r, dir, audience, initial)
 	})
 }
 
 // handleGlobalEvent serves GET /global/event: every directory, wrapped.
 func (s *Server) handleGlobalEvent(w http.ResponseWriter, r *http.Request) {
-	s.serveStream(w, r, func(r *http.Request) {
+	s.serveStream(w, r, func(r *http.Request) error {
 		audience, initial := s.streamView(r, "")
-		s.events.bus.ServeGlobal(w, r, audience, initial)
+		return s.events.bus.ServeGlobal(w, r, audience, initial)
 	})
 }
 
@@ -46,10 +48,10 @@ func (s *Server) streamView(r *http.Request, dir string) (sse.Audience, func() [
 }
 
 // serveStream runs serve in one of the stream slots, unless questiond is
-// shutting down or every slot is taken. The slot is held until the stream is
-// over, which may be after serve returned: the bus releases it (see
-// sse.WithStreamEnd).
-func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, serve func(*http.Request)) {
+// shutting down or every slot is taken, and answers a stream the bus
+// refused. The slot is held until the stream is over, which may be after
+// serve returned: the bus releases it (see sse.WithStreamEnd).
+func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, serve func(*http.Request) error) {
 	if s.draining.Load() {
 		s.writeError(w, r, errShuttingDown)
 		return
@@ -59,7 +61,24 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, serve func(
 		s.writeError(w, r, err)
 		return
 	}
-	serve(sse.WithStreamEnd(r, release))
+	if err := serve(sse.WithStreamEnd(r, release)); err != nil {
+		s.writeError(w, r, streamRefused(err))
+	}
+}
+
+// streamRefused is the answer to a stream the bus refused: 503 while it
+// closes or when new directories are over --max-directories; anything else
+// (a middleware that hides http.Flusher) is questiond's own fault, a 500.
+func streamRefused(err error) error {
+	switch {
+	case errors.Is(err, sse.ErrClosed):
+		return errShuttingDown
+	case errors.Is(err, sse.ErrTooManyScopes):
+		return &statusError{http.StatusServiceUnavailable, "ServiceUnavailable",
+			err.Error() + "; try again once a stream of another directory ends (--max-directories)"}
+	default:
+		return fmt.Errorf("event stream refused: %w", err)
+	}
 }
 
 // pendingAsked returns the first frames of a new stream: question.asked for

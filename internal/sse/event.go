@@ -18,6 +18,16 @@ var (
 	ErrInvalidEvent = errors.New("invalid event")
 )
 
+// Why ServeEvent and ServeGlobal refuse a stream, besides ErrClosed.
+var (
+	// ErrTooManyScopes wraps the refusal of a directory beyond
+	// Options.MaxScopes.
+	ErrTooManyScopes = errors.New("too many directories with event streams")
+	// ErrCannotFlush is a ResponseWriter without http.Flusher: a middleware
+	// that wraps it hides the method, and frames would sit in its buffer.
+	ErrCannotFlush = errors.New("the ResponseWriter cannot flush")
+)
+
 // Event is OpenCode's bus event, the /event frame: {"id","type","properties"}.
 type Event struct {
 	ID         string          `json:"id"` // "evt_…"; Publish assigns one when empty

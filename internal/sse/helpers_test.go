@@ -38,6 +38,9 @@ type harness struct {
 	// joined gets one value each time a subscriber is registered and its
 	// initial func has run.
 	joined chan struct{}
+	// refused gets why the broker refused a stream, before the harness's
+	// server answers it with a 503.
+	refused chan error
 }
 
 type harnessConfig struct {
@@ -59,7 +62,7 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 	if cfg.setup != nil {
 		cfg.setup(b)
 	}
-	h := &harness{b: b, joined: make(chan struct{}, 10000)}
+	h := &harness{b: b, joined: make(chan struct{}, 10000), refused: make(chan error, 10000)}
 	initial := func(r *http.Request) func() []sse.Message {
 		return func() []sse.Message {
 			var out []sse.Message
@@ -71,11 +74,18 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 		}
 	}
 	mux := http.NewServeMux()
+	// What a refusal's answer says is the caller's (httpapi) to decide.
+	refuse := func(w http.ResponseWriter, err error) {
+		if err != nil {
+			h.refused <- err
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		}
+	}
 	mux.HandleFunc("GET /event", func(w http.ResponseWriter, r *http.Request) {
-		b.ServeEvent(w, r, r.URL.Query().Get("directory"), audienceOf(r), initial(r))
+		refuse(w, b.ServeEvent(w, r, r.URL.Query().Get("directory"), audienceOf(r), initial(r)))
 	})
 	mux.HandleFunc("GET /global/event", func(w http.ResponseWriter, r *http.Request) {
-		b.ServeGlobal(w, r, audienceOf(r), initial(r))
+		refuse(w, b.ServeGlobal(w, r, audienceOf(r), initial(r)))
 	})
 	h.ts = httptest.NewUnstartedServer(mux)
 	if cfg.server != nil {
@@ -494,6 +504,19 @@ func (g *gateWriter) types(t testing.TB) []string {
 		out = append(out, e.Type)
 	}
 	return out
+}
+
+// refusal returns why the broker refused the last stream the harness's
+// server answered with a 503.
+func (h *harness) refusal(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-h.refused:
+		return err
+	default:
+		t.Fatal("the broker refused no stream")
+		return nil
+	}
 }
 
 // serveGated runs ServeEvent for directory on g until the handler returns;

@@ -99,7 +99,9 @@ func TestCloseEndsStreamsCleanly(t *testing.T) {
 	if s.status != "HTTP/1.1 503 Service Unavailable" {
 		t.Fatalf("subscribe after close: %s", s.status)
 	}
-	assertErrorBody(t, s.body, "ServiceUnavailable")
+	if err := h.refusal(t); !errors.Is(err, sse.ErrClosed) {
+		t.Fatalf("subscribe after close refused with %v, want ErrClosed", err)
+	}
 }
 
 func containsType(frame, typ string) bool {
@@ -200,9 +202,10 @@ func TestConcurrentPublishSubscribeAndClose(t *testing.T) {
 				})
 				r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/event", nil)
 				done := make(chan struct{})
+				var refused error
 				go func() {
 					defer close(done)
-					h.b.ServeEvent(w, r, fmt.Sprint("/d", i%4), sse.Standard, nil)
+					refused = h.b.ServeEvent(w, r, fmt.Sprint("/d", i%4), sse.Standard, nil)
 				}()
 				select {
 				case <-got:
@@ -211,7 +214,7 @@ func TestConcurrentPublishSubscribeAndClose(t *testing.T) {
 				}
 				cancel()
 				<-done
-				if w.status == http.StatusServiceUnavailable {
+				if errors.Is(refused, sse.ErrClosed) {
 					return
 				}
 			}

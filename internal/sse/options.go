@@ -26,7 +26,7 @@ type Options struct {
 	// client that stopped reading cannot hold Close up for longer.
 	CloseGrace  time.Duration
 	QueueLength int         // frames held per subscriber before it is cut off
-	MaxScopes   int         // directories with a connected /event subscriber at once; more get 503
+	MaxScopes   int         // directories with a connected /event subscriber at once; more are refused (ErrTooManyScopes)
 	Project     string      // "project" of /global/event frames
 	Logger      *zap.Logger // nil means zap.NewNop()
 }

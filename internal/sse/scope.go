@@ -55,7 +55,7 @@ func (r *routes) add(s *subscriber, maxScopes int) error {
 	set := r.setOf(s.scope)
 	if set == nil {
 		if len(r.byDir) >= maxScopes {
-			return fmt.Errorf("too many directories with event streams (limit %d)", maxScopes)
+			return fmt.Errorf("%w (limit %d)", ErrTooManyScopes, maxScopes)
 		}
 		set = subscriberSet{}
 		r.byDir[s.scope.directory] = set

@@ -2,7 +2,6 @@ package sse
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -24,17 +23,21 @@ import (
 // initial runs on the request's goroutine without any broker lock, while live
 // events for the new subscriber queue up (a full queue cuts it off, as for
 // any slow client). Messages it returns that do not belong to the scope are
-// skipped. A closed broker, or a new directory beyond Options.MaxScopes,
-// gets 503.
-func (b *Broker) ServeEvent(w http.ResponseWriter, r *http.Request, directory string, audience Audience, initial func() []Message) {
-	b.serve(w, r, scope{directory: directory, audience: streamKind(audience)}, initial)
+// skipped.
+//
+// A stream it refuses gets nothing written: ServeEvent returns why, and the
+// caller answers the request — ErrClosed (the broker closed),
+// ErrTooManyScopes (a new directory beyond Options.MaxScopes) or
+// ErrCannotFlush. Once the stream started it returns nil.
+func (b *Broker) ServeEvent(w http.ResponseWriter, r *http.Request, directory string, audience Audience, initial func() []Message) error {
+	return b.serve(w, r, scope{directory: directory, audience: streamKind(audience)}, initial)
 }
 
 // ServeGlobal serves GET /global/event with {"directory","project","payload"}
 // frames (server.connected and server.heartbeat carry only "payload"), the
-// same way as ServeEvent.
-func (b *Broker) ServeGlobal(w http.ResponseWriter, r *http.Request, audience Audience, initial func() []Message) {
-	b.serve(w, r, scope{global: true, audience: streamKind(audience)}, initial)
+// same way as ServeEvent, refusals included.
+func (b *Broker) ServeGlobal(w http.ResponseWriter, r *http.Request, audience Audience, initial func() []Message) error {
+	return b.serve(w, r, scope{global: true, audience: streamKind(audience)}, initial)
 }
 
 // streamKind is the kind of a stream opened for audience: a stream is
@@ -46,7 +49,7 @@ func streamKind(audience Audience) Audience {
 	return Standard
 }
 
-func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial func() []Message) {
+func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial func() []Message) error {
 	onEnd, _ := r.Context().Value(streamEndKey{}).(func())
 	kept := false // the stream outlives this call: it calls onEnd itself
 	defer func() {
@@ -55,10 +58,7 @@ func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial
 		}
 	}()
 	if _, ok := w.(http.Flusher); !ok {
-		b.log.Error("event stream refused: the ResponseWriter cannot flush (every middleware on a stream must keep http.Flusher)",
-			zap.Stringer("scope", sc), zap.String("writer", fmt.Sprintf("%T", w)))
-		writeJSONError(w, http.StatusInternalServerError, "UnknownError", "streaming is not supported on this connection")
-		return
+		return fmt.Errorf("%w (%T; every middleware on a stream must keep http.Flusher)", ErrCannotFlush, w)
 	}
 	s := newSubscriber(b, sc, w, r.RemoteAddr)
 	if err := b.join(s); err != nil {
@@ -67,8 +67,7 @@ func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial
 			level = zap.DebugLevel // shutting down: expected
 		}
 		b.log.Log(level, "event stream refused", zap.Stringer("scope", sc), zap.Error(err))
-		writeJSONError(w, http.StatusServiceUnavailable, "ServiceUnavailable", err.Error())
-		return
+		return err
 	}
 	s.log(zap.DebugLevel, "event subscriber joined")
 	if hook := b.hooks.registered; hook != nil {
@@ -79,10 +78,11 @@ func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial
 	if s.takeOver(w, r) {
 		kept = true
 		s.run(b.prelude(s.scope, initial))
-		return
+		return nil
 	}
 	defer b.leave(s)
 	s.stream(r.Context(), b.prelude(s.scope, initial))
+	return nil
 }
 
 // WithStreamEnd returns r carrying end, which the broker serving r as an
@@ -163,18 +163,4 @@ func setStreamHeaders(h http.Header) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Del("X-Accel-Buffering")
 	h["x-accel-buffering"] = []string{"no"} // spelled as OpenCode sends it; nginx reads it in any case
-}
-
-// writeJSONError answers in OpenCode's error shape.
-func writeJSONError(w http.ResponseWriter, status int, name, message string) {
-	type data struct {
-		Message string `json:"message"`
-	}
-	body, _ := json.Marshal(struct {
-		Name string `json:"name"`
-		Data data   `json:"data"`
-	}{name, data{message}})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }

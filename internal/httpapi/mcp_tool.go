@@ -188,7 +188,7 @@ func (k *toolKeepAlive) send() {
 			Progress:      waited.Seconds(), // grows with every tick, as progress must
 			Message:       fmt.Sprintf("waiting for an answer (%s so far)", waited.Round(time.Second)),
 		})
-		k.failed(err)
+		k.sent(err)
 		return
 	}
 	if !k.busy.CompareAndSwap(false, true) {
@@ -198,7 +198,7 @@ func (k *toolKeepAlive) send() {
 	go func() {
 		defer k.pinging.Done()
 		defer k.busy.Store(false)
-		k.failed(k.req.Session.Ping(k.ctx, nil))
+		k.sent(k.req.Session.Ping(k.ctx, nil))
 	}()
 }
 
@@ -206,10 +206,10 @@ func (k *toolKeepAlive) send() {
 // its transport could not deliver (jsonrpc2.ErrRejected, not exported).
 const codeRejectedByTransport = -32005
 
-// failed notes the outcome of one keep-alive. A client that answers a ping
-// with an error is still there; a message the transport could not deliver
-// means the call's stream is closed.
-func (k *toolKeepAlive) failed(err error) {
+// sent notes how one keep-alive went, err its send's (or ping's) result: a
+// client that answers a ping with an error is still there; a message the
+// transport could not deliver means the call's stream is closed.
+func (k *toolKeepAlive) sent(err error) {
 	var wire *jsonrpc.Error
 	if err == nil || k.ctx.Err() != nil || (errors.As(err, &wire) && wire.Code != codeRejectedByTransport) {
 		return

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"cmp"
-	"fmt"
 	"os"
 	"os/exec"
 	"sync"
@@ -21,9 +20,6 @@ var (
 	opencodeOnce sync.Once
 	opencodePath string
 	opencodeErr  error
-
-	tmuxOnce sync.Once
-	tmuxErr  error
 )
 
 // opencodeBinary returns the pinned OpenCode binary, installing it from npm
@@ -44,29 +40,5 @@ func opencodeBinary(t *testing.T) string {
 // as root on Debian (as CI does), it is installed with apt-get.
 func needTmux(t *testing.T) {
 	t.Helper()
-	tmuxOnce.Do(func() {
-		if _, err := exec.LookPath("tmux"); err == nil {
-			return
-		}
-		if os.Geteuid() != 0 {
-			tmuxErr = fmt.Errorf("not root, so it cannot be installed here")
-			return
-		}
-		if _, err := exec.LookPath("apt-get"); err != nil {
-			tmuxErr = fmt.Errorf("no apt-get to install it with")
-			return
-		}
-		for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "tmux"}} {
-			cmd := exec.Command("apt-get", args...)
-			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				tmuxErr = fmt.Errorf("apt-get %v: %v\n%s", args, err, out)
-				return
-			}
-		}
-		_, tmuxErr = exec.LookPath("tmux")
-	})
-	if tmuxErr != nil {
-		testenv.Missing(t, "tmux", "apt-get install tmux ("+tmuxErr.Error()+")")
-	}
+	testenv.NeedDebianPackage(t, "tmux", "tmux")
 }

@@ -3,9 +3,7 @@ package ui
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,41 +21,12 @@ import (
 
 const chromiumPath = "/usr/bin/chromium"
 
-var (
-	chromiumOnce sync.Once
-	chromiumErr  error
-)
-
 // needChromium makes sure Debian's chromium is here: when it is missing and
 // the tests run as root on Debian (as CI does), it is installed with apt-get.
 func needChromium(t *testing.T) {
 	t.Helper()
 	testenv.Heavy(t, "drives a real browser")
-	chromiumOnce.Do(func() {
-		if _, err := os.Stat(chromiumPath); err == nil {
-			return
-		}
-		if os.Geteuid() != 0 {
-			chromiumErr = fmt.Errorf("not root, so it cannot be installed here")
-			return
-		}
-		if _, err := exec.LookPath("apt-get"); err != nil {
-			chromiumErr = fmt.Errorf("no apt-get to install it with")
-			return
-		}
-		for _, args := range [][]string{{"update"}, {"install", "-y", "chromium"}} {
-			cmd := exec.Command("apt-get", args...)
-			cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				chromiumErr = fmt.Errorf("apt-get %v: %v\n%s", args, err, out)
-				return
-			}
-		}
-		_, chromiumErr = os.Stat(chromiumPath)
-	})
-	if chromiumErr != nil {
-		testenv.Missing(t, "chromium", "apt-get install chromium ("+chromiumErr.Error()+")")
-	}
+	testenv.NeedDebianPackage(t, "chromium", chromiumPath)
 }
 
 // browser is one headless chromium with a fresh profile and one tab. It

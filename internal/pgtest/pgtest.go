@@ -144,7 +144,9 @@ func FindBinaries() (string, error) {
 		return "", fmt.Errorf("%w, and no apt-get to install it with", ErrMissing)
 	}
 	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "postgresql"}} {
-		cmd := exec.Command("apt-get", args...)
+		// Every package's tests may be installing it at once: wait for
+		// dpkg's lock rather than fail on it.
+		cmd := exec.Command("apt-get", append([]string{"-o", "DPkg::Lock::Timeout=300"}, args...)...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return "", fmt.Errorf("%w: apt-get %v: %v\n%s", ErrMissing, args, err, out)

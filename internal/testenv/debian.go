@@ -55,7 +55,9 @@ func aptInstall(pkg string) error {
 		return errors.New("no apt-get to install it with")
 	}
 	for _, args := range [][]string{{"update"}, {"install", "-y", pkg}} {
-		cmd := exec.Command("apt-get", args...)
+		// Test processes of other packages may be installing too: wait
+		// for dpkg's lock rather than fail on it.
+		cmd := exec.Command("apt-get", append([]string{"-o", "DPkg::Lock::Timeout=300"}, args...)...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("apt-get %v: %w\n%s", args, err, out)

@@ -25,7 +25,7 @@ func BenchmarkDurableStoreOneWriter(b *testing.B) {
 	}
 	defer journal.Close()
 	ctx := context.Background()
-	store, err := pending.Open(ctx, pending.MemoryOptions{Journal: journal})
+	store, err := pending.Open(ctx, pending.Options{Journal: journal})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func exampleDaemon(answers [][]string) *exampleServer {
 		log.Fatal(err)
 	}
 	events := httpapi.NewEvents(bus, nil)
-	store := pending.NewMemory(pending.MemoryOptions{OnEnd: events.Ended})
+	store := pending.New(pending.Options{OnEnd: events.Ended})
 	api, err := httpapi.New(store, events, httpapi.Options{})
 	if err != nil {
 		log.Fatal(err)

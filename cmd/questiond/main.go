@@ -163,7 +163,7 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 		Addr:     cfg.addr,
 		Logger:   log,
 		Events:   sse.Options{Heartbeat: cfg.heartbeat, WriteTimeout: cfg.eventWriteTimeout, QueueLength: cfg.eventQueue, MaxScopes: cfg.maxDirectories},
-		Store:    pending.MemoryOptions{Retention: cfg.retention, MaxRetained: cfg.maxRetained},
+		Store:    pending.Options{Retention: cfg.retention, MaxRetained: cfg.maxRetained},
 		Sessions: session.Options{Default: session.Capability(cfg.defaultCapability), MaxSessions: cfg.maxSessions},
 		API: httpapi.Options{
 			MCPIdleTimeout: cfg.mcpIdleTimeout,

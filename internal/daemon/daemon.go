@@ -47,7 +47,7 @@ type Config struct {
 	Events sse.Options
 	// Store configures the question store; its OnEnd, Logger and Journal
 	// are the daemon's.
-	Store pending.MemoryOptions
+	Store pending.Options
 	// BoltPath, if set, makes the store durable: a bbolt file the daemon
 	// opens with Bolt (whose Logger is Logger), keeps session records in as
 	// well, and closes last.
@@ -105,7 +105,7 @@ type Daemon struct {
 	failureTimeout time.Duration
 
 	bus     *sse.Broker
-	store   *pending.Memory
+	store   *pending.Store
 	journal *pending.Bolt // opened from Config.BoltPath; nil otherwise
 	pg      *postgres     // opened from Config.DatabaseURL; nil otherwise
 	notify  *notify.Notifier
@@ -315,7 +315,7 @@ func (d *Daemon) openStore(ctx context.Context, cfg Config, events *httpapi.Even
 		opts.Journal = d.metrics.Journal(opts.Journal)
 	}
 	if opts.Journal == nil {
-		d.store = pending.NewMemory(opts)
+		d.store = pending.New(opts)
 		return nil
 	}
 	d.durable = true
@@ -388,7 +388,7 @@ func (d *Daemon) Addr() net.Addr { return d.ln.Addr() }
 func (d *Daemon) API() *httpapi.Server { return d.api }
 
 // Store is the daemon's question store.
-func (d *Daemon) Store() *pending.Memory { return d.store }
+func (d *Daemon) Store() *pending.Store { return d.store }
 
 // Bus is the daemon's event broker.
 func (d *Daemon) Bus() *sse.Broker { return d.bus }

@@ -12,12 +12,12 @@ import (
 // postgres is a replica's share of a PostgreSQL database: the pool, and
 // the tailer that applies the other replicas' changes to the local store.
 //
-// Each replica keeps a pending.Memory as its mirror of the shared
+// Each replica keeps a pending.Store as its mirror of the shared
 // questions: futures stay channels and deadlines timers, as on one
 // machine. Every creation and ending is committed to the database first
 // (pgstore.Journal), where a conditional write lets exactly one replica's
 // ending win; the tailer then brings it to every other replica's mirror
-// (pending.Memory.Observe), which wakes its waiting agents. Each replica's
+// (pending.Store.Observe), which wakes its waiting agents. Each replica's
 // event streams publish every change, its own included, when its tailer
 // reaches it (httpapi.Events.Observed), so all of them carry the same
 // events in the log's order; webhooks go from the replica that made the
@@ -48,7 +48,7 @@ func (d *Daemon) openPostgres(ctx context.Context, cfg Config) error {
 
 // openReplica restores the questions from the database and starts
 // following the other replicas' changes from what it restored.
-func (d *Daemon) openReplica(ctx context.Context, opts pending.MemoryOptions, events *httpapi.Events) error {
+func (d *Daemon) openReplica(ctx context.Context, opts pending.Options, events *httpapi.Events) error {
 	journal := d.pg.db.Questions()
 	// Every replica's streams publish the log's changes in its order, this
 	// replica's own too (events.Observed); the store reports none of them.

@@ -463,7 +463,7 @@ func TestChurnLeavesNothingBehind(t *testing.T) {
 		// Ended questions stay readable for two seconds only (agents collect
 		// their results at once), so that what remains after the churn is
 		// what leaked.
-		store: pending.MemoryOptions{Retention: retention},
+		store: pending.Options{Retention: retention},
 		// POST /elicit sends its header soon, so an agent that hangs up
 		// knows its question's id.
 		api: httpapi.Options{KeepAlive: 5 * time.Millisecond},

@@ -284,7 +284,7 @@ func TestConsoleTitleWithoutTokens(t *testing.T) {
 }
 
 func TestConsoleSessionsFollowRetention(t *testing.T) {
-	c := newConsole(t, tuning{store: pending.MemoryOptions{MaxRetained: 1}})
+	c := newConsole(t, tuning{store: pending.Options{MaxRetained: 1}})
 	first := c.ask(alphaToken, map[string]any{"sessionID": "ses_first"})
 	second := c.ask(alphaToken, map[string]any{"sessionID": "ses_second"})
 	c.ask(alphaToken, map[string]any{"sessionID": "ses_second"})

@@ -26,7 +26,7 @@ func (e *Events) FromLog() {
 //
 // With FromLog it is called for every change, in the log's order, which
 // already puts each question.asked before its ending. Without it, it is
-// pending.MemoryOptions.OnObserve: only other replicas' changes, each
+// pending.Options.OnObserve: only other replicas' changes, each
 // ending after its question.asked.
 func (e *Events) Observed(q *pending.Question) {
 	if e.fromLog {

@@ -15,7 +15,7 @@ import (
 // grace starts over when that caller drops too.
 func TestReconnectGraceTiming(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := pending.NewMemory(pending.MemoryOptions{})
+		store := pending.New(pending.Options{})
 		defer store.Close(t.Context())
 		const grace = time.Minute
 		s := &Server{store: store, opts: Options{ReconnectGrace: grace}, log: zap.NewNop(),
@@ -65,7 +65,7 @@ func TestReconnectGraceTiming(t *testing.T) {
 // draining server withdraws nothing when a grace runs out.
 func TestReconnectGraceLeavesNothingBehind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		store := pending.NewMemory(pending.MemoryOptions{})
+		store := pending.New(pending.Options{})
 		defer store.Close(t.Context())
 		s := &Server{store: store, opts: Options{ReconnectGrace: time.Minute}, log: zap.NewNop(),
 			creates: newDoor(), toolCalls: newDoor(), endings: newDoor()}

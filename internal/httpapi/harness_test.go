@@ -26,7 +26,7 @@ import (
 type harness struct {
 	t     *testing.T
 	URL   string
-	store *pending.Memory
+	store *pending.Store
 	bus   *sse.Broker
 	api   *httpapi.Server
 }
@@ -46,10 +46,10 @@ func newHarnessOn(t *testing.T, opts httpapi.Options, journal pending.Journal) *
 // tuning is what a test changes in the harness: the broker's, the store's and
 // the server's settings, and a journal for a durable store.
 type tuning struct {
-	events  sse.Options           // Logger is the harness's; Heartbeat defaults to an hour
-	store   pending.MemoryOptions // OnEnd, Logger and Journal are the harness's
-	api     httpapi.Options       // Logger is the harness's
-	journal pending.Journal       // nil: memory only
+	events  sse.Options     // Logger is the harness's; Heartbeat defaults to an hour
+	store   pending.Options // OnEnd, Logger and Journal are the harness's
+	api     httpapi.Options // Logger is the harness's
+	journal pending.Journal // nil: memory only
 }
 
 // newHarnessWith builds every harness: a real questiond logging to log,

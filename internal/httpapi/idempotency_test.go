@@ -178,7 +178,7 @@ func TestIdempotencyKeysBelongToTheirAgent(t *testing.T) {
 
 // A key whose question has left retention asks a new question.
 func TestIdempotencyKeyIsNewAfterRetention(t *testing.T) {
-	h := newHarnessWith(t, tuning{store: pending.MemoryOptions{Retention: 50 * time.Millisecond}}, zaptest.NewLogger(t))
+	h := newHarnessWith(t, tuning{store: pending.Options{Retention: 50 * time.Millisecond}}, zaptest.NewLogger(t))
 	first := h.do(http.MethodPost, "/elicitations", seedForm(), keyHeader, "k-1")
 	var c created
 	first.json(t, &c)

@@ -16,7 +16,7 @@ import (
 // changes, so most requests copy nothing at all.
 
 // versionedStore is a Store whose pending list has a version
-// (pending.Memory.PendingVersion): read before two Lists, an unchanged
+// (pending.Store.PendingVersion): read before two Lists, an unchanged
 // version means the same pending questions.
 type versionedStore interface {
 	PendingVersion() uint64

@@ -17,7 +17,7 @@ import (
 // scratch: the store's pending questions in that scope as OpenCode
 // QuestionRequests, as compact JSON without HTML escaping (OpenCode sends
 // <, > and & as they are).
-func freshList(t *testing.T, store *pending.Memory, dir string) []byte {
+func freshList(t *testing.T, store *pending.Store, dir string) []byte {
 	t.Helper()
 	questions, err := store.List(context.Background(), pending.Filter{Directory: dir})
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// Pinger says whether a store can serve now. pending.Memory implements it,
+// Pinger says whether a store can serve now. pending.Store implements it,
 // asking its journal (a bbolt file checks the file is still there; a
 // networked store asks its server).
 type Pinger interface {

@@ -7,7 +7,7 @@
 //
 //	bus, _ := sse.New(sse.Options{Logger: log})
 //	events := httpapi.NewEvents(bus, log)
-//	store := pending.NewMemory(pending.MemoryOptions{OnEnd: events.Ended})
+//	store := pending.New(pending.Options{OnEnd: events.Ended})
 //	srv, _ := httpapi.New(store, events, httpapi.Options{Logger: log})
 //	http.ListenAndServe("127.0.0.1:4097", srv)
 package httpapi

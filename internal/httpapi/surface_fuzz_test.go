@@ -51,7 +51,7 @@ var knownForms = []string{
 // surface is a questiond with a fresh store holding the known questions.
 type surface struct {
 	api   *httpapi.Server
-	store *pending.Memory
+	store *pending.Store
 	known []knownQuestion
 }
 
@@ -62,13 +62,13 @@ type knownQuestion struct {
 }
 
 // newSurfaceServer builds a questiond; stop shuts it down the way the daemon does.
-func newSurfaceServer() (api *httpapi.Server, store *pending.Memory, stop func() error, err error) {
+func newSurfaceServer() (api *httpapi.Server, store *pending.Store, stop func() error, err error) {
 	bus, err := sse.New(sse.Options{Heartbeat: time.Hour})
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	events := httpapi.NewEvents(bus, nil)
-	store = pending.NewMemory(pending.MemoryOptions{OnEnd: events.Ended})
+	store = pending.New(pending.Options{OnEnd: events.Ended})
 	stop = func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -59,7 +59,7 @@ func watchedServer(t *testing.T, w httpapi.Watcher) string {
 		t.Fatal(err)
 	}
 	events := httpapi.NewEvents(bus, log, w)
-	store := pending.NewMemory(pending.MemoryOptions{OnEnd: events.Ended})
+	store := pending.New(pending.Options{OnEnd: events.Ended})
 	api, err := httpapi.New(store, events, httpapi.Options{Logger: log})
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 // Sources are read when Prometheus scrapes, never per event: each takes a
 // lock or walks a list. A nil field leaves its metrics out.
 type Sources struct {
-	// Pending counts the pending questions (pending.Memory.Count).
+	// Pending counts the pending questions (pending.Store.Count).
 	Pending func(ctx context.Context, f pending.Filter) (int, error)
 	// Events returns the event broker's counts (sse.Broker.Stats).
 	Events func() sse.Stats

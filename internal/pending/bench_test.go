@@ -14,15 +14,15 @@ import (
 // round trip (create, then reply) from parallel goroutines: on the memory
 // store, and on a durable store committing to a Bolt file with real fsync.
 func BenchmarkCreateSettle(b *testing.B) {
-	benchCreateSettle(b, newStore(b, pending.MemoryOptions{}))
+	benchCreateSettle(b, newStore(b, pending.Options{}))
 }
 
 func BenchmarkCreateSettleBolt(b *testing.B) {
 	journal := openBolt(b, "", pending.BoltOptions{})
-	benchCreateSettle(b, openStore(b, journal, pending.MemoryOptions{}))
+	benchCreateSettle(b, openStore(b, journal, pending.Options{}))
 }
 
-func benchCreateSettle(b *testing.B, m *pending.Memory) {
+func benchCreateSettle(b *testing.B, m *pending.Store) {
 	ctx := context.Background()
 	o := replied("Red")
 	var next atomic.Int64
@@ -46,7 +46,7 @@ func benchCreateSettle(b *testing.B, m *pending.Memory) {
 // questions: everything, and one directory holding 1% of them.
 func BenchmarkList10k(b *testing.B) {
 	ctx := context.Background()
-	m := newStore(b, pending.MemoryOptions{})
+	m := newStore(b, pending.Options{})
 	for i := range 10_000 {
 		dir := fmt.Sprintf("/d%d", i%100)
 		mustCreate(b, m, ask(fmt.Sprintf("que_%d", i), func(q *pending.Question) { q.Directory = dir }))

@@ -282,7 +282,7 @@ func TestBoltReadOnly(t *testing.T) {
 			}
 		}
 
-		m := openStore(t, b, pending.MemoryOptions{})
+		m := openStore(t, b, pending.Options{})
 		if err := m.Create(ctx, ask("que_new")); !errors.Is(err, pending.ErrUnavailable) {
 			t.Errorf("create: err = %v, want ErrUnavailable", err)
 		}

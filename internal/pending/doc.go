@@ -4,18 +4,18 @@
 // A question ends exactly once: the first of reply, reject, timeout,
 // withdrawal, disconnect or shutdown wins, and every later attempt gets an
 // error wrapping [ErrNotFound]. Each ending is reported once through
-// [MemoryOptions.OnEnd], outside the store's locks, so the callback may
+// [Options.OnEnd], outside the store's locks, so the callback may
 // publish events or call back into the store.
 //
-// Ended questions stay readable for [MemoryOptions.Retention] so an agent that
+// Ended questions stay readable for [Options.Retention] so an agent that
 // reconnects can still collect its result; after that they are forgotten. At
-// most [MemoryOptions.MaxRetained] of them are kept: beyond that the one that
+// most [Options.MaxRetained] of them are kept: beyond that the one that
 // ended first is forgotten early (evicted), and reads of it fail exactly as
 // for one past retention, so memory does not grow with the request rate.
 //
 // # Durability
 //
-// [NewMemory] keeps everything in memory. [Open] builds the same store on a
+// [New] keeps everything in memory. [Open] builds the same store on a
 // [Journal], which holds the durable record of every question: a creation or
 // an ending is committed to the journal before it is acknowledged, and a
 // failed commit changes nothing and returns an error wrapping

@@ -42,7 +42,7 @@ func isCreationOf(id string) func(*pending.Question) bool {
 func TestJournalCallsRunOutsideStoreLock(t *testing.T) {
 	ctx := t.Context()
 	j := newFakeJournal()
-	m := openStore(t, j, pending.MemoryOptions{})
+	m := openStore(t, j, pending.Options{})
 	mustCreate(t, m, ask("que_other"))
 	mustCreate(t, m, ask("que_ending"))
 	g := newGate()
@@ -97,7 +97,7 @@ func TestJournalCallsRunOutsideStoreLock(t *testing.T) {
 func TestCreateRacesCreateOfSameID(t *testing.T) {
 	ctx := t.Context()
 	j := newFakeJournal()
-	m := openStore(t, j, pending.MemoryOptions{})
+	m := openStore(t, j, pending.Options{})
 	g := newGate()
 	defer g.open()
 	parkPuts(j, g, isCreationOf("que_1"))
@@ -129,7 +129,7 @@ func TestDurableFirstEndingWins(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
 		var ends endLog
-		m := openStore(t, j, pending.MemoryOptions{OnEnd: ends.record})
+		m := openStore(t, j, pending.Options{OnEnd: ends.record})
 		mustCreate(t, m, ask("que_1"))
 		g := newGate()
 		defer g.open() // a failed assertion must not leave a commit parked
@@ -170,7 +170,7 @@ func TestDurableSettleWaitingGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
-		m := openStore(t, j, pending.MemoryOptions{})
+		m := openStore(t, j, pending.Options{})
 		mustCreate(t, m, ask("que_1"))
 		g := newGate()
 		defer g.open() // a failed assertion must not leave a commit parked
@@ -196,7 +196,7 @@ func TestCloseWaitsForCommits(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
 		var ends endLog
-		m := openStore(t, j, pending.MemoryOptions{OnEnd: ends.record})
+		m := openStore(t, j, pending.Options{OnEnd: ends.record})
 		mustCreate(t, m, ask("que_ending"))
 		waited := make(chan settled, 1)
 		go func() {
@@ -249,7 +249,7 @@ func TestCreateWaitsForSweepOfSameID(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
-		m := openStore(t, j, pending.MemoryOptions{Retention: time.Hour})
+		m := openStore(t, j, pending.Options{Retention: time.Hour})
 		mustCreate(t, m, ask("que_1"))
 		if _, err := m.Settle(ctx, "que_1", replied("Red")); err != nil {
 			t.Fatalf("settle: %v", err)
@@ -283,7 +283,7 @@ func TestSweepSparesIDBeingCreated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
-		m := openStore(t, j, pending.MemoryOptions{Retention: time.Hour})
+		m := openStore(t, j, pending.Options{Retention: time.Hour})
 		// The janitor ticks at 1h, 2h, 3h; the old question expires at 1h30.
 		time.Sleep(30 * time.Minute)
 		mustCreate(t, m, ask("que_1"))

@@ -16,14 +16,14 @@ import (
 func TestNewMemoryRefusesJournal(t *testing.T) {
 	defer func() {
 		if recover() == nil {
-			t.Error("NewMemory with a journal did not panic")
+			t.Error("New with a journal did not panic")
 		}
 	}()
-	pending.NewMemory(pending.MemoryOptions{Journal: newFakeJournal()})
+	pending.New(pending.Options{Journal: newFakeJournal()})
 }
 
 func TestOpenNeedsJournal(t *testing.T) {
-	if _, err := pending.Open(t.Context(), pending.MemoryOptions{}); !errors.Is(err, pending.ErrInvalid) {
+	if _, err := pending.Open(t.Context(), pending.Options{}); !errors.Is(err, pending.ErrInvalid) {
 		t.Errorf("open without a journal: err = %v, want ErrInvalid", err)
 	}
 }
@@ -31,7 +31,7 @@ func TestOpenNeedsJournal(t *testing.T) {
 func TestOpenFailsWhenLoadFails(t *testing.T) {
 	j := newFakeJournal()
 	j.Close()
-	if _, err := pending.Open(t.Context(), pending.MemoryOptions{Journal: j}); !errors.Is(err, pending.ErrUnavailable) {
+	if _, err := pending.Open(t.Context(), pending.Options{Journal: j}); !errors.Is(err, pending.ErrUnavailable) {
 		t.Errorf("open on a failing journal: err = %v, want ErrUnavailable", err)
 	}
 }
@@ -39,7 +39,7 @@ func TestOpenFailsWhenLoadFails(t *testing.T) {
 func TestCreateCommitsFirst(t *testing.T) {
 	ctx := t.Context()
 	j := newFakeJournal()
-	m := openStore(t, j, pending.MemoryOptions{})
+	m := openStore(t, j, pending.Options{})
 	mustCreate(t, m, ask("que_1"))
 	if r := j.record("que_1"); r == nil || r.Ended != nil || r.CreatedAt.IsZero() {
 		t.Fatalf("record after create = %+v, want the pending question with its CreatedAt", r)
@@ -73,7 +73,7 @@ func TestSettleFailureChangesNothing(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
 		var ends endLog
-		m := openStore(t, j, pending.MemoryOptions{OnEnd: ends.record})
+		m := openStore(t, j, pending.Options{OnEnd: ends.record})
 		mustCreate(t, m, ask("que_1"))
 		waited := make(chan settled, 1)
 		go func() {
@@ -124,7 +124,7 @@ func TestSettleAllStopsAtFailedCommit(t *testing.T) {
 	ctx := t.Context()
 	j := newFakeJournal()
 	var ends endLog
-	m := openStore(t, j, pending.MemoryOptions{OnEnd: ends.record})
+	m := openStore(t, j, pending.Options{OnEnd: ends.record})
 	for _, id := range []string{"que_1", "que_2", "que_3"} {
 		mustCreate(t, m, ask(id))
 	}
@@ -150,7 +150,7 @@ func TestTimeoutCommitIsRetried(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
 		var ends endLog
-		m := openStore(t, j, pending.MemoryOptions{OnEnd: ends.record})
+		m := openStore(t, j, pending.Options{OnEnd: ends.record})
 		j.set(func(j *fakeJournal) { j.failPut = failEndingsOf("que_1", 3) })
 		mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
 		putsBefore := j.count("put")
@@ -189,7 +189,7 @@ func TestCloseStopsTimeoutRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		j := newFakeJournal()
 		var ends endLog
-		m := openStore(t, j, pending.MemoryOptions{OnEnd: ends.record})
+		m := openStore(t, j, pending.Options{OnEnd: ends.record})
 		j.set(func(j *fakeJournal) { j.failPut = failEndingsOf("que_1", 1) })
 		mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
 		time.Sleep(time.Minute)
@@ -210,7 +210,7 @@ func TestOpenRestoresFromJournal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
-		first, err := pending.Open(ctx, pending.MemoryOptions{Journal: j})
+		first, err := pending.Open(ctx, pending.Options{Journal: j})
 		if err != nil {
 			t.Fatalf("open: %v", err)
 		}
@@ -228,7 +228,7 @@ func TestOpenRestoresFromJournal(t *testing.T) {
 
 		time.Sleep(5 * time.Minute) // down for five minutes
 		var ends endLog
-		m := openStore(t, j, pending.MemoryOptions{OnEnd: ends.record})
+		m := openStore(t, j, pending.Options{OnEnd: ends.record})
 		l, err := m.List(ctx, pending.Filter{})
 		if err != nil || fmt.Sprint(ids(l)) != "[que_timed que_plain]" {
 			t.Fatalf("list after restore = %v, %v; want [que_timed que_plain]", ids(l), err)
@@ -263,7 +263,7 @@ func TestOpenTimesOutOverdueQuestions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
-		first := openStore(t, j, pending.MemoryOptions{})
+		first := openStore(t, j, pending.Options{})
 		mustCreate(t, first, ask("que_overdue", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
 		mustCreate(t, first, ask("que_plain"))
 		if err := first.Close(ctx); err != nil {
@@ -279,7 +279,7 @@ func TestOpenTimesOutOverdueQuestions(t *testing.T) {
 			ends.record(q)
 		}
 		opened := time.Now()
-		m := openStore(t, j, pending.MemoryOptions{OnEnd: onEnd})
+		m := openStore(t, j, pending.Options{OnEnd: onEnd})
 		if r := ends.last("que_overdue"); ends.total() != 1 || r.Ended.Ending != pending.EndTimeout ||
 			r.Ended.Result.Action != pending.ActionCancel || !r.Ended.At.Equal(opened) {
 			t.Fatalf("OnEnd calls during open: %d, last %+v; want one timeout (cancel) dated at the open", ends.total(), r)
@@ -304,7 +304,7 @@ func TestOpenRetriesOverdueCommit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
-		first := openStore(t, j, pending.MemoryOptions{})
+		first := openStore(t, j, pending.Options{})
 		mustCreate(t, first, ask("que_overdue", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
 		if err := first.Close(ctx); err != nil {
 			t.Fatalf("close: %v", err)
@@ -313,7 +313,7 @@ func TestOpenRetriesOverdueCommit(t *testing.T) {
 
 		j.set(func(j *fakeJournal) { j.failPut = failEndingsOf("que_overdue", 1) })
 		var ends endLog
-		m := openStore(t, j, pending.MemoryOptions{OnEnd: ends.record})
+		m := openStore(t, j, pending.Options{OnEnd: ends.record})
 		if q, err := m.Get(ctx, "que_overdue"); err != nil || q.Ended != nil || ends.total() != 0 {
 			t.Fatalf("after a failed commit at open = %+v, %v; want still pending", q, err)
 		}
@@ -329,7 +329,7 @@ func TestOpenForgetsExpiredEndings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
-		first := openStore(t, j, pending.MemoryOptions{Retention: time.Hour})
+		first := openStore(t, j, pending.Options{Retention: time.Hour})
 		for _, id := range []string{"que_old", "que_recent"} {
 			mustCreate(t, first, ask(id))
 			if _, err := first.Settle(ctx, id, replied("Red")); err != nil {
@@ -341,7 +341,7 @@ func TestOpenForgetsExpiredEndings(t *testing.T) {
 			t.Fatalf("close: %v", err)
 		}
 		// que_old ended 1h ago, que_recent 30min ago.
-		m := openStore(t, j, pending.MemoryOptions{Retention: time.Hour})
+		m := openStore(t, j, pending.Options{Retention: time.Hour})
 		if _, err := m.Get(ctx, "que_old"); !errors.Is(err, pending.ErrNotFound) {
 			t.Errorf("get of an expired ending: err = %v, want ErrNotFound", err)
 		}
@@ -364,7 +364,7 @@ func TestOpenFailsWhenExpiredCannotBeDeleted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
-		first := openStore(t, j, pending.MemoryOptions{Retention: time.Hour})
+		first := openStore(t, j, pending.Options{Retention: time.Hour})
 		mustCreate(t, first, ask("que_1"))
 		if _, err := first.Settle(ctx, "que_1", replied("Red")); err != nil {
 			t.Fatalf("settle: %v", err)
@@ -372,7 +372,7 @@ func TestOpenFailsWhenExpiredCannotBeDeleted(t *testing.T) {
 		first.Close(ctx)
 		time.Sleep(2 * time.Hour)
 		j.set(func(j *fakeJournal) { j.failDelete = failAlways })
-		if _, err := pending.Open(ctx, pending.MemoryOptions{Journal: j, Retention: time.Hour}); !errors.Is(err, pending.ErrUnavailable) {
+		if _, err := pending.Open(ctx, pending.Options{Journal: j, Retention: time.Hour}); !errors.Is(err, pending.ErrUnavailable) {
 			t.Errorf("open: err = %v, want ErrUnavailable", err)
 		}
 		if fmt.Sprint(j.ids()) != "[que_1]" {
@@ -385,7 +385,7 @@ func TestJanitorDeletesExpiredRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
-		m := openStore(t, j, pending.MemoryOptions{Retention: time.Hour})
+		m := openStore(t, j, pending.Options{Retention: time.Hour})
 		mustCreate(t, m, ask("que_pending"))
 		for _, id := range []string{"que_1", "que_2"} {
 			mustCreate(t, m, ask(id))

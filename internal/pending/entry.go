@@ -12,15 +12,15 @@ import (
 // Fields under mu: outcome, timer. done is closed under mu, exactly once, in
 // the same critical section that sets outcome, so a nil outcome means done
 // is open and every closer can tell whether it lost. Writers of outcome also
-// hold Memory.mu, so holders of Memory.mu may read outcome without mu.
+// hold Store.mu, so holders of Store.mu may read outcome without mu.
 //
-// Fields under Memory.mu: elem, expiresAt and sweeping, the entry's place in
+// Fields under Store.mu: elem, expiresAt and sweeping, the entry's place in
 // the store's indexes (elem is nil once the question has ended).
 //
 // With a journal, settling (a one-slot semaphore) serialises the endings of
 // one entry: an ending holds it from its check that the question is pending,
 // through the journal commit, to setting outcome, so two endings never both
-// commit. It is taken before Memory.mu and never while holding it or mu, so
+// commit. It is taken before Store.mu and never while holding it or mu, so
 // commits of different questions run side by side. A channel rather than a
 // mutex, so that a rival waiting for it can give up when its ctx ends.
 type entry struct {
@@ -32,9 +32,9 @@ type entry struct {
 	outcome *Outcome
 	timer   *time.Timer // the deadline (or a retry of its commit), or nil
 
-	elem      *list.Element // place in Memory.pending while pending
-	listedAt  uint64        // when it joined Memory.pending, in Memory.seq ticks
-	endedAt   uint64        // when it joined Memory.ended, in Memory.seq ticks
+	elem      *list.Element // place in Store.pending while pending
+	listedAt  uint64        // when it joined Store.pending, in Store.seq ticks
+	endedAt   uint64        // when it joined Store.ended, in Store.seq ticks
 	expiresAt time.Time     // zero until the ending is indexed for expiry; now, once evicted
 	sweeping  bool          // its record is being deleted from the journal
 }
@@ -60,7 +60,7 @@ func (e *entry) snapshot() *Question {
 }
 
 // expired reports whether e is an ended question past retention. Callers
-// hold Memory.mu (read or write).
+// hold Store.mu (read or write).
 func (e *entry) expired(now time.Time) bool {
 	return !e.expiresAt.IsZero() && !now.Before(e.expiresAt)
 }

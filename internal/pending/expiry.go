@@ -14,7 +14,7 @@ import (
 // enough: an entry lingers in memory for at most twice the retention. With a
 // journal it also deletes, as soon as it is told, the records of questions
 // evicted by the MaxRetained bound.
-func (m *Memory) janitor() {
+func (m *Store) janitor() {
 	defer close(m.janitorDone)
 	ticker := time.NewTicker(m.retention)
 	defer ticker.Stop()
@@ -35,7 +35,7 @@ func (m *Memory) janitor() {
 // now+retention under the write lock, so the queue is in ending order and in
 // expiry order at once, and its front is the oldest result. Callers hold mu
 // for writing.
-func (m *Memory) retain(e *entry) {
+func (m *Store) retain(e *entry) {
 	now := time.Now()
 	e.expiresAt = now.Add(m.retention)
 	m.listEnded(e)
@@ -54,7 +54,7 @@ func (m *Memory) retain(e *entry) {
 // newcomer whose record the deletion would erase), and the janitor is told.
 // A crash before the deletion leaves one record too many, which Open evicts
 // again. Callers hold mu for writing.
-func (m *Memory) evict(e *entry, now time.Time) {
+func (m *Store) evict(e *entry, now time.Time) {
 	if e.expiresAt.After(now) {
 		e.expiresAt = now
 	}
@@ -73,7 +73,7 @@ func (m *Memory) evict(e *entry, now time.Time) {
 // entries. With a journal, the records go first, in one Delete; if it fails,
 // the entries stay (hidden, since they are expired) and the next sweep tries
 // again.
-func (m *Memory) sweep(now time.Time) {
+func (m *Store) sweep(now time.Time) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -143,7 +143,7 @@ func (m *Memory) sweep(now time.Time) {
 
 // forget removes an ended entry from the map, by identity: the id may
 // already belong to a newer question. Callers hold mu for writing.
-func (m *Memory) forget(e *entry) {
+func (m *Store) forget(e *entry) {
 	if m.entries[e.q.ID] == e {
 		delete(m.entries, e.q.ID)
 	}

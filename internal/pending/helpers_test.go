@@ -10,9 +10,9 @@ import (
 )
 
 // newStore returns a store that is closed when the test ends.
-func newStore(t testing.TB, opts pending.MemoryOptions) *pending.Memory {
+func newStore(t testing.TB, opts pending.Options) *pending.Store {
 	t.Helper()
-	m := pending.NewMemory(opts)
+	m := pending.New(opts)
 	t.Cleanup(func() {
 		if err := m.Close(context.Background()); err != nil && !errors.Is(err, pending.ErrClosed) {
 			t.Errorf("close store: %v", err)
@@ -30,7 +30,7 @@ func ask(id string, mods ...func(*pending.Question)) *pending.Question {
 	return q
 }
 
-func mustCreate(t testing.TB, m *pending.Memory, q *pending.Question) {
+func mustCreate(t testing.TB, m *pending.Store, q *pending.Question) {
 	t.Helper()
 	if err := m.Create(context.Background(), q); err != nil {
 		t.Fatalf("create %q: %v", q.ID, err)
@@ -132,7 +132,7 @@ func ids(qs []*pending.Question) []string {
 
 // openStore restores a store from j (Open) and closes it when the test ends;
 // the journal is left open.
-func openStore(t testing.TB, j pending.Journal, opts pending.MemoryOptions) *pending.Memory {
+func openStore(t testing.TB, j pending.Journal, opts pending.Options) *pending.Store {
 	t.Helper()
 	opts.Journal = j
 	m, err := pending.Open(context.Background(), opts)
@@ -151,15 +151,15 @@ func openStore(t testing.TB, j pending.Journal, opts pending.MemoryOptions) *pen
 // the plain memory store (no journal), and durable stores on the fake
 // journal and on a Bolt file. Each is closed (then its journal) when the test
 // ends.
-var storeKinds = map[string]func(t *testing.T, opts pending.MemoryOptions) (*pending.Memory, pending.Journal){
-	"memory": func(t *testing.T, opts pending.MemoryOptions) (*pending.Memory, pending.Journal) {
+var storeKinds = map[string]func(t *testing.T, opts pending.Options) (*pending.Store, pending.Journal){
+	"memory": func(t *testing.T, opts pending.Options) (*pending.Store, pending.Journal) {
 		return newStore(t, opts), nil
 	},
-	"fake journal": func(t *testing.T, opts pending.MemoryOptions) (*pending.Memory, pending.Journal) {
+	"fake journal": func(t *testing.T, opts pending.Options) (*pending.Store, pending.Journal) {
 		j := newFakeJournal()
 		return openStore(t, j, opts), j
 	},
-	"bolt": func(t *testing.T, opts pending.MemoryOptions) (*pending.Memory, pending.Journal) {
+	"bolt": func(t *testing.T, opts pending.Options) (*pending.Store, pending.Journal) {
 		j := openBolt(t, "", pending.BoltOptions{})
 		return openStore(t, j, opts), j
 	},

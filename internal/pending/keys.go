@@ -20,7 +20,7 @@ func keyOf(q *Question) (requestKey, bool) {
 // FindKey returns the live question (pending, or ended within retention)
 // that owner asked with Idempotency-Key key, or an error wrapping
 // ErrNotFound. A key whose question has been forgotten is free again.
-func (m *Memory) FindKey(ctx context.Context, owner, key string) (*Question, error) {
+func (m *Store) FindKey(ctx context.Context, owner, key string) (*Question, error) {
 	m.mu.RLock()
 	if m.closed {
 		m.mu.RUnlock()
@@ -39,7 +39,7 @@ func (m *Memory) FindKey(ctx context.Context, owner, key string) (*Question, err
 
 // keyTaken reports whether a live question holds q's key, or a Create of
 // one is committing. Callers hold mu.
-func (m *Memory) keyTaken(q *Question, now time.Time) bool {
+func (m *Store) keyTaken(q *Question, now time.Time) bool {
 	k, ok := keyOf(q)
 	if !ok {
 		return false
@@ -52,7 +52,7 @@ func (m *Memory) keyTaken(q *Question, now time.Time) bool {
 }
 
 // indexKey makes e the holder of its key. Callers hold mu for writing.
-func (m *Memory) indexKey(e *entry) {
+func (m *Store) indexKey(e *entry) {
 	if k, ok := keyOf(e.q); ok {
 		m.keys[k] = e
 	}
@@ -60,7 +60,7 @@ func (m *Memory) indexKey(e *entry) {
 
 // forgetKey frees e's key, by identity: a newer question may hold it
 // already. Callers hold mu for writing.
-func (m *Memory) forgetKey(e *entry) {
+func (m *Store) forgetKey(e *entry) {
 	if k, ok := keyOf(e.q); ok && m.keys[k] == e {
 		delete(m.keys, k)
 	}

@@ -20,7 +20,7 @@ func TestIdempotencyKeysBelongToTheirOwner(t *testing.T) {
 	for kind, open := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := t.Context()
-			m, _ := open(t, pending.MemoryOptions{})
+			m, _ := open(t, pending.Options{})
 			mustCreate(t, m, ask("que_1", keyed("alice", "k1", "h1")))
 			if err := m.Create(ctx, ask("que_2", keyed("alice", "k1", "h2"))); !errors.Is(err, pending.ErrExists) {
 				t.Fatalf("a second question under alice's key: %v, want ErrExists", err)
@@ -61,7 +61,7 @@ func TestIdempotencyKeysBelongToTheirOwner(t *testing.T) {
 func TestIdempotencyKeyRivalsCreateOnce(t *testing.T) {
 	for kind, open := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
-			m, _ := open(t, pending.MemoryOptions{})
+			m, _ := open(t, pending.Options{})
 			const rivals = 8
 			errs := make(chan error, rivals)
 			var wg sync.WaitGroup
@@ -91,7 +91,7 @@ func TestIdempotencyKeyRivalsCreateOnce(t *testing.T) {
 func TestIdempotencyKeyIsFreeAfterRetention(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		m := newStore(t, pending.MemoryOptions{Retention: time.Minute})
+		m := newStore(t, pending.Options{Retention: time.Minute})
 		mustCreate(t, m, ask("que_1", keyed("a", "k", "h1")))
 		if _, err := m.Settle(ctx, "que_1", replied("Red")); err != nil {
 			t.Fatal(err)
@@ -112,15 +112,15 @@ func TestIdempotencyKeyIsFreeAfterRetention(t *testing.T) {
 func TestRestartKeepsIdempotencyKeys(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "questions.db")
-	first := startBoltStore(t, path, pending.MemoryOptions{})
-	mustCreate(t, first.Memory, ask("que_1", keyed("a", "pending", "h1")))
-	mustCreate(t, first.Memory, ask("que_2", keyed("a", "ended", "h2")))
+	first := startBoltStore(t, path, pending.Options{})
+	mustCreate(t, first.Store, ask("que_1", keyed("a", "pending", "h1")))
+	mustCreate(t, first.Store, ask("que_2", keyed("a", "ended", "h2")))
 	if _, err := first.Settle(ctx, "que_2", replied("Red")); err != nil {
 		t.Fatal(err)
 	}
 	first.stop()
 
-	second := startBoltStore(t, path, pending.MemoryOptions{})
+	second := startBoltStore(t, path, pending.Options{})
 	for key, id := range map[string]string{"pending": "que_1", "ended": "que_2"} {
 		q, err := second.FindKey(ctx, "a", key)
 		if err != nil || q.ID != id || q.IdempotencyKey != key || q.RequestHash == "" {

@@ -12,7 +12,7 @@ import (
 	"github.com/questiond/questiond/internal/pending"
 )
 
-func listedIDs(t *testing.T, m *pending.Memory, f pending.Filter) string {
+func listedIDs(t *testing.T, m *pending.Store, f pending.Filter) string {
 	t.Helper()
 	list, err := m.List(t.Context(), f)
 	if err != nil {
@@ -36,7 +36,7 @@ func TestListEndedFollowsRetention(t *testing.T) {
 	for kind, build := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				m, _ := build(t, pending.MemoryOptions{Retention: time.Hour, MaxRetained: 3})
+				m, _ := build(t, pending.Options{Retention: time.Hour, MaxRetained: 3})
 				mustCreate(t, m, ask("que_pending"))
 				mustCreate(t, m, ask("que_other", func(q *pending.Question) { q.SessionID = "ses_2" }))
 				mustCreate(t, m, ask("que_b"))

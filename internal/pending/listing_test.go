@@ -17,7 +17,7 @@ import (
 
 func TestPendingVersionMovesWithEveryChangeOfThePendingList(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := newStore(t, pending.MemoryOptions{})
+		m := newStore(t, pending.Options{})
 		last := m.PendingVersion()
 		moved := func(step string, want bool) {
 			t.Helper()
@@ -53,7 +53,7 @@ func TestPendingVersionMovesWithEveryChangeOfThePendingList(t *testing.T) {
 }
 
 func TestListingIsComputedOnceAndDroppedWhenTheQuestionEnds(t *testing.T) {
-	m := newStore(t, pending.MemoryOptions{})
+	m := newStore(t, pending.Options{})
 	q := ask("que_a")
 	q.Listing = new(pending.Memo)
 	q.Listing.Bytes(func() []byte { return []byte("the caller's") })
@@ -92,7 +92,7 @@ func TestListingIsComputedOnceAndDroppedWhenTheQuestionEnds(t *testing.T) {
 
 func TestRestoredPendingQuestionsHaveAListing(t *testing.T) {
 	j := newFakeJournal()
-	first, err := pending.Open(t.Context(), pending.MemoryOptions{Journal: j})
+	first, err := pending.Open(t.Context(), pending.Options{Journal: j})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestRestoredPendingQuestionsHaveAListing(t *testing.T) {
 	if err := first.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	second, err := pending.Open(t.Context(), pending.MemoryOptions{Journal: j})
+	second, err := pending.Open(t.Context(), pending.Options{Journal: j})
 	if err != nil {
 		t.Fatal(err)
 	}

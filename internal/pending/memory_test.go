@@ -15,7 +15,7 @@ import (
 
 func TestCreateThenGet(t *testing.T) {
 	ctx := t.Context()
-	m := newStore(t, pending.MemoryOptions{})
+	m := newStore(t, pending.Options{})
 	custom := true
 	q := ask("que_1", func(q *pending.Question) {
 		q.Directory, q.Owner = "/work", "agent-1"
@@ -50,7 +50,7 @@ func TestCreateThenGet(t *testing.T) {
 
 func TestCreateRejects(t *testing.T) {
 	ctx := t.Context()
-	m := newStore(t, pending.MemoryOptions{})
+	m := newStore(t, pending.Options{})
 	mustCreate(t, m, ask("que_pending"))
 	mustCreate(t, m, ask("que_ended"))
 	if _, err := m.Settle(ctx, "que_ended", replied("a")); err != nil {
@@ -83,7 +83,7 @@ func TestCreateRejects(t *testing.T) {
 
 func TestCreateKeepsItsOwnCopy(t *testing.T) {
 	ctx := t.Context()
-	m := newStore(t, pending.MemoryOptions{})
+	m := newStore(t, pending.Options{})
 	custom := false
 	q := ask("que_1", func(q *pending.Question) {
 		q.Questions = []elicit.QuestionInfo{{Question: "Color?", Header: "Color", Options: []elicit.QuestionOption{{Label: "Red"}}, Custom: &custom}}
@@ -111,7 +111,7 @@ func TestCreateKeepsItsOwnCopy(t *testing.T) {
 
 func TestListOrderAndFilters(t *testing.T) {
 	ctx := t.Context()
-	m := newStore(t, pending.MemoryOptions{})
+	m := newStore(t, pending.Options{})
 	late := time.Now().Add(time.Hour)
 	// Insertion order is the order of record, whatever CreatedAt says.
 	mustCreate(t, m, ask("que_a", func(q *pending.Question) { q.Directory, q.CreatedAt = "/x", late }))
@@ -159,7 +159,7 @@ func TestListOrderAndFilters(t *testing.T) {
 func TestSettle(t *testing.T) {
 	ctx := t.Context()
 	var ends endLog
-	m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+	m := newStore(t, pending.Options{OnEnd: ends.record})
 	mustCreate(t, m, ask("que_1"))
 	mustCreate(t, m, ask("que_2"))
 
@@ -211,7 +211,7 @@ func TestSettle(t *testing.T) {
 
 func TestSettleKeepsItsOwnOutcome(t *testing.T) {
 	ctx := t.Context()
-	m := newStore(t, pending.MemoryOptions{})
+	m := newStore(t, pending.Options{})
 	mustCreate(t, m, ask("que_1"))
 	o := replied("Red")
 	if _, err := m.Settle(ctx, "que_1", o); err != nil {
@@ -234,7 +234,7 @@ func TestSettleKeepsItsOwnOutcome(t *testing.T) {
 func TestSettleAll(t *testing.T) {
 	ctx := t.Context()
 	var ends endLog
-	m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+	m := newStore(t, pending.Options{OnEnd: ends.record})
 	for _, id := range []string{"que_1", "que_2", "que_3", "que_4"} {
 		mustCreate(t, m, ask(id))
 	}
@@ -270,7 +270,7 @@ func TestSettleAll(t *testing.T) {
 
 func TestUnknownQuestion(t *testing.T) {
 	ctx := t.Context()
-	m := newStore(t, pending.MemoryOptions{})
+	m := newStore(t, pending.Options{})
 	if _, err := m.Get(ctx, "que_nope"); !errors.Is(err, pending.ErrNotFound) {
 		t.Errorf("get: err = %v, want ErrNotFound", err)
 	}
@@ -284,9 +284,9 @@ func TestUnknownQuestion(t *testing.T) {
 // whether the ending comes from Settle, a timer or SettleAll.
 func TestOnEndMayCallTheStore(t *testing.T) {
 	ctx := t.Context()
-	var m *pending.Memory
+	var m *pending.Store
 	seen := make(chan string, 16)
-	m = newStore(t, pending.MemoryOptions{OnEnd: func(q *pending.Question) {
+	m = newStore(t, pending.Options{OnEnd: func(q *pending.Question) {
 		if g, err := m.Get(ctx, q.ID); err != nil || g.Ended == nil {
 			t.Errorf("get %s from OnEnd = %+v, %v", q.ID, g, err)
 		}
@@ -333,7 +333,7 @@ func TestOnEndMayCallTheStore(t *testing.T) {
 }
 
 func TestCountMatchesList(t *testing.T) {
-	m := pending.NewMemory(pending.MemoryOptions{})
+	m := pending.New(pending.Options{})
 	defer m.Close(context.Background())
 	ctx := context.Background()
 	for i, owner := range []string{"a", "b", "a", ""} {

@@ -24,10 +24,10 @@ import (
 //     store is committing itself waits for that commit to be over, so that
 //     once Observe returns the question is found here.
 //
-// Each change applied is reported to MemoryOptions.OnObserve, not to OnEnd:
+// Each change applied is reported to Options.OnObserve, not to OnEnd:
 // the replica that made the change reports it to OnEnd (webhooks go once).
 // Observe reports whether it applied the change.
-func (m *Memory) Observe(ctx context.Context, q *Question) (bool, error) {
+func (m *Store) Observe(ctx context.Context, q *Question) (bool, error) {
 	if q == nil || q.ID == "" {
 		return false, fmt.Errorf("observe question: no id: %w", ErrInvalid)
 	}
@@ -37,7 +37,7 @@ func (m *Memory) Observe(ctx context.Context, q *Question) (bool, error) {
 	return m.observeEnding(ctx, q.ID, cloneOutcome(*q.Ended))
 }
 
-func (m *Memory) observeCreation(ctx context.Context, q *Question) (bool, error) {
+func (m *Store) observeCreation(ctx context.Context, q *Question) (bool, error) {
 	stored := cloneForStore(q)
 	stored.Form = nil // built by whoever needs it (a reply) from Message and Schema
 	e := newEntry(stored, true)
@@ -81,7 +81,7 @@ func (m *Memory) observeCreation(ctx context.Context, q *Question) (bool, error)
 
 // armObserved arms the deadline of an observed question, unless it has
 // ended meanwhile or timeouts are off.
-func (m *Memory) armObserved(e *entry) {
+func (m *Store) armObserved(e *entry) {
 	if e.q.Deadline.IsZero() {
 		return
 	}
@@ -101,7 +101,7 @@ func (m *Memory) armObserved(e *entry) {
 // this store commits a creation of id, the ending is kept for the creation
 // to apply once it is indexed (a rival can only end what it has seen
 // committed, so the creation will succeed).
-func (m *Memory) observeEnding(ctx context.Context, id string, o Outcome) (bool, error) {
+func (m *Store) observeEnding(ctx context.Context, id string, o Outcome) (bool, error) {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -147,7 +147,7 @@ func (m *Memory) observeEnding(ctx context.Context, id string, o Outcome) (bool,
 
 // applyObservedEnding applies an ending observed while e's creation was
 // committing here, once e is indexed.
-func (m *Memory) applyObservedEnding(e *entry) {
+func (m *Store) applyObservedEnding(e *entry) {
 	m.mu.Lock()
 	o, ok := m.observedEndings[e.q.ID]
 	delete(m.observedEndings, e.q.ID)
@@ -157,7 +157,7 @@ func (m *Memory) applyObservedEnding(e *entry) {
 	}
 }
 
-func (m *Memory) reportObserved(q *Question) {
+func (m *Store) reportObserved(q *Question) {
 	if m.onObserve != nil {
 		m.onObserve(q)
 	}

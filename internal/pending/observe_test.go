@@ -26,7 +26,7 @@ func endedRecord(q *pending.Question, o pending.Outcome) *pending.Question {
 // OnObserve only, once each, however often they are observed.
 func TestObserveAppliesRivalChangesOnce(t *testing.T) {
 	var ends, observed endLog
-	m := openStore(t, newFakeJournal(), pending.MemoryOptions{OnEnd: ends.record, OnObserve: observed.record})
+	m := openStore(t, newFakeJournal(), pending.Options{OnEnd: ends.record, OnObserve: observed.record})
 	ctx := context.Background()
 	q := ask("q1", func(q *pending.Question) { q.CreatedAt = time.Now() })
 	for i, want := range []bool{true, false} {
@@ -68,7 +68,7 @@ func TestObserveAppliesRivalChangesOnce(t *testing.T) {
 func TestObserveWaitsForALocalEndingCommit(t *testing.T) {
 	var ends, observed endLog
 	j := newFakeJournal()
-	m := openStore(t, j, pending.MemoryOptions{OnEnd: ends.record, OnObserve: observed.record})
+	m := openStore(t, j, pending.Options{OnEnd: ends.record, OnObserve: observed.record})
 	ctx := context.Background()
 	mustCreate(t, m, ask("q1"))
 	g := newGate()
@@ -115,7 +115,7 @@ func TestObserveWaitsForALocalEndingCommit(t *testing.T) {
 func TestJournalRefusalsAreRivalsWins(t *testing.T) {
 	var ends endLog
 	j := newFakeJournal()
-	m := openStore(t, j, pending.MemoryOptions{OnEnd: ends.record})
+	m := openStore(t, j, pending.Options{OnEnd: ends.record})
 	ctx := context.Background()
 	mustCreate(t, m, ask("q1"))
 	j.set(func(j *fakeJournal) {
@@ -145,7 +145,7 @@ func TestJournalRefusalsAreRivalsWins(t *testing.T) {
 func TestObserveEndingDuringCreation(t *testing.T) {
 	var observed endLog
 	j := newFakeJournal()
-	m := openStore(t, j, pending.MemoryOptions{OnObserve: observed.record})
+	m := openStore(t, j, pending.Options{OnObserve: observed.record})
 	ctx := context.Background()
 	g := newGate()
 	j.set(func(j *fakeJournal) { j.onPut = func([]*pending.Question) { g.park() } })
@@ -178,7 +178,7 @@ func TestObserveOfOwnCreationWaitsForItsCommit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
-		m := openStore(t, j, pending.MemoryOptions{})
+		m := openStore(t, j, pending.Options{})
 		g := newGate()
 		defer g.open()
 		parkPuts(j, g, isCreationOf("q1"))

@@ -21,7 +21,7 @@ type Pinger interface {
 // Ping reports whether the store can serve: it is open and its journal, if
 // it has one that is a Pinger, answers. A store without a journal is ready
 // until it is closed.
-func (m *Memory) Ping(ctx context.Context) error {
+func (m *Store) Ping(ctx context.Context) error {
 	m.mu.RLock()
 	closed := m.closed
 	m.mu.RUnlock()

@@ -11,7 +11,7 @@ import (
 )
 
 func TestMemoryIsReadyUntilClosed(t *testing.T) {
-	m := pending.NewMemory(pending.MemoryOptions{})
+	m := pending.New(pending.Options{})
 	if err := m.Ping(context.Background()); err != nil {
 		t.Fatalf("open memory store: %v, want ready", err)
 	}
@@ -53,7 +53,7 @@ func testBoltFileThere(t *testing.T, suffix string) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = b.Close() })
-			m := openStore(t, b, pending.MemoryOptions{})
+			m := openStore(t, b, pending.Options{})
 			mustCreate(t, m, ask("que_1"))
 			if err := m.Ping(context.Background()); err != nil {
 				t.Fatalf("fresh file: %v, want ready", err)

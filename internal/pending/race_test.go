@@ -19,7 +19,7 @@ import (
 
 // parkEndings parks on g the first n endings of kind how (of any kind when
 // how is empty); later ones run straight through.
-func parkEndings(m *pending.Memory, g *gate, how pending.Ending, n int32) {
+func parkEndings(m *pending.Store, g *gate, how pending.Ending, n int32) {
 	var seen atomic.Int32
 	m.SetOnSettleEntered(func(_ string, ending pending.Ending) {
 		if how != "" && ending != how {
@@ -36,7 +36,7 @@ type settled struct {
 	err error
 }
 
-func settleAsync(ctx context.Context, m *pending.Memory, id string, o pending.Outcome) <-chan settled {
+func settleAsync(ctx context.Context, m *pending.Store, id string, o pending.Outcome) <-chan settled {
 	out := make(chan settled, 1)
 	go func() {
 		q, err := m.Settle(ctx, id, o)
@@ -68,7 +68,7 @@ func TestFirstEndingWins(t *testing.T) {
 				t.Run(name+", rival runs while the first is parked", func(t *testing.T) {
 					ctx := t.Context()
 					var ends endLog
-					m, _ := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+					m, _ := newStore(t, pending.Options{OnEnd: ends.record})
 					mustCreate(t, m, ask("que_1"))
 					g := newGate()
 					parkEndings(m, g, "", 1)
@@ -92,7 +92,7 @@ func TestFirstEndingWins(t *testing.T) {
 				t.Run(name+", both released together", func(t *testing.T) {
 					ctx := t.Context()
 					var ends endLog
-					m, _ := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+					m, _ := newStore(t, pending.Options{OnEnd: ends.record})
 					mustCreate(t, m, ask("que_1"))
 					g := newGate()
 					parkEndings(m, g, "", 2)
@@ -134,7 +134,7 @@ func TestReplyRacesTimeout(t *testing.T) {
 	t.Run("timer parked, reply wins", func(t *testing.T) {
 		ctx := t.Context()
 		var ends endLog
-		m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+		m := newStore(t, pending.Options{OnEnd: ends.record})
 		g := newGate()
 		parkEndings(m, g, pending.EndTimeout, 1)
 		mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(-time.Second) }))
@@ -159,7 +159,7 @@ func TestReplyRacesTimeout(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx := t.Context()
 			var ends endLog
-			m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+			m := newStore(t, pending.Options{OnEnd: ends.record})
 			g := newGate()
 			parkEndings(m, g, pending.EndReplied, 1)
 			mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
@@ -189,7 +189,7 @@ func TestSettleRacesSettleAll(t *testing.T) {
 	t.Run("settle parked, settle all wins", func(t *testing.T) {
 		ctx := t.Context()
 		var ends endLog
-		m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+		m := newStore(t, pending.Options{OnEnd: ends.record})
 		for _, id := range []string{"que_1", "que_2", "que_3"} {
 			mustCreate(t, m, ask(id))
 		}
@@ -213,7 +213,7 @@ func TestSettleRacesSettleAll(t *testing.T) {
 	t.Run("settle all parked on one question, settle wins it", func(t *testing.T) {
 		ctx := t.Context()
 		var ends endLog
-		m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+		m := newStore(t, pending.Options{OnEnd: ends.record})
 		for _, id := range []string{"que_1", "que_2", "que_3"} {
 			mustCreate(t, m, ask(id))
 		}
@@ -257,7 +257,7 @@ func TestSettleRacesClose(t *testing.T) {
 	t.Run("settle parked, close wins", func(t *testing.T) {
 		ctx := t.Context()
 		var ends endLog
-		m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+		m := newStore(t, pending.Options{OnEnd: ends.record})
 		mustCreate(t, m, ask("que_1"))
 		g := newGate()
 		parkEndings(m, g, "", 1)
@@ -279,7 +279,7 @@ func TestSettleRacesClose(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx := t.Context()
 			var ends endLog
-			m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+			m := newStore(t, pending.Options{OnEnd: ends.record})
 			g := newGate()
 			parkEndings(m, g, pending.EndTimeout, 1)
 			mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
@@ -314,7 +314,7 @@ func TestWaitCancelRacesSettle(t *testing.T) {
 	t.Run("ended while the waiter gave up", func(t *testing.T) {
 		ctx := t.Context()
 		var ends endLog
-		m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+		m := newStore(t, pending.Options{OnEnd: ends.record})
 		const rounds = 64
 		gates := make(map[string]*gate, rounds)
 		for i := range rounds {
@@ -348,7 +348,7 @@ func TestWaitCancelRacesSettle(t *testing.T) {
 	t.Run("gave up before the ending", func(t *testing.T) {
 		ctx := t.Context()
 		var ends endLog
-		m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+		m := newStore(t, pending.Options{OnEnd: ends.record})
 		mustCreate(t, m, ask("que_1"))
 		g := newGate()
 		m.SetOnWaitEntered(func(string) { g.park() })

@@ -22,10 +22,10 @@ type boltStore struct {
 	t       *testing.T
 	path    string
 	journal *pending.Bolt
-	*pending.Memory
+	*pending.Store
 }
 
-func startBoltStore(t *testing.T, path string, opts pending.MemoryOptions) *boltStore {
+func startBoltStore(t *testing.T, path string, opts pending.Options) *boltStore {
 	t.Helper()
 	journal, err := pending.OpenBolt(path, pending.BoltOptions{})
 	if err != nil {
@@ -37,7 +37,7 @@ func startBoltStore(t *testing.T, path string, opts pending.MemoryOptions) *bolt
 		journal.Close()
 		t.Fatalf("open store: %v", err)
 	}
-	s := &boltStore{t: t, path: path, journal: journal, Memory: m}
+	s := &boltStore{t: t, path: path, journal: journal, Store: m}
 	t.Cleanup(s.stop)
 	return s
 }
@@ -54,7 +54,7 @@ func (s *boltStore) stop() {
 func TestRestartKeepsQuestions(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "questions.db")
-	first := startBoltStore(t, path, pending.MemoryOptions{})
+	first := startBoltStore(t, path, pending.Options{})
 	custom := true
 	questions := []*pending.Question{
 		ask("que_1", func(q *pending.Question) {
@@ -67,7 +67,7 @@ func TestRestartKeepsQuestions(t *testing.T) {
 		ask("que_4"),
 	}
 	for _, q := range questions {
-		mustCreate(t, first.Memory, q)
+		mustCreate(t, first.Store, q)
 	}
 	if _, err := first.Settle(ctx, "que_2", pending.Outcome{
 		Ending: pending.EndReplied, Answers: [][]string{{"Ada"}, {"36"}},
@@ -86,7 +86,7 @@ func TestRestartKeepsQuestions(t *testing.T) {
 	}
 	first.stop()
 
-	second := startBoltStore(t, path, pending.MemoryOptions{})
+	second := startBoltStore(t, path, pending.Options{})
 	after, err := second.List(ctx, pending.Filter{})
 	if err != nil || fmt.Sprint(ids(after)) != "[que_1 que_3]" {
 		t.Fatalf("list after restart = %v, %v; want [que_1 que_3]", ids(after), err)
@@ -115,7 +115,7 @@ func TestRestartKeepsQuestions(t *testing.T) {
 		t.Fatalf("settle after restart: %v", err)
 	}
 	second.stop()
-	third := startBoltStore(t, path, pending.MemoryOptions{})
+	third := startBoltStore(t, path, pending.Options{})
 	if q, err := third.Get(ctx, "que_3"); err != nil || q.Ended == nil || q.Ended.Answers[0][0] != "Blue" {
 		t.Errorf("que_3 after the second restart = %+v, %v; want the reply", q, err)
 	}
@@ -140,17 +140,17 @@ func (n *notifyEnds) record(q *pending.Question) {
 func TestRestartKeepsDeadlines(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "questions.db")
-	first := startBoltStore(t, path, pending.MemoryOptions{})
+	first := startBoltStore(t, path, pending.Options{})
 	start := time.Now()
 	overdue, soon := start.Add(100*time.Millisecond), start.Add(time.Second)
-	mustCreate(t, first.Memory, ask("que_overdue", func(q *pending.Question) { q.Deadline = overdue }))
-	mustCreate(t, first.Memory, ask("que_soon", func(q *pending.Question) { q.Deadline = soon }))
-	mustCreate(t, first.Memory, ask("que_later", func(q *pending.Question) { q.Deadline = start.Add(time.Hour) }))
+	mustCreate(t, first.Store, ask("que_overdue", func(q *pending.Question) { q.Deadline = overdue }))
+	mustCreate(t, first.Store, ask("que_soon", func(q *pending.Question) { q.Deadline = soon }))
+	mustCreate(t, first.Store, ask("que_later", func(q *pending.Question) { q.Deadline = start.Add(time.Hour) }))
 	first.stop()
 	time.Sleep(time.Until(overdue)) // down while the first deadline passes
 
 	ends := newNotifyEnds()
-	second := startBoltStore(t, path, pending.MemoryOptions{OnEnd: ends.record})
+	second := startBoltStore(t, path, pending.Options{OnEnd: ends.record})
 	if time.Now().After(soon) {
 		t.Skip("restarting took longer than this test's deadlines allow")
 	}
@@ -174,7 +174,7 @@ func TestRestartKeepsDeadlines(t *testing.T) {
 	}
 	second.stop()
 
-	third := startBoltStore(t, path, pending.MemoryOptions{OnEnd: ends.record})
+	third := startBoltStore(t, path, pending.Options{OnEnd: ends.record})
 	for _, id := range []string{"que_overdue", "que_soon"} {
 		if q, err := third.Get(ctx, id); err != nil || q.Ended == nil || q.Ended.Ending != pending.EndTimeout {
 			t.Errorf("%s after another restart = %+v, %v; want timed out", id, q, err)
@@ -189,9 +189,9 @@ func TestRestartForgetsExpiredResults(t *testing.T) {
 	ctx := t.Context()
 	const retention = 200 * time.Millisecond
 	path := filepath.Join(t.TempDir(), "questions.db")
-	first := startBoltStore(t, path, pending.MemoryOptions{Retention: retention})
-	mustCreate(t, first.Memory, ask("que_old"))
-	mustCreate(t, first.Memory, ask("que_pending"))
+	first := startBoltStore(t, path, pending.Options{Retention: retention})
+	mustCreate(t, first.Store, ask("que_old"))
+	mustCreate(t, first.Store, ask("que_pending"))
 	ended, err := first.Settle(ctx, "que_old", replied("Red"))
 	if err != nil {
 		t.Fatalf("settle: %v", err)
@@ -199,7 +199,7 @@ func TestRestartForgetsExpiredResults(t *testing.T) {
 	first.stop()
 	time.Sleep(time.Until(ended.Ended.At.Add(retention)))
 
-	second := startBoltStore(t, path, pending.MemoryOptions{Retention: retention})
+	second := startBoltStore(t, path, pending.Options{Retention: retention})
 	if _, err := second.Get(ctx, "que_old"); !errors.Is(err, pending.ErrNotFound) {
 		t.Errorf("get of an expired result: err = %v, want ErrNotFound", err)
 	}

@@ -30,7 +30,7 @@ import (
 //
 // Restored questions have no Form. Open fails, with nothing changed, if the
 // journal cannot be read or the expired records cannot be deleted.
-func Open(ctx context.Context, opts MemoryOptions) (*Memory, error) {
+func Open(ctx context.Context, opts Options) (*Store, error) {
 	if opts.Journal == nil {
 		return nil, fmt.Errorf("open store: no journal: %w", ErrInvalid)
 	}
@@ -38,7 +38,7 @@ func Open(ctx context.Context, opts MemoryOptions) (*Memory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", journalError(err))
 	}
-	m := newMemory(opts)
+	m := newStore(opts)
 	now := time.Now()
 	var pending, ended []*entry
 	var forgotten []string
@@ -126,7 +126,7 @@ func Open(ctx context.Context, opts MemoryOptions) (*Memory, error) {
 // timeOutOverdue ends the questions whose deadline passed while no store was
 // running, with one commit. Nothing can end them meanwhile: they have no
 // timer, and no caller has the store yet.
-func (m *Memory) timeOutOverdue(ctx context.Context, overdue []*entry) {
+func (m *Store) timeOutOverdue(ctx context.Context, overdue []*entry) {
 	if len(overdue) == 0 {
 		return
 	}

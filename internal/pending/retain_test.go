@@ -19,7 +19,7 @@ import (
 )
 
 // endAll creates and then ends each id, in order, with a reply naming it.
-func endAll(t *testing.T, m *pending.Memory, ids ...string) {
+func endAll(t *testing.T, m *pending.Store, ids ...string) {
 	t.Helper()
 	for _, id := range ids {
 		mustCreate(t, m, ask(id))
@@ -31,7 +31,7 @@ func endAll(t *testing.T, m *pending.Memory, ids ...string) {
 
 // readable returns which of ids Get still finds, failing on any error other
 // than ErrNotFound and on an ending that is not the reply naming its id.
-func readable(t *testing.T, m *pending.Memory, ids ...string) []string {
+func readable(t *testing.T, m *pending.Store, ids ...string) []string {
 	t.Helper()
 	var found []string
 	for _, id := range ids {
@@ -53,7 +53,7 @@ func TestMaxRetainedEvictsInEndingOrder(t *testing.T) {
 	for kind, build := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := t.Context()
-			m, _ := build(t, pending.MemoryOptions{MaxRetained: 3})
+			m, _ := build(t, pending.Options{MaxRetained: 3})
 			mustCreate(t, m, ask("que_pending"))
 			// Created in one order, ended in another: eviction follows the endings.
 			for _, id := range []string{"que_1", "que_2", "que_3", "que_4", "que_5"} {
@@ -85,7 +85,7 @@ func TestMaxRetainedEvictsInEndingOrder(t *testing.T) {
 }
 
 func TestMaxRetainedDefault(t *testing.T) {
-	m := newStore(t, pending.MemoryOptions{})
+	m := newStore(t, pending.Options{})
 	ids := make([]string, pending.DefaultMaxRetained+1)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("que_%05d", i)
@@ -104,17 +104,17 @@ func TestMaxRetainedDefault(t *testing.T) {
 func TestEvictedReadsLikeExpired(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		expiring := newStore(t, pending.MemoryOptions{Retention: time.Hour})
+		expiring := newStore(t, pending.Options{Retention: time.Hour})
 		endAll(t, expiring, "que_1")
 		time.Sleep(time.Hour)
 
-		evicting := newStore(t, pending.MemoryOptions{Retention: time.Hour, MaxRetained: 1})
+		evicting := newStore(t, pending.Options{Retention: time.Hour, MaxRetained: 1})
 		endAll(t, evicting, "que_1", "que_2")
 
-		for op, call := range map[string]func(m *pending.Memory) error{
-			"get":    func(m *pending.Memory) error { _, err := m.Get(ctx, "que_1"); return err },
-			"wait":   func(m *pending.Memory) error { _, err := m.Wait(ctx, "que_1"); return err },
-			"settle": func(m *pending.Memory) error { _, err := m.Settle(ctx, "que_1", replied("again")); return err },
+		for op, call := range map[string]func(m *pending.Store) error{
+			"get":    func(m *pending.Store) error { _, err := m.Get(ctx, "que_1"); return err },
+			"wait":   func(m *pending.Store) error { _, err := m.Wait(ctx, "que_1"); return err },
+			"settle": func(m *pending.Store) error { _, err := m.Settle(ctx, "que_1", replied("again")); return err },
 		} {
 			expired, evicted := call(expiring), call(evicting)
 			if !errors.Is(evicted, pending.ErrNotFound) || evicted.Error() != expired.Error() {
@@ -136,7 +136,7 @@ func TestWaitOnEvictedQuestion(t *testing.T) {
 	for kind, build := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := t.Context()
-			m, _ := build(t, pending.MemoryOptions{MaxRetained: 1})
+			m, _ := build(t, pending.Options{MaxRetained: 1})
 			mustCreate(t, m, ask("que_1"))
 			g := newGate()
 			defer g.open()
@@ -174,7 +174,7 @@ func TestWaitOnEvictedQuestion(t *testing.T) {
 func TestEvictionDeletesRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		j := newFakeJournal()
-		m := openStore(t, j, pending.MemoryOptions{Retention: time.Hour, MaxRetained: 2})
+		m := openStore(t, j, pending.Options{Retention: time.Hour, MaxRetained: 2})
 		mustCreate(t, m, ask("que_pending"))
 		endAll(t, m, "que_1", "que_2", "que_3", "que_4")
 		synctest.Wait()
@@ -194,7 +194,7 @@ func TestEvictionSurvivesFailedDeletionAndRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
-		first := openStore(t, j, pending.MemoryOptions{Retention: time.Hour, MaxRetained: 2})
+		first := openStore(t, j, pending.Options{Retention: time.Hour, MaxRetained: 2})
 		mustCreate(t, first, ask("que_pending"))
 		j.set(func(j *fakeJournal) { j.failDelete = failAlways })
 		endAll(t, first, "que_1", "que_2", "que_3")
@@ -223,7 +223,7 @@ func TestEvictionSurvivesFailedDeletionAndRestart(t *testing.T) {
 			t.Fatalf("close: %v", err)
 		}
 		j.set(func(j *fakeJournal) { j.failDelete = nil })
-		m := openStore(t, j, pending.MemoryOptions{Retention: time.Hour, MaxRetained: 2})
+		m := openStore(t, j, pending.Options{Retention: time.Hour, MaxRetained: 2})
 		if got := fmt.Sprint(j.ids()); got != "[que_4 que_5 que_pending]" {
 			t.Errorf("journal holds %v after the restart, want the bound applied again", got)
 		}
@@ -260,7 +260,7 @@ func TestOpenAppliesTheBound(t *testing.T) {
 		j.set(func(j *fakeJournal) {
 			j.onDelete = func(ids []string) { deletes = append(deletes, slices.Sorted(slices.Values(ids))) }
 		})
-		m := openStore(t, j, pending.MemoryOptions{MaxRetained: 3})
+		m := openStore(t, j, pending.Options{MaxRetained: 3})
 		synctest.Wait() // the overdue question's ending evicts the oldest kept one
 		if got := fmt.Sprint(deletes); got != "[[que_2 que_4] [que_0]]" {
 			t.Errorf("deletions %v; want Open to delete the 2 oldest of 5 endings, then the timeout to evict que_0", got)
@@ -282,10 +282,10 @@ func TestOpenAppliesTheBound(t *testing.T) {
 func TestEvictionOnBoltFile(t *testing.T) {
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "questions.db")
-	opts := pending.MemoryOptions{MaxRetained: 2}
+	opts := pending.Options{MaxRetained: 2}
 	first := startBoltStore(t, path, opts)
-	mustCreate(t, first.Memory, ask("que_pending"))
-	endAll(t, first.Memory, "que_1", "que_2", "que_3", "que_4")
+	mustCreate(t, first.Store, ask("que_pending"))
+	endAll(t, first.Store, "que_1", "que_2", "que_3", "que_4")
 	want := "[que_3 que_4 que_pending]"
 	recordIDs := func() string {
 		qs, err := first.journal.Load(ctx)
@@ -306,7 +306,7 @@ func TestEvictionOnBoltFile(t *testing.T) {
 	first.stop()
 
 	second := startBoltStore(t, path, opts)
-	if got := readable(t, second.Memory, "que_1", "que_2", "que_3", "que_4"); fmt.Sprint(got) != "[que_3 que_4]" {
+	if got := readable(t, second.Store, "que_1", "que_2", "que_3", "que_4"); fmt.Sprint(got) != "[que_3 que_4]" {
 		t.Errorf("readable after the restart %v, want que_3 and que_4", got)
 	}
 	if q, err := second.Get(ctx, "que_pending"); err != nil || q.Ended != nil {
@@ -321,7 +321,7 @@ func TestCreateWaitsForDeletionOfEvictedID(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
-		m := openStore(t, j, pending.MemoryOptions{MaxRetained: 1})
+		m := openStore(t, j, pending.Options{MaxRetained: 1})
 		endAll(t, m, "que_1")
 		g := newGate()
 		defer g.open()
@@ -353,7 +353,7 @@ func TestEvictionSparesIDBeingCreated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
-		m := openStore(t, j, pending.MemoryOptions{MaxRetained: 1})
+		m := openStore(t, j, pending.Options{MaxRetained: 1})
 		busy, deletingOld, creating := newGate(), newGate(), newGate()
 		defer busy.open()
 		defer deletingOld.open()
@@ -402,7 +402,7 @@ func TestEvictionRaces(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			ctx := t.Context()
 			const retained, workers, rounds = 4, 4, 50
-			m, j := build(t, pending.MemoryOptions{MaxRetained: retained})
+			m, j := build(t, pending.Options{MaxRetained: retained})
 			mustCreate(t, m, ask("que_pending"))
 			var wg sync.WaitGroup
 			for w := range workers {
@@ -476,7 +476,7 @@ func TestEndedQuestionDropsForm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newStore(t, pending.MemoryOptions{})
+	m := newStore(t, pending.Options{})
 	mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Form = form }))
 	if q, err := m.Get(ctx, "que_1"); err != nil || q.Form != form {
 		t.Fatalf("pending question = %+v, %v; want its form", q, err)

@@ -16,7 +16,7 @@ type sessionEntries struct {
 
 // track makes e findable by id, by Idempotency-Key and by session. Callers
 // hold mu for writing.
-func (m *Memory) track(e *entry) {
+func (m *Store) track(e *entry) {
 	m.entries[e.q.ID] = e
 	m.indexKey(e)
 	se := m.sessions[e.q.SessionID]
@@ -33,7 +33,7 @@ func (m *Memory) track(e *entry) {
 
 // sessionEnded moves e, which just ended, to its session's ended entries.
 // Callers hold mu for writing.
-func (m *Memory) sessionEnded(e *entry) {
+func (m *Store) sessionEnded(e *entry) {
 	if se := m.sessions[e.q.SessionID]; se != nil {
 		if _, ok := se.pending[e]; ok {
 			delete(se.pending, e)
@@ -44,7 +44,7 @@ func (m *Memory) sessionEnded(e *entry) {
 
 // forgetSession drops e from its session's entries, and the session with
 // its last one. Callers hold mu for writing.
-func (m *Memory) forgetSession(e *entry) {
+func (m *Store) forgetSession(e *entry) {
 	se := m.sessions[e.q.SessionID]
 	if se == nil {
 		return
@@ -57,7 +57,7 @@ func (m *Memory) forgetSession(e *entry) {
 }
 
 // listPending appends e to the pending list. Callers hold mu for writing.
-func (m *Memory) listPending(e *entry) {
+func (m *Store) listPending(e *entry) {
 	m.seq++
 	e.listedAt = m.seq
 	e.elem = m.pending.PushBack(e)
@@ -65,7 +65,7 @@ func (m *Memory) listPending(e *entry) {
 }
 
 // listEnded appends e to the ended queue. Callers hold mu for writing.
-func (m *Memory) listEnded(e *entry) {
+func (m *Store) listEnded(e *entry) {
 	m.seq++
 	e.endedAt = m.seq
 	m.ended = append(m.ended, e)
@@ -75,7 +75,7 @@ func (m *Memory) listEnded(e *entry) {
 // same order, from the session's own entries, so that it costs what the
 // session holds rather than what the store holds (and, without f.Ended, what
 // it has pending). Callers hold mu.
-func (m *Memory) listSession(f Filter) []*Question {
+func (m *Store) listSession(f Filter) []*Question {
 	se := m.sessions[f.SessionID]
 	if se == nil {
 		return []*Question{}

@@ -15,7 +15,7 @@ import (
 func TestListBySessionIsTheFilteredList(t *testing.T) {
 	for kind, build := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
-			m, j := build(t, pending.MemoryOptions{MaxRetained: 7})
+			m, j := build(t, pending.Options{MaxRetained: 7})
 			rng := rand.New(rand.NewPCG(1, uint64(len(kind))))
 			sessions := []string{"ses_a", "ses_b", "ses_c"}
 			dirs := []string{"", "/x", "/y"}
@@ -71,7 +71,7 @@ func TestListBySessionIsTheFilteredList(t *testing.T) {
 				if err := m.Close(t.Context()); err != nil {
 					t.Fatal(err)
 				}
-				m = openStore(t, j, pending.MemoryOptions{MaxRetained: 7})
+				m = openStore(t, j, pending.Options{MaxRetained: 7})
 				check("after a restart")
 			}
 		})

@@ -16,7 +16,7 @@ import (
 // With a journal, the ending is committed before the question counts as
 // ended. If the commit fails, the question stays pending, nothing is woken or
 // reported, and the error wraps ErrUnavailable.
-func (m *Memory) Settle(ctx context.Context, id string, o Outcome) (*Question, error) {
+func (m *Store) Settle(ctx context.Context, id string, o Outcome) (*Question, error) {
 	e, err := m.lookup("settle", id)
 	if err != nil {
 		return nil, err
@@ -29,7 +29,7 @@ func (m *Memory) Settle(ctx context.Context, id string, o Outcome) (*Question, e
 // once per question, in this goroutine. Questions that a rival ends while
 // SettleAll runs are left to the rival and not returned. With a journal it
 // stops at the first failed commit, returning what it ended before.
-func (m *Memory) SettleAll(ctx context.Context, o Outcome) ([]*Question, error) {
+func (m *Store) SettleAll(ctx context.Context, o Outcome) ([]*Question, error) {
 	m.mu.RLock()
 	if m.closed {
 		m.mu.RUnlock()
@@ -79,7 +79,7 @@ func timeoutRetryDelay(attempt int) time.Duration {
 
 // timeOut is the deadline callback, run in the timer's own goroutine;
 // attempt counts the earlier tries whose commit failed.
-func (m *Memory) timeOut(e *entry, attempt int) {
+func (m *Store) timeOut(e *entry, attempt int) {
 	m.mu.RLock()
 	if m.closed || m.noTimeouts {
 		m.mu.RUnlock()
@@ -109,7 +109,7 @@ func (m *Memory) timeOut(e *entry, attempt int) {
 // retryTimeOut arms e's timer to try its timeout again after delay, unless
 // the store is closing or the question has ended meanwhile. Close stops the
 // timers of pending questions after setting closed, so it stops this one too.
-func (m *Memory) retryTimeOut(e *entry, delay time.Duration, attempt int) {
+func (m *Store) retryTimeOut(e *entry, delay time.Duration, attempt int) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.closed || m.noTimeouts {
@@ -124,7 +124,7 @@ func (m *Memory) retryTimeOut(e *entry, delay time.Duration, attempt int) {
 
 // end is every ending's single path: without a journal it decides the
 // ending under the store's lock; with one it commits the ending first.
-func (m *Memory) end(ctx context.Context, e *entry, o Outcome) (*Question, error) {
+func (m *Store) end(ctx context.Context, e *entry, o Outcome) (*Question, error) {
 	id := e.q.ID
 	if hook := m.onSettleEntered; hook != nil {
 		hook(id, o.Ending)
@@ -156,7 +156,7 @@ func (m *Memory) end(ctx context.Context, e *entry, o Outcome) (*Question, error
 // from the check that e is pending until the ending is applied makes rival
 // endings of e wait, so exactly one of them commits; endings of other
 // questions commit alongside.
-func (m *Memory) endDurably(ctx context.Context, e *entry, o Outcome) (*Question, error) {
+func (m *Store) endDurably(ctx context.Context, e *entry, o Outcome) (*Question, error) {
 	id := e.q.ID
 	select {
 	case e.settling <- struct{}{}:
@@ -205,7 +205,7 @@ func (m *Memory) endDurably(ctx context.Context, e *entry, o Outcome) (*Question
 // pending index to the expiry queue (evicting the oldest result if the queue
 // is full) in one critical section, so no reader ever sees a question that
 // is both ended and listed. Callers hold mu for writing.
-func (m *Memory) decide(e *entry, o Outcome) (reported, returned *Question) {
+func (m *Store) decide(e *entry, o Outcome) (reported, returned *Question) {
 	e.mu.Lock()
 	if e.outcome != nil {
 		e.mu.Unlock()
@@ -240,7 +240,7 @@ func (m *Memory) decide(e *entry, o Outcome) (reported, returned *Question) {
 }
 
 // report tells OnEnd about an ending, with no lock held.
-func (m *Memory) report(q *Question) {
+func (m *Store) report(q *Question) {
 	// A question's life is logged at info (asked by the API, ended here):
 	// ids, who and how, never the question's text or answers.
 	if ce := m.log.Check(zap.InfoLevel, "question ended"); ce != nil {
@@ -267,7 +267,7 @@ func (m *Memory) report(q *Question) {
 // but never announced, as event streams are closing. Left pending, it is
 // ended as timed out by the next start (restored questions past their
 // deadline end so).
-func (m *Memory) StopTimeouts(ctx context.Context) error {
+func (m *Store) StopTimeouts(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()

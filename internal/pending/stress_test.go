@@ -22,11 +22,11 @@ func TestStress(t *testing.T) {
 	}
 }
 
-func stress(t *testing.T, newStore func(*testing.T, pending.MemoryOptions) (*pending.Memory, pending.Journal)) {
+func stress(t *testing.T, newStore func(*testing.T, pending.Options) (*pending.Store, pending.Journal)) {
 	ctx := t.Context()
 	const questions, waitersEach = 300, 3
 	var ends endLog
-	m, journal := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+	m, journal := newStore(t, pending.Options{OnEnd: ends.record})
 	var wins [questions]atomic.Int32 // successful Settle or SettleAll endings
 	seen := make(chan *pending.Question, questions*waitersEach)
 	idOf := func(i int) string { return fmt.Sprintf("que_%d", i) }

@@ -24,7 +24,7 @@ func TestRetention(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx := t.Context()
-				m := newStore(t, pending.MemoryOptions{Retention: tt.option})
+				m := newStore(t, pending.Options{Retention: tt.option})
 				mustCreate(t, m, ask("que_1"))
 				if _, err := m.Settle(ctx, "que_1", replied("Red")); err != nil {
 					t.Fatalf("settle: %v", err)
@@ -61,7 +61,7 @@ func TestRetention(t *testing.T) {
 func TestJanitorForgetsEndedQuestions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		m := newStore(t, pending.MemoryOptions{Retention: time.Hour})
+		m := newStore(t, pending.Options{Retention: time.Hour})
 		mustCreate(t, m, ask("que_pending"))
 		for _, id := range []string{"que_1", "que_2", "que_3"} {
 			mustCreate(t, m, ask(id))
@@ -86,7 +86,7 @@ func TestJanitorForgetsEndedQuestions(t *testing.T) {
 func TestJanitorSparesNewerQuestionWithSameID(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		m := newStore(t, pending.MemoryOptions{Retention: time.Hour})
+		m := newStore(t, pending.Options{Retention: time.Hour})
 		// The janitor ticks at 1h and 2h; the old question expires at 1h30.
 		time.Sleep(30 * time.Minute)
 		mustCreate(t, m, ask("que_1"))
@@ -111,7 +111,7 @@ func TestDeadlineTimesOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		var ends endLog
-		m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+		m := newStore(t, pending.Options{OnEnd: ends.record})
 		deadline := time.Now().Add(10 * time.Minute)
 		mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = deadline }))
 		waited := make(chan *pending.Question, 1)
@@ -154,7 +154,7 @@ func TestDeadlineInThePast(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		var ends endLog
-		m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+		m := newStore(t, pending.Options{OnEnd: ends.record})
 		mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(-time.Minute) }))
 		synctest.Wait() // no clock advance: "promptly" means now
 		if n := ends.count("que_1"); n != 1 {
@@ -170,7 +170,7 @@ func TestEndingDisarmsDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		var ends endLog
-		m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+		m := newStore(t, pending.Options{OnEnd: ends.record})
 		mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(10 * time.Minute) }))
 		time.Sleep(5 * time.Minute)
 		if _, err := m.Settle(ctx, "que_1", replied("Red")); err != nil {
@@ -190,7 +190,7 @@ func TestEndingDisarmsDeadline(t *testing.T) {
 func TestWaitWakesEveryWaiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		m := newStore(t, pending.MemoryOptions{})
+		m := newStore(t, pending.Options{})
 		mustCreate(t, m, ask("que_1"))
 		const waiters = 5
 		got := make(chan *pending.Question, waiters)
@@ -255,7 +255,7 @@ func TestWaitGivesUpAlone(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx := t.Context()
 				var ends endLog
-				m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+				m := newStore(t, pending.Options{OnEnd: ends.record})
 				mustCreate(t, m, ask("que_1"))
 				stayed := make(chan *pending.Question, 1)
 				go func() {
@@ -302,7 +302,7 @@ func TestClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		var ends endLog
-		m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+		m := newStore(t, pending.Options{OnEnd: ends.record})
 		mustCreate(t, m, ask("que_timed", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
 		mustCreate(t, m, ask("que_plain"))
 		waited := make(chan error, 1)
@@ -353,7 +353,7 @@ func TestStopTimeoutsLeavesOverdueQuestionsPending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		var ends endLog
-		m := newStore(t, pending.MemoryOptions{OnEnd: ends.record})
+		m := newStore(t, pending.Options{OnEnd: ends.record})
 		for _, id := range []string{"que_1", "que_2"} {
 			mustCreate(t, m, ask(id, func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
 		}
@@ -389,7 +389,7 @@ func TestStopTimeoutsWaitsForATimeoutUnderWay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		entered, release := make(chan struct{}), make(chan struct{})
-		m := newStore(t, pending.MemoryOptions{OnEnd: func(*pending.Question) {
+		m := newStore(t, pending.Options{OnEnd: func(*pending.Question) {
 			close(entered)
 			<-release
 		}})

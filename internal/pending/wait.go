@@ -9,7 +9,7 @@ import (
 // returns ctx's error (wrapped) when ctx ends first; a caller giving up never
 // ends the question. Any number of callers may wait on one question. A
 // question that had already ended when ctx ended counts as ended.
-func (m *Memory) Wait(ctx context.Context, id string) (*Question, error) {
+func (m *Store) Wait(ctx context.Context, id string) (*Question, error) {
 	e, err := m.lookup("wait for", id)
 	if err != nil {
 		return nil, err
@@ -39,7 +39,7 @@ func (m *Memory) Wait(ctx context.Context, id string) (*Question, error) {
 	}
 }
 
-func (m *Memory) endedCopy(e *entry) *Question {
+func (m *Store) endedCopy(e *entry) *Question {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.snapshot()

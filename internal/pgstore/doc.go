@@ -104,7 +104,7 @@
 //
 // # One replica
 //
-// A Mirror is one replica's question store: a pending.Memory restored from
+// A Mirror is one replica's question store: a pending.Store restored from
 // the database (Journal) and kept in step by a Tailer (Follow). Its own
 // changes are committed first, where a conditional write lets exactly one
 // replica end a question; the others learn of it from the log.

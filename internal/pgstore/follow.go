@@ -16,15 +16,15 @@ import (
 // tailer to apply the changes committed before it.
 const CatchUpWait = 5 * time.Second
 
-// Mirror is one replica's question store: a pending.Memory restored from
+// Mirror is one replica's question store: a pending.Store restored from
 // the shared database and kept in step with the other replicas by a
-// Tailer. It is the Memory, except that a read of a question the Memory
+// Tailer. It is that store, except that a read of a question it
 // does not know (Get, Wait, Settle, FindKey answering ErrNotFound) first
 // lets the tailer apply every change committed so far and then tries
 // again: an agent that asked through one replica finds its question
 // through any other at once, even if that replica's tail lags.
 type Mirror struct {
-	*pending.Memory
+	*pending.Store
 	db      *Store
 	tail    *Tailer
 	journal *Journal // set by Follow: Create and Settle wait for their change's turn
@@ -38,7 +38,7 @@ const OwnChangeWait = 2 * time.Second
 // the other replicas: it tails the change log from what j's Load saw and
 // hands each change to m.Observe, which ignores this replica's own. Stop
 // the mirror before closing m.
-func (s *Store) Follow(m *pending.Memory, j *Journal, opts TailOptions) *Mirror {
+func (s *Store) Follow(m *pending.Store, j *Journal, opts TailOptions) *Mirror {
 	announce := opts.Announce
 	if announce == nil {
 		announce = func(*pending.Question) {}
@@ -69,7 +69,7 @@ func (s *Store) Follow(m *pending.Memory, j *Journal, opts TailOptions) *Mirror 
 // replica was cut off) end here too, rejected, since how they ended is
 // lost. It returns the log position the records cover. What it applies is
 // told to announce.
-func (s *Store) resync(ctx context.Context, m *pending.Memory, j *Journal, announce func(*pending.Question)) (int64, error) {
+func (s *Store) resync(ctx context.Context, m *pending.Store, j *Journal, announce func(*pending.Question)) (int64, error) {
 	// Listed before the records are read: every question m holds was
 	// committed before it was listed, so the records hold it unless it was
 	// deleted. One created here meanwhile is not in this list.
@@ -120,8 +120,8 @@ func (s *Store) resync(ctx context.Context, m *pending.Memory, j *Journal, annou
 }
 
 // Mirror pairs m with the tailer that keeps it in step (Follow does both).
-func (s *Store) Mirror(m *pending.Memory, tail *Tailer) *Mirror {
-	return &Mirror{Memory: m, db: s, tail: tail}
+func (s *Store) Mirror(m *pending.Store, tail *Tailer) *Mirror {
+	return &Mirror{Store: m, db: s, tail: tail}
 }
 
 // Tailer is the tailer that keeps the mirror in step.
@@ -132,24 +132,24 @@ func (m *Mirror) Stop() { m.tail.Stop() }
 
 // Get implements the store's Get, catching up on a miss.
 func (m *Mirror) Get(ctx context.Context, id string) (*pending.Question, error) {
-	q, err := m.Memory.Get(ctx, id)
+	q, err := m.Store.Get(ctx, id)
 	if err = m.missed(ctx, err); err != nil {
 		return nil, err
 	}
 	if q == nil {
-		return m.Memory.Get(ctx, id)
+		return m.Store.Get(ctx, id)
 	}
 	return q, nil
 }
 
 // Wait implements the store's Wait, catching up on a miss.
 func (m *Mirror) Wait(ctx context.Context, id string) (*pending.Question, error) {
-	q, err := m.Memory.Wait(ctx, id)
+	q, err := m.Store.Wait(ctx, id)
 	if err = m.missed(ctx, err); err != nil {
 		return nil, err
 	}
 	if q == nil {
-		return m.Memory.Wait(ctx, id)
+		return m.Store.Wait(ctx, id)
 	}
 	return q, nil
 }
@@ -159,7 +159,7 @@ func (m *Mirror) Wait(ctx context.Context, id string) (*pending.Question, error)
 // so that a caller told of the creation finds it on this replica's event
 // streams, as on one machine.
 func (m *Mirror) Create(ctx context.Context, q *pending.Question) error {
-	if err := m.Memory.Create(ctx, q); err != nil {
+	if err := m.Store.Create(ctx, q); err != nil {
 		return err
 	}
 	m.awaitOwn(ctx, q)
@@ -192,12 +192,12 @@ func (m *Mirror) awaitOwn(ctx context.Context, q *pending.Question) {
 //
 // Like Create, it returns once its ending has been applied from the log.
 func (m *Mirror) Settle(ctx context.Context, id string, o pending.Outcome) (*pending.Question, error) {
-	q, err := m.Memory.Settle(ctx, id, o)
+	q, err := m.Store.Settle(ctx, id, o)
 	if err = m.missed(ctx, err); err != nil {
 		return nil, err
 	}
 	if q == nil {
-		if q, err = m.Memory.Settle(ctx, id, o); err != nil {
+		if q, err = m.Store.Settle(ctx, id, o); err != nil {
 			return nil, err
 		}
 	}
@@ -207,12 +207,12 @@ func (m *Mirror) Settle(ctx context.Context, id string, o pending.Outcome) (*pen
 
 // FindKey implements the store's FindKey, catching up on a miss.
 func (m *Mirror) FindKey(ctx context.Context, owner, key string) (*pending.Question, error) {
-	q, err := m.Memory.FindKey(ctx, owner, key)
+	q, err := m.Store.FindKey(ctx, owner, key)
 	if err = m.missed(ctx, err); err != nil {
 		return nil, err
 	}
 	if q == nil {
-		return m.Memory.FindKey(ctx, owner, key)
+		return m.Store.FindKey(ctx, owner, key)
 	}
 	return q, nil
 }

@@ -22,17 +22,17 @@ func open(t testing.TB, url string) *pgstore.Store {
 	return s
 }
 
-// replica is one replica's question store: a pending.Memory restored from
+// replica is one replica's question store: a pending.Store restored from
 // the shared database and following its change log.
 type replica struct {
 	db       *pgstore.Store
-	store    *pending.Memory
+	store    *pending.Store
 	tail     *pgstore.Mirror
 	ends     *recorder // OnEnd
 	observed *recorder // OnObserve
 }
 
-func newReplica(t testing.TB, url string, opts pending.MemoryOptions) *replica {
+func newReplica(t testing.TB, url string, opts pending.Options) *replica {
 	t.Helper()
 	r := &replica{db: open(t, url), ends: newRecorder(), observed: newRecorder()}
 	j := r.db.Questions()

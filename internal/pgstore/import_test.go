@@ -13,7 +13,7 @@ import (
 // running replica announces the pending ones; a second run copies nothing.
 func TestImport(t *testing.T) {
 	url := database(t)
-	a := newReplica(t, url, pending.MemoryOptions{})
+	a := newReplica(t, url, pending.Options{})
 	db := open(t, url)
 	ctx := context.Background()
 	ended := question("old")
@@ -36,7 +36,7 @@ func TestImport(t *testing.T) {
 	if err != nil || n.Questions != 0 || n.QuestionsSkipped != 3 || n.Sessions != 0 || n.SessionsSkipped != 1 {
 		t.Fatalf("second import: %+v, %v; want everything skipped", n, err)
 	}
-	late := newReplica(t, url, pending.MemoryOptions{})
+	late := newReplica(t, url, pending.Options{})
 	if got, err := late.store.Get(ctx, "old"); err != nil || got.Ended == nil || got.Ended.Result.Content["pick"] != "x" {
 		t.Fatalf("a replica started after the import reads the ended question as %+v, %v", got, err)
 	}

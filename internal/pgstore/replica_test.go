@@ -17,7 +17,7 @@ import (
 // reports it through OnEnd.
 func TestReplicasShareQuestions(t *testing.T) {
 	url := database(t)
-	a, b := newReplica(t, url, pending.MemoryOptions{}), newReplica(t, url, pending.MemoryOptions{})
+	a, b := newReplica(t, url, pending.Options{}), newReplica(t, url, pending.Options{})
 	ctx := context.Background()
 	if err := a.store.Create(ctx, question("q1")); err != nil {
 		t.Fatal(err)
@@ -65,7 +65,7 @@ func TestReplicasShareQuestions(t *testing.T) {
 // end up agreeing on the winner.
 func TestConcurrentEndingsOnTwoReplicas(t *testing.T) {
 	url := database(t)
-	a, b := newReplica(t, url, pending.MemoryOptions{}), newReplica(t, url, pending.MemoryOptions{})
+	a, b := newReplica(t, url, pending.Options{}), newReplica(t, url, pending.Options{})
 	ctx := context.Background()
 	const questions = 20
 	for i := range questions {
@@ -109,7 +109,7 @@ func TestConcurrentEndingsOnTwoReplicas(t *testing.T) {
 // A deadline armed on both replicas times the question out once.
 func TestTimeoutFiresOnceAcrossReplicas(t *testing.T) {
 	url := database(t)
-	a, b := newReplica(t, url, pending.MemoryOptions{}), newReplica(t, url, pending.MemoryOptions{})
+	a, b := newReplica(t, url, pending.Options{}), newReplica(t, url, pending.Options{})
 	ctx := context.Background()
 	q := question("q1")
 	q.Deadline = time.Now().Add(500 * time.Millisecond)
@@ -136,7 +136,7 @@ func TestTimeoutFiresOnceAcrossReplicas(t *testing.T) {
 // ended; a replica stopped leaves its questions pending for the others.
 func TestLateReplicaSeesPendingQuestions(t *testing.T) {
 	url := database(t)
-	a := newReplica(t, url, pending.MemoryOptions{})
+	a := newReplica(t, url, pending.Options{})
 	ctx := context.Background()
 	for _, id := range []string{"q1", "q2", "q3"} {
 		if err := a.store.Create(ctx, question(id)); err != nil {
@@ -150,7 +150,7 @@ func TestLateReplicaSeesPendingQuestions(t *testing.T) {
 	if err := a.store.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c := newReplica(t, url, pending.MemoryOptions{})
+	c := newReplica(t, url, pending.Options{})
 	list, err := c.store.List(ctx, pending.Filter{})
 	if err != nil || len(list) != 2 || list[0].ID != "q1" || list[1].ID != "q3" {
 		t.Fatalf("late replica lists %v, %v; want q1 and q3", list, err)
@@ -165,7 +165,7 @@ func TestLateReplicaSeesPendingQuestions(t *testing.T) {
 // before it, instead of answering 404.
 func TestMissCatchesUpWithTheLog(t *testing.T) {
 	url := database(t)
-	a := newReplica(t, url, pending.MemoryOptions{})
+	a := newReplica(t, url, pending.Options{})
 	db := open(t, url)
 	m, b, release := laggingMirror(t, db)
 	ctx := context.Background()
@@ -199,11 +199,11 @@ func TestMissCatchesUpWithTheLog(t *testing.T) {
 // pending question, skips ended ones it never knew, and follows on.
 func TestPrunedLogResyncs(t *testing.T) {
 	url := database(t)
-	a := newReplica(t, url, pending.MemoryOptions{})
+	a := newReplica(t, url, pending.Options{})
 	db := open(t, url)
 	j := db.Questions()
 	observed := newRecorder()
-	m, err := pending.Open(context.Background(), pending.MemoryOptions{Journal: j, OnObserve: observed.record})
+	m, err := pending.Open(context.Background(), pending.Options{Journal: j, OnObserve: observed.record})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func ids(qs []*pending.Question) []string {
 // wakes its waiters.
 func TestResyncEndsQuestionsWhoseRecordsWereDeleted(t *testing.T) {
 	url := database(t)
-	a := newReplica(t, url, pending.MemoryOptions{})
+	a := newReplica(t, url, pending.Options{})
 	db := open(t, url)
 	j := db.Questions()
 	observed := newRecorder()
@@ -273,7 +273,7 @@ func TestResyncEndsQuestionsWhoseRecordsWereDeleted(t *testing.T) {
 	if err := a.store.Create(ctx, question("q1")); err != nil {
 		t.Fatal(err)
 	}
-	m, err := pending.Open(ctx, pending.MemoryOptions{Journal: j, OnObserve: observed.record})
+	m, err := pending.Open(ctx, pending.Options{Journal: j, OnObserve: observed.record})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestResyncEndsQuestionsWhoseRecordsWereDeleted(t *testing.T) {
 // them.
 func TestMissCatchesUpWhileTheRequestPoolIsTaken(t *testing.T) {
 	url := database(t)
-	a := newReplica(t, url, pending.MemoryOptions{})
+	a := newReplica(t, url, pending.Options{})
 	db := open(t, url+"&pool_max_conns=3") // the tailer's and two for requests
 	_, b, release := laggingMirror(t, db)
 	ctx := context.Background()
@@ -352,10 +352,10 @@ func TestMissCatchesUpWhileTheRequestPoolIsTaken(t *testing.T) {
 
 // laggingMirror is a replica's mirror on db whose tail applies nothing
 // until release is closed; m is its store, b the mirror.
-func laggingMirror(t *testing.T, db *pgstore.Store) (m *pending.Memory, b *pgstore.Mirror, release chan struct{}) {
+func laggingMirror(t *testing.T, db *pgstore.Store) (m *pending.Store, b *pgstore.Mirror, release chan struct{}) {
 	t.Helper()
 	j := db.Questions()
-	m, err := pending.Open(context.Background(), pending.MemoryOptions{Journal: j})
+	m, err := pending.Open(context.Background(), pending.Options{Journal: j})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ type Config struct {
 	Events sse.Options
 	// Store configures the pending store; its OnEnd, Logger and Journal are
 	// the server's.
-	Store pending.MemoryOptions
+	Store pending.Options
 	// BoltPath, if set, makes the store durable: a bbolt file opened with
 	// Bolt (whose Logger is Logger), closed by Stop.
 	BoltPath string
@@ -67,7 +67,7 @@ type Server struct {
 	URL     string // "http://" + Addr
 	Addr    string // the address it listens on, host:port
 	API     *httpapi.Server
-	Store   *pending.Memory
+	Store   *pending.Store
 	Bus     *sse.Broker
 	Journal *pending.Bolt // the file Config.BoltPath opened; nil otherwise
 

@@ -12,19 +12,19 @@ import (
 )
 
 // DefaultRetention is how long an ended question stays readable when
-// MemoryOptions.Retention is zero.
+// Options.Retention is zero.
 const DefaultRetention = time.Hour
 
 // DefaultMaxRetained is how many ended questions stay readable when
-// MemoryOptions.MaxRetained is zero. A retained result of a small form costs
+// Options.MaxRetained is zero. A retained result of a small form costs
 // about 1 KiB (its prompt, schema, questions and result), so the default
 // keeps them to about 10 MiB at any request rate, while covering hours of
 // history at the rate people answer, and as many results as the daemon's
 // default --max-pending holds questions.
 const DefaultMaxRetained = 10000
 
-// MemoryOptions configure a Memory store. Zero values mean the defaults.
-type MemoryOptions struct {
+// Options configure a Store. Zero values mean the defaults.
+type Options struct {
 	// Retention is how long an ended question stays readable through Get and
 	// Wait, so an agent that reconnects can still collect its result. Default 1h.
 	Retention time.Duration
@@ -47,23 +47,26 @@ type MemoryOptions struct {
 	// Journal makes the store durable: every creation and ending is
 	// committed to it before it is acknowledged, and Open rebuilds the store
 	// from it. Nil means nothing is persisted. A store with a journal is built
-	// by Open; NewMemory panics when given one. Closing the store does not
+	// by Open; New panics when given one. Closing the store does not
 	// close the journal: the caller closes both, the store first.
 	Journal Journal
 }
 
-// Memory is the in-process store: a map of entries whose futures are channels.
+// Store is the pending-question store: a map of entries in this process
+// whose futures are channels, durable when Open built it on a Journal (a
+// bbolt file, or PostgreSQL shared by several replicas) and in memory only
+// when New did.
 //
 // Locking has two levels. mu guards the map, the indexes and closed; each
 // entry's own mutex guards its ending, so Get and Wait read an ending without
 // holding mu. An ending takes mu then the entry's mutex (never the other way
 // round), and no callback runs under either.
 //
-// Without a journal, Memory never blocks except in Wait and Close, so the
+// Without a journal, Store never blocks except in Wait and Close, so the
 // other methods accept a context only to fit backends that do I/O. With one,
 // Create, Settle and SettleAll also wait for their commit, and pass ctx to
 // the journal. No journal call is made under mu or an entry's mu.
-type Memory struct {
+type Store struct {
 	retention   time.Duration
 	maxRetained int
 	onEnd       func(*Question)
@@ -105,21 +108,21 @@ type Memory struct {
 	onWaitEntered   func(id string)             // in Wait, after the lookup, before blocking
 }
 
-// NewMemory returns an empty store that persists nothing. Its janitor
+// New returns an empty store that persists nothing. Its janitor
 // goroutine runs until Close. It panics if opts.Journal is set: a durable
 // store must be restored from its journal, which Open does.
-func NewMemory(opts MemoryOptions) *Memory {
+func New(opts Options) *Store {
 	if opts.Journal != nil {
-		panic("pending: NewMemory given a Journal; use Open")
+		panic("pending: New given a Journal; use Open")
 	}
-	m := newMemory(opts)
+	m := newStore(opts)
 	go m.janitor()
 	return m
 }
 
-// newMemory returns an empty store whose janitor is not yet running.
-func newMemory(opts MemoryOptions) *Memory {
-	m := &Memory{
+// newStore returns an empty store whose janitor is not yet running.
+func newStore(opts Options) *Store {
+	m := &Store{
 		retention:   opts.Retention,
 		maxRetained: opts.MaxRetained,
 		onEnd:       opts.OnEnd,
@@ -157,7 +160,7 @@ func newMemory(opts MemoryOptions) *Memory {
 //
 // With a journal, Create returns once the question is committed; if the
 // commit fails, nothing is stored and the error wraps ErrUnavailable.
-func (m *Memory) Create(ctx context.Context, q *Question) error {
+func (m *Store) Create(ctx context.Context, q *Question) error {
 	switch {
 	case q == nil:
 		return fmt.Errorf("create question: nil: %w", ErrInvalid)
@@ -196,7 +199,7 @@ func (m *Memory) Create(ctx context.Context, q *Question) error {
 // createDurably commits e's question, then indexes it. While the commit
 // runs, the id is reserved: a rival Create gets ErrExists, and Get, Wait and
 // Settle do not see the question yet.
-func (m *Memory) createDurably(ctx context.Context, e *entry) error {
+func (m *Store) createDurably(ctx context.Context, e *entry) error {
 	id := e.q.ID
 	if err := m.reserve(ctx, e.q); err != nil {
 		return err
@@ -231,7 +234,7 @@ func (m *Memory) createDurably(ctx context.Context, e *entry) error {
 // and registers the commit with Close. An expired question whose record the
 // janitor is deleting holds its id until the deletion is over, so that the
 // deletion cannot land after, and erase, the newcomer's record.
-func (m *Memory) reserve(ctx context.Context, q *Question) error {
+func (m *Store) reserve(ctx context.Context, q *Question) error {
 	id := q.ID
 	for {
 		m.mu.Lock()
@@ -270,7 +273,7 @@ func (m *Memory) reserve(ctx context.Context, q *Question) error {
 
 // index makes e a listed pending question and arms its deadline. Callers
 // hold mu for writing.
-func (m *Memory) index(e *entry) {
+func (m *Store) index(e *entry) {
 	if !e.q.Deadline.IsZero() {
 		// The callback needs mu before it can touch e, so it cannot run
 		// before e is fully indexed, even for a deadline in the past.
@@ -282,14 +285,14 @@ func (m *Memory) index(e *entry) {
 	m.track(e)
 }
 
-func (m *Memory) logCreated(q *Question) {
+func (m *Store) logCreated(q *Question) {
 	if ce := m.log.Check(zap.DebugLevel, "question created"); ce != nil {
 		ce.Write(zap.String("id", q.ID), zap.String("session", q.SessionID), zap.Time("deadline", q.Deadline))
 	}
 }
 
 // Get returns a pending or retained ended question.
-func (m *Memory) Get(ctx context.Context, id string) (*Question, error) {
+func (m *Store) Get(ctx context.Context, id string) (*Question, error) {
 	e, err := m.lookup("get", id)
 	if err != nil {
 		return nil, err
@@ -301,7 +304,7 @@ func (m *Memory) Get(ctx context.Context, id string) (*Question, error) {
 
 // Count returns how many pending questions match f (with f.Ended, and
 // retained ended ones), without copying them.
-func (m *Memory) Count(ctx context.Context, f Filter) (int, error) {
+func (m *Store) Count(ctx context.Context, f Filter) (int, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.closed {
@@ -325,7 +328,7 @@ func (m *Memory) Count(ctx context.Context, f Filter) (int, error) {
 // List returns the pending questions that match f, oldest first, never nil,
 // then with f.Ended the retained ended ones in ending order. Without f.Ended
 // it walks only pending questions, so it costs O(pending).
-func (m *Memory) List(ctx context.Context, f Filter) ([]*Question, error) {
+func (m *Store) List(ctx context.Context, f Filter) ([]*Question, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.closed {
@@ -363,12 +366,12 @@ func (m *Memory) List(ctx context.Context, f Filter) ([]*Question, error) {
 // list. Read before two calls of List (without Filter.Ended), the same
 // version means the same pending questions: a caller may keep what it made
 // of the first answer instead of asking again.
-func (m *Memory) PendingVersion() uint64 { return m.pendingVersion.Load() }
+func (m *Store) PendingVersion() uint64 { return m.pendingVersion.Load() }
 
 // eachRetained calls fn, in ending order, for each ended question that
 // matches f and whose result is still retained (not expired, not evicted).
 // Callers hold mu (read or write).
-func (m *Memory) eachRetained(f Filter, fn func(*entry)) {
+func (m *Store) eachRetained(f Filter, fn func(*entry)) {
 	now := time.Now()
 	for _, e := range m.ended {
 		if !e.expired(now) && f.Matches(e.q) {
@@ -383,7 +386,7 @@ func (m *Memory) eachRetained(f Filter, fn func(*entry)) {
 // and reported as usual. It returns once those commits, the janitor and any
 // deadline callback already running have finished, or with ctx's error if
 // ctx ends first. It does not close the journal.
-func (m *Memory) Close(ctx context.Context) error {
+func (m *Store) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -427,7 +430,7 @@ func (m *Memory) Close(ctx context.Context) error {
 
 // lookup finds a live entry: pending, or ended and within retention. An
 // evicted entry is expired, so it fails here like any other.
-func (m *Memory) lookup(op, id string) (*entry, error) {
+func (m *Store) lookup(op, id string) (*entry, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.closed {

@@ -3,6 +3,9 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
@@ -35,7 +38,9 @@ func (d *Daemon) openPostgres(ctx context.Context, cfg Config) error {
 	// The API's limits on pending questions hold for the whole cluster:
 	// the database enforces them too, against creations on other replicas.
 	opts.MaxPending, opts.MaxPendingPerAgent = cfg.API.Limits.MaxPending, cfg.API.Limits.MaxPendingPerAgent
-	db, err := pgstore.Open(ctx, cfg.DatabaseURL, opts)
+	db, err := waitForPostgres(ctx, d.log, func() (*pgstore.Store, error) {
+		return pgstore.Open(ctx, cfg.DatabaseURL, opts)
+	})
 	if err != nil {
 		return fmt.Errorf("opening the PostgreSQL database: %w", err)
 	}
@@ -78,5 +83,51 @@ func (d *Daemon) closePostgres() {
 	if d.pg != nil {
 		d.stopFollowing()
 		d.pg.db.Close()
+	}
+}
+
+// Waiting for a database that does not answer yet: the first retry comes
+// after startWaitFirst, each later one after twice as long, at most
+// startWaitMost; a reminder is logged every startWaitReminder.
+const (
+	startWaitFirst    = 250 * time.Millisecond
+	startWaitMost     = 5 * time.Second
+	startWaitReminder = time.Minute
+)
+
+// waitForPostgres opens the database with open, waiting while it cannot be
+// reached or is starting up (pgstore.NotYetReachable) until ctx ends (a
+// signal): replicas and their database start together (docker compose, a
+// rollout), and a replica that gave up at once would need its orchestrator
+// to try again, later. A database that answers with a refusal (a wrong
+// password, no such database, a newer schema) is an error at once. Logged
+// once at the start of the wait, once a minute while it lasts, and once
+// when it is over.
+func waitForPostgres(ctx context.Context, log *zap.Logger, open func() (*pgstore.Store, error)) (*pgstore.Store, error) {
+	start := time.Now()
+	lastSaid := start
+	pause := startWaitFirst
+	for attempt := 1; ; attempt++ {
+		db, err := open()
+		switch {
+		case err == nil:
+			if attempt > 1 {
+				log.Info("PostgreSQL answers; going on", zap.Duration("waited", time.Since(start).Round(time.Millisecond)), zap.Int("attempts", attempt))
+			}
+			return db, nil
+		case !pgstore.NotYetReachable(err) || ctx.Err() != nil:
+			return nil, err
+		case attempt == 1:
+			log.Warn("PostgreSQL does not answer yet; waiting for it (SIGTERM stops)", zap.Error(err))
+		case time.Since(lastSaid) >= startWaitReminder:
+			lastSaid = time.Now()
+			log.Warn("still waiting for PostgreSQL", zap.Duration("waited", time.Since(start).Round(time.Second)), zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("stopped while waiting for PostgreSQL (%w): %w", context.Cause(ctx), err)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, startWaitMost)
 	}
 }

@@ -203,6 +203,28 @@ func redact(err error) error {
 	return err
 }
 
+// NotYetReachable reports whether err, from Open, says the server could not
+// be reached (refused, timed out, a name that does not resolve yet) or is
+// not accepting connections yet (starting up, recovering), which waiting
+// may cure; not when the server answered with a refusal (a wrong
+// password, a missing database) or the schema is newer.
+func NotYetReachable(err error) bool {
+	if !errors.Is(err, ErrUnavailable) {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == codeCannotConnectNow || pgErr.Code == codeTooManyConnections
+	}
+	return true
+}
+
+// SQLSTATEs of a server that answers but cannot take a connection yet.
+const (
+	codeCannotConnectNow   = "57P03" // starting up, shutting down, in recovery
+	codeTooManyConnections = "53300"
+)
+
 // unavailable wraps a failed database operation.
 func unavailable(op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {

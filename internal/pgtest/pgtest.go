@@ -137,20 +137,8 @@ func FindBinaries() (string, error) {
 	if dir := lookBinaries(); dir != "" {
 		return dir, nil
 	}
-	if os.Geteuid() != 0 {
-		return "", fmt.Errorf("%w, and not root, so it cannot be installed here", ErrMissing)
-	}
-	if _, err := exec.LookPath("apt-get"); err != nil {
-		return "", fmt.Errorf("%w, and no apt-get to install it with", ErrMissing)
-	}
-	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "postgresql"}} {
-		// Every package's tests may be installing it at once: wait for
-		// dpkg's lock rather than fail on it.
-		cmd := exec.Command("apt-get", append([]string{"-o", "DPkg::Lock::Timeout=300"}, args...)...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("%w: apt-get %v: %v\n%s", ErrMissing, args, err, out)
-		}
+	if err := testenv.InstallDebianPackage("postgresql"); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrMissing, err)
 	}
 	if dir := lookBinaries(); dir != "" {
 		return dir, nil

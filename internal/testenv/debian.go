@@ -38,7 +38,7 @@ func NeedDebianPackage(t testing.TB, pkg, program string) string {
 		installs.done[pkg] = in
 	}
 	installs.Unlock()
-	in.once.Do(func() { in.err = aptInstall(pkg) })
+	in.once.Do(func() { in.err = InstallDebianPackage(pkg) })
 	path, err := exec.LookPath(program)
 	if in.err != nil || err != nil {
 		Missing(t, program, fmt.Sprintf("apt-get install %s (%v)", pkg, errors.Join(in.err, err)))
@@ -46,8 +46,9 @@ func NeedDebianPackage(t testing.TB, pkg, program string) string {
 	return path
 }
 
-// aptInstall installs pkg and what it needs.
-func aptInstall(pkg string) error {
+// InstallDebianPackage installs pkg and what it needs with apt-get, which
+// needs root; NeedDebianPackage is the usual way in.
+func InstallDebianPackage(pkg string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("not root, so it cannot be installed here")
 	}

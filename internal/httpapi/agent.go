@@ -67,12 +67,12 @@ func (s *Server) createAs(ctx context.Context, p *createParams, only session.Cap
 		s.log.Warn("elicitation has more properties than MCP's recommended limit",
 			zap.String("id", id), zap.Int("properties", n), zap.Int("recommended", elicit.SoftPropertyLimit))
 	}
-	sessionID := route.listedUnder
+	sessionID := route.ListedUnder
 	now := time.Now().Round(time.Millisecond) // milliseconds are enough for people and clients
 	q := &pending.Question{
 		ID:              id,
 		SessionID:       sessionID,
-		AskingSessionID: route.asking,
+		AskingSessionID: route.Asking,
 		Directory:       v.directory,
 		Owner:           owner,
 		Client:          p.client,
@@ -95,7 +95,7 @@ func (s *Server) createAs(ctx context.Context, p *createParams, only session.Cap
 	s.events.asked(context.WithoutCancel(ctx), q)
 	if ce := s.log.Check(zap.InfoLevel, "question asked"); ce != nil {
 		fields := []zap.Field{zap.String("id", id), zap.String("session", sessionID)}
-		for _, f := range []struct{ key, value string }{{"askingSession", route.asking}, {"agent", owner}, {"client", q.Client}, {"directory", q.Directory}} {
+		for _, f := range []struct{ key, value string }{{"askingSession", route.Asking}, {"agent", owner}, {"client", q.Client}, {"directory", q.Directory}} {
 			if f.value != "" { // no empty fields
 				fields = append(fields, zap.String(f.key, f.value))
 			}

@@ -168,64 +168,31 @@ type sessionsUnavailableError struct{ err error }
 func (e sessionsUnavailableError) Error() string { return e.err.Error() }
 func (e sessionsUnavailableError) Unwrap() error { return e.err }
 
-// route is where a question asked for sessionID goes.
-type route struct {
-	listedUnder string // the session operators see it under
-	asking      string // the session that asked, when that is another one
-}
-
-// routeQuestion decides by the session's capability whether a question may
-// be asked at all and under which session it is listed. A question without a
-// session goes to its agent's inbox (see inbox.go), which has the default
-// capability unless an agent configured it. When only is not
-// empty, the session must still have exactly that capability (a tool bound
-// to it at connect time); anything else fails closed.
-func (s *Server) routeQuestion(ctx context.Context, sessionID string, only session.Capability) (route, error) {
+// routeQuestion decides where a question asked for sessionID goes (see
+// session.RouteQuestion). A question without a session goes to its agent's
+// inbox (see inbox.go), which has the default capability unless an agent
+// configured it, and which no other agent may use.
+func (s *Server) routeQuestion(ctx context.Context, sessionID string, only session.Capability) (session.Route, error) {
 	agent := callerFrom(ctx).agent
 	if sessionID == "" {
 		sessionID = inboxSession(agent)
 	}
 	if err := s.othersInbox(sessionID, agent); err != nil {
-		return route{}, err
+		return session.Route{}, err
 	}
 	// Like the store's Create, the lookup goes on when the asking client
 	// hangs up meanwhile: a question that passed validation is asked, and
 	// POST /elicit withdraws it if nobody waits (a cancelled lookup would
 	// surface as a 500).
-	rec, err := s.sessions.Get(context.WithoutCancel(ctx), sessionID)
-	if err != nil {
-		return route{}, sessionError(err, sessionID)
+	route, err := session.RouteQuestion(context.WithoutCancel(ctx), s.sessions, sessionID, only)
+	var refused *session.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return session.Route{}, &statusError{http.StatusForbidden, "Forbidden", refused.Reason}
+	case err != nil:
+		return session.Route{}, sessionError(err, sessionID)
 	}
-	if only != "" && rec.Capability != only {
-		return route{}, &statusError{http.StatusForbidden, "Forbidden", fmt.Sprintf(
-			"session %s may no longer ask this way: its question capability is now %q (it was %q when this MCP session began); nothing was asked",
-			sessionID, rec.Capability, only)}
-	}
-	switch rec.Capability {
-	case session.None:
-		return route{}, &statusError{http.StatusForbidden, "Forbidden", fmt.Sprintf(
-			"session %s may not ask questions: its question capability is \"none\"; continue with your best judgment", sessionID)}
-	case session.Parent:
-		return s.throughParent(ctx, rec)
-	}
-	return route{listedUnder: sessionID}, nil
-}
-
-// throughParent routes a question of a Parent session to its parent, unless
-// the parent may ask nobody: the PUT refused such a parent, but the parent's
-// capability can change afterwards, and a "none" parent is one nobody
-// watches for questions.
-func (s *Server) throughParent(ctx context.Context, child session.Session) (route, error) {
-	parent, err := s.sessions.Get(context.WithoutCancel(ctx), child.ParentID)
-	if err != nil {
-		return route{}, sessionError(err, child.ParentID)
-	}
-	if parent.Capability == session.None {
-		return route{}, &statusError{http.StatusForbidden, "Forbidden", fmt.Sprintf(
-			"session %s asks through its parent session %s, whose question capability is \"none\": nobody can be asked; continue with your best judgment",
-			child.ID, child.ParentID)}
-	}
-	return route{listedUnder: child.ParentID, asking: child.ID}, nil
+	return route, nil
 }
 
 // sessionParam is the session an MCP client names when it connects.

@@ -7,5 +7,6 @@
 // registry's default. Records can be kept in a Journal (a table in the
 // question database) so that a session set to none stays none across
 // restarts: a capability that silently reverted to the default would fail
-// open.
+// open. RouteQuestion applies the rule: where a session's question goes, or
+// why it goes nowhere, whichever route (HTTP, MCP) it was asked by.
 package session

@@ -77,8 +77,9 @@ func TestReplicaRefusedByItsDatabaseExitsAtOnce(t *testing.T) {
 		<-done
 		t.Fatalf("the replica did not exit on a missing database:\n%s", out)
 	}
-	if err == nil || !strings.Contains(string(out), "no_such_database") || strings.Contains(string(out), "waiting for it") {
-		t.Fatalf("exit %v, want a failure naming the database without waiting:\n%s", err, out)
+	if err == nil || !strings.Contains(string(out), "PostgreSQL refused the connection") ||
+		!strings.Contains(string(out), "no_such_database") || strings.Contains(string(out), "waiting for it") {
+		t.Fatalf("exit %v, want a refusal naming the database, without waiting:\n%s", err, out)
 	}
 }
 

@@ -230,5 +230,19 @@ func unavailable(op string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "28") || pgErr.Code == "3D000") {
+		return fmt.Errorf("%s: %w", op, refusedError{redact(err)})
+	}
 	return fmt.Errorf("%s: %w: %w", op, ErrUnavailable, redact(err))
 }
+
+// refusedError is a server that answered but would not let questiond in: a
+// wrong password or role (SQLSTATE class 28), a database that does not
+// exist (3D000). It is ErrUnavailable to callers (nothing was changed),
+// and says what it is.
+type refusedError struct{ err error }
+
+func (e refusedError) Error() string        { return "PostgreSQL refused the connection: " + e.err.Error() }
+func (e refusedError) Unwrap() error        { return e.err }
+func (e refusedError) Is(target error) bool { return target == ErrUnavailable }

@@ -324,19 +324,7 @@ func (c *asClient) RoundTrip(r *http.Request) (*http.Response, error) {
 // request in it, where other replicas answer 404.
 func mcpSessionKnown(t *testing.T, r *replica, id string) bool {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, r.base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":99,"method":"tools/list"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+lbAgentToken)
-	req.Header.Set("Mcp-Session-Id", id)
-	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-	res, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := postMCP(t, r, id, lbAgentToken, `{"jsonrpc":"2.0","id":99,"method":"tools/list"}`)
 	res.Body.Close()
 	switch res.StatusCode {
 	case http.StatusOK:

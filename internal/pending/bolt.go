@@ -64,7 +64,7 @@ type Bolt struct {
 	commitMu sync.Mutex
 	commits  atomic.Int64 // group commits so far
 	// The log, written by whoever holds commitMu. walMu guards each
-	// segment's ops and sealed, active, broken and ckErr.
+	// segment's ops and sealed, active, broken, ckErr and commitErr.
 	walSize int64
 	segs    [2]*walSegment // nil until the first commit
 	active  int
@@ -74,10 +74,14 @@ type Bolt struct {
 	broken  error      // the last frame failed to write or sync
 	ckMu    sync.Mutex // one checkpoint at a time
 	ckErr   error      // the last background checkpoint failed
-	ckKick  chan struct{}
-	ckStop  chan struct{}
-	ckDone  chan struct{}
-	idle    time.Duration
+	// commitErr is the last commit's failure (the log could not be created,
+	// had no room, or failed to write), nil once one succeeds: readiness
+	// reports it, and the checkpointer retries making the log ready.
+	commitErr error
+	ckKick    chan struct{}
+	ckStop    chan struct{}
+	ckDone    chan struct{}
+	idle      time.Duration
 
 	// onQueued is a test hook, always nil in production: called by every
 	// write once it is queued, with no lock held.

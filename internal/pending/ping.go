@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	bbolt "go.etcd.io/bbolt"
 )
@@ -39,7 +40,8 @@ func (m *Store) Ping(ctx context.Context) error {
 // Ping checks that the file is still open and is still the file at its path:
 // a file deleted or replaced underneath (a volume unmounted, an operator's
 // mistake) would take commits no restart can find; and that the last write
-// to the write-ahead log, and the last checkpoint of it, worked. It reads,
+// to the write-ahead log, the last commit, and the last checkpoint of it,
+// worked, and, before the first commit, that the log has room. It reads,
 // and writes nothing: a probe must not add commits.
 func (b *Bolt) Ping(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
@@ -52,11 +54,16 @@ func (b *Bolt) Ping(ctx context.Context) error {
 		return b.pingFailed(err)
 	}
 	b.walMu.Lock()
-	broken, ckErr, segs := b.broken, b.ckErr, b.segs
+	broken, ckErr, commitErr, segs := b.broken, b.ckErr, b.commitErr, b.segs
 	b.walMu.Unlock()
+	if segs[0] == nil { // no commit yet: the first creates the log
+		if err := b.roomForLog(); err != nil {
+			return b.pingFailed(err)
+		}
+	}
 	for _, seg := range segs {
 		if seg == nil {
-			continue // no commit yet: the log is created by the first
+			continue
 		}
 		opened, err := seg.f.Stat()
 		if err == nil {
@@ -71,6 +78,27 @@ func (b *Bolt) Ping(ctx context.Context) error {
 		return b.pingFailed(fmt.Errorf("the write-ahead log failed to write: %w", broken))
 	case ckErr != nil:
 		return b.pingFailed(fmt.Errorf("the write-ahead log cannot be checkpointed: %w", ckErr))
+	case commitErr != nil:
+		return b.pingFailed(fmt.Errorf("the last commit failed: %w", commitErr))
+	}
+	return nil
+}
+
+// roomForLog checks that the file system has room for the write-ahead log's
+// two segments, which the first commit creates at their full size: on a
+// full volume every create would fail while the database file itself
+// still answers.
+func (b *Bolt) roomForLog() error {
+	var need int64
+	for i := range b.segs {
+		need += b.walSize
+		if info, err := os.Stat(walPath(b.path, i)); err == nil {
+			need -= min(info.Size(), b.walSize) // what is written already stays
+		}
+	}
+	dir := filepath.Dir(b.path)
+	if free, ok := freeSpace(dir); ok && free < need {
+		return fmt.Errorf("no room for the write-ahead log in %s: %d bytes free, %d needed", dir, free, need)
 	}
 	return nil
 }

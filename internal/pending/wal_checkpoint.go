@@ -14,7 +14,7 @@ const defaultIdleCheckpoint = 2 * time.Second
 
 // checkpointer applies sealed segments to the database as soon as they are
 // sealed, seals the active one when commits stop for a while, and retries a
-// checkpoint that failed. It runs from OpenBolt until Close.
+// checkpoint or a commit that failed. It runs from OpenBolt until Close.
 func (b *Bolt) checkpointer() {
 	defer close(b.ckDone)
 	tick := time.NewTicker(b.idle)
@@ -28,6 +28,7 @@ func (b *Bolt) checkpointer() {
 			b.checkpointSealed()
 		case <-tick.C:
 			b.checkpointSealed() // a retry, if the last one failed
+			b.retryFailedCommit()
 			if now := b.commits.Load(); now != seen {
 				seen = now
 				continue

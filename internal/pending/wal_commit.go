@@ -35,9 +35,48 @@ func (b *Bolt) commit(group []*write) {
 		kept = append(kept, w)
 	}
 	err := b.commitOps(ops, flush)
+	b.noteCommit(err)
 	for _, w := range kept {
 		w.done <- writeResult{err: err}
 	}
+}
+
+// noteCommit records a commit's outcome for readiness, and logs when
+// commits start or stop failing.
+func (b *Bolt) noteCommit(err error) {
+	if errors.Is(err, errClosed) {
+		return
+	}
+	b.walMu.Lock()
+	was := b.commitErr
+	b.commitErr = err
+	b.walMu.Unlock()
+	switch {
+	case err != nil && was == nil:
+		b.log.Warn("commits fail; not ready until the write-ahead log can take them again (retried every few seconds)", zap.String("path", b.path), zap.Error(err))
+	case err == nil && was != nil:
+		b.log.Info("commits work again", zap.String("path", b.path))
+	}
+}
+
+// retryFailedCommit makes the log ready for the next commit after one
+// failed, as that commit would (cutting off a log that failed to write,
+// creating or renewing the active segment), so that readiness recovers when
+// the cause is gone, without waiting for a client to try a write while
+// probes keep clients away. It commits nothing.
+func (b *Bolt) retryFailedCommit() {
+	b.walMu.Lock()
+	failed := b.commitErr != nil
+	b.walMu.Unlock()
+	if !failed || !b.commitMu.TryLock() {
+		return // a commit under way will record its own outcome
+	}
+	defer b.commitMu.Unlock()
+	err := b.commitOps(nil, false)
+	if err == nil {
+		_, err = b.room(0) // never seals: a segment always has room for nothing
+	}
+	b.noteCommit(err)
 }
 
 // checkOps refuses ops that bbolt would refuse when they are checkpointed,

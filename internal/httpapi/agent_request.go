@@ -82,6 +82,11 @@ func parseCreateBody(body []byte) (params *createParams, rpc *rpcRequest, err er
 			if envelope.JSONRPC != "2.0" || len(envelope.ID) == 0 || string(envelope.ID) == "null" {
 				return nil, rpc, &rpcError{rpcInvalidRequest, `a JSON-RPC request needs "jsonrpc":"2.0" and an id`}
 			}
+			if !isRPCID(envelope.ID) {
+				bad := *rpc
+				bad.ID = nil // answered with a null id: this one cannot be echoed
+				return nil, &bad, &rpcError{rpcInvalidRequest, fmt.Sprintf("a JSON-RPC id is a string or a number, not %s", excerpt(envelope.ID))}
+			}
 		}
 		if envelope.Method != methodElicitationCreate {
 			return nil, rpc, &rpcError{rpcMethodNotFound, fmt.Sprintf("method %q is not supported; questiond serves %q", envelope.Method, methodElicitationCreate)}
@@ -89,6 +94,9 @@ func parseCreateBody(body []byte) (params *createParams, rpc *rpcRequest, err er
 		raw, prefix = envelope.Params, `["params"]`
 		if len(raw) == 0 || strings.TrimSpace(string(raw))[0] != '{' {
 			return nil, rpc, newBadRequest(kindPayload, "Expected object, got %s\n  at [\"params\"]", orUndefined(raw))
+		}
+		if err := refuseDuplicateKeys(raw, prefix); err != nil {
+			return nil, rpc, err
 		}
 	}
 	var p createParams
@@ -155,6 +163,13 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// isRPCID reports whether raw is an id JSON-RPC 2.0 lets a request carry
+// and questiond echoes: a string or a number (null is refused before).
+func isRPCID(raw json.RawMessage) bool {
+	s := strings.TrimSpace(string(raw))
+	return s != "" && (s[0] == '"' || s[0] == '-' || s[0] >= '0' && s[0] <= '9')
 }
 
 func orUndefined(raw json.RawMessage) string {

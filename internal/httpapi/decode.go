@@ -37,7 +37,9 @@ const elicitationExample = `{"message":"…","requestedSchema":{"type":"object",
 
 // readOwnJSONBody is readJSONBody for questiond's own routes, whose errors
 // say what to send: a form type gets the header to use (see onOwnRoute), and
-// an empty body an example of the object wanted.
+// an empty body an example of the object wanted. A body whose object repeats
+// a key is refused, as the schemas inside it are; OpenCode's own routes keep
+// OpenCode's behaviour (the last of repeated keys wins).
 func readOwnJSONBody(w http.ResponseWriter, r *http.Request, limit int64, example string) ([]byte, error) {
 	body, err := readJSONBody(w, r, limit)
 	if err != nil {
@@ -45,6 +47,9 @@ func readOwnJSONBody(w http.ResponseWriter, r *http.Request, limit int64, exampl
 	}
 	if strings.TrimSpace(string(body)) == "" {
 		return nil, newBadRequest(kindPayload, "the request body is empty: send a JSON object, like %s", example)
+	}
+	if err := refuseDuplicateKeys(body, ""); err != nil {
+		return nil, err
 	}
 	return body, nil
 }

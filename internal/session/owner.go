@@ -20,6 +20,11 @@ import (
 // it.
 const Operator = "operator console"
 
+// DefaultMaxSessionsPerAgent is how many records one agent keeps by
+// default (--max-sessions-per-agent): a tenth of the default total, so one
+// agent token cannot take every place.
+const DefaultMaxSessionsPerAgent = 10000
+
 // ErrAgentFull: the agent holds its maximum number of session records.
 var ErrAgentFull = errors.New("too many session records for this agent")
 

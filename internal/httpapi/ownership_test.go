@@ -215,7 +215,9 @@ func TestAPutRacingAFirstQuestionHasOneWinner(t *testing.T) {
 		id := fmt.Sprintf("ses_race%d", round)
 		var asked, put response
 		var wg sync.WaitGroup
-		wg.Go(func() { asked, _ = h.request(http.MethodPost, "/elicitations", askingForm(id), "Authorization", alpha.auth) })
+		wg.Go(func() {
+			asked, _ = h.request(http.MethodPost, "/elicitations", askingForm(id), "Authorization", alpha.auth)
+		})
 		wg.Go(func() {
 			put, _ = h.request(http.MethodPut, "/sessions/"+id, `{"questionCapability":"none"}`, "Authorization", bravo.auth)
 		})
@@ -318,7 +320,9 @@ func TestSessionOwnershipHoldsAcrossReplicas(t *testing.T) {
 		id := fmt.Sprintf("ses_race%d", round)
 		var asked, put response
 		var wg sync.WaitGroup
-		wg.Go(func() { asked, _ = a.request(http.MethodPost, "/elicitations", askingForm(id), "Authorization", bearerAuth(alphaToken)) })
+		wg.Go(func() {
+			asked, _ = a.request(http.MethodPost, "/elicitations", askingForm(id), "Authorization", bearerAuth(alphaToken))
+		})
 		wg.Go(func() {
 			put, _ = b.request(http.MethodPut, "/sessions/"+id, `{"questionCapability":"none"}`, "Authorization", bearerAuth(bravoToken))
 		})

@@ -246,6 +246,11 @@ func (s *Server) routeQuestion(ctx context.Context, sessionID string, only sessi
 		if _, inbox := s.inboxes[route.ListedUnder]; inbox {
 			return session.Route{}, inboxParentError(route.ListedUnder)
 		}
+		// Asking through the parent uses it: it stays the agent's while
+		// the question may be held there.
+		if _, err := s.sessions.Claim(ctx, route.ListedUnder, agent); err != nil {
+			return session.Route{}, sessionError(err, route.ListedUnder)
+		}
 	}
 	return route, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,6 +21,9 @@ import (
 type Sessions struct {
 	s    *Store
 	opts session.Options
+
+	sweepMu sync.Mutex
+	swept   time.Time // when this replica last removed lapsed claims
 }
 
 // Sessions returns the session records; opts.Journal is ignored.
@@ -43,7 +47,7 @@ func (r *Sessions) Get(ctx context.Context, id string) (session.Session, error) 
 	if err != nil {
 		return session.Session{}, err
 	}
-	if !ok {
+	if s, ok = session.Live(s, ok, time.Now(), r.opts.ClaimHold); !ok {
 		return session.Session{ID: id, Capability: r.opts.Default}, nil
 	}
 	return session.View(s, r.opts.Default), nil
@@ -57,19 +61,19 @@ func (r *Sessions) Put(ctx context.Context, s session.Session, agent string) (se
 		return session.Session{}, false, err
 	}
 	var c session.Change
-	err := r.writing(ctx, func(tx pgx.Tx) error {
-		old, exists, err := r.get(ctx, tx, s.ID, true)
+	err := r.writing(ctx, func(tx pgx.Tx, now time.Time) error {
+		old, exists, err := r.live(ctx, tx, s.ID, now)
 		if err != nil {
 			return err
 		}
 		var parent session.Session
 		var parentExists bool
 		if s.Capability == session.Parent {
-			if parent, parentExists, err = r.get(ctx, tx, s.ParentID, true); err != nil {
+			if parent, parentExists, err = r.live(ctx, tx, s.ParentID, now); err != nil {
 				return err
 			}
 		}
-		if c, err = session.PlanPut(s, agent, old, exists, parent, parentExists, r.opts.Default, time.Now()); err != nil {
+		if c, err = session.PlanPut(s, agent, old, exists, parent, parentExists, r.opts.Default, now); err != nil {
 			return err
 		}
 		if c.Adds > 0 && (r.opts.MaxSessions > 0 || r.opts.MaxSessionsPerAgent > 0) {
@@ -105,16 +109,18 @@ func (r *Sessions) Claim(ctx context.Context, id, agent string) (session.Session
 	if err != nil {
 		return session.Session{}, err
 	}
-	next, write, err := session.PlanClaim(id, rec, exists, agent, time.Now())
+	hold := r.opts.ClaimHold
+	rec, exists = session.Live(rec, exists, time.Now(), hold)
+	next, write, err := session.PlanClaim(id, rec, exists, agent, time.Now(), hold)
 	if err != nil || !write {
 		return session.View(next, r.opts.Default), err
 	}
-	err = r.writing(ctx, func(tx pgx.Tx) error {
-		rec, exists, err := r.get(ctx, tx, id, true)
+	err = r.writing(ctx, func(tx pgx.Tx, now time.Time) error {
+		rec, exists, err := r.live(ctx, tx, id, now)
 		if err != nil {
 			return err
 		}
-		if next, write, err = session.PlanClaim(id, rec, exists, agent, time.Now()); err != nil || !write {
+		if next, write, err = session.PlanClaim(id, rec, exists, agent, now, hold); err != nil || !write {
 			return err
 		}
 		return upsert(ctx, tx, next)
@@ -128,13 +134,13 @@ func (r *Sessions) Claim(ctx context.Context, id, agent string) (session.Session
 // Delete implements session.Store.
 func (r *Sessions) Delete(ctx context.Context, id, agent string) (session.Session, error) {
 	var old session.Session
-	err := r.writing(ctx, func(tx pgx.Tx) error {
+	err := r.writing(ctx, func(tx pgx.Tx, now time.Time) error {
 		var exists bool
 		var err error
-		if old, exists, err = r.get(ctx, tx, id, true); err != nil {
+		if old, exists, err = r.live(ctx, tx, id, now); err != nil {
 			return err
 		}
-		keep, err := session.PlanDelete(id, old, exists, agent, time.Now())
+		keep, err := session.PlanDelete(id, old, exists, agent, now)
 		switch {
 		case err != nil:
 			return err
@@ -153,14 +159,43 @@ func (r *Sessions) Delete(ctx context.Context, id, agent string) (session.Sessio
 // writing runs change in a transaction that holds the writers' lock on the
 // sessions table (not the readers'): a row lock cannot hold a record that
 // does not exist yet, so two replicas creating or claiming one (or taking
-// the last place under a bound) would both succeed.
-func (r *Sessions) writing(ctx context.Context, change func(pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, r.s.pool, func(tx pgx.Tx) error {
+// the last place under a bound) would both succeed. Once every quarter of
+// ClaimHold it first removes the claims that lapsed.
+func (r *Sessions) writing(ctx context.Context, change func(tx pgx.Tx, now time.Time) error) error {
+	now := time.Now()
+	r.sweepMu.Lock()
+	sweep := r.opts.ClaimHold > 0 && now.Sub(r.swept) >= r.opts.ClaimHold/4
+	r.sweepMu.Unlock()
+	err := pgx.BeginFunc(ctx, r.s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "LOCK TABLE sessions IN SHARE ROW EXCLUSIVE MODE"); err != nil {
 			return err
 		}
-		return change(tx)
+		if sweep {
+			// session.Live's rule in SQL; updatedAt is written as RFC 3339.
+			if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE coalesce(record->>'questionCapability', '') = ''
+AND (record->>'updatedAt')::timestamptz < $1`, now.Add(-(r.opts.ClaimHold + r.opts.ClaimHold/4))); err != nil {
+				return err
+			}
+		}
+		return change(tx, now)
 	})
+	if err == nil && sweep {
+		r.sweepMu.Lock()
+		r.swept = now
+		r.sweepMu.Unlock()
+	}
+	return err
+}
+
+// live reads id's record for a change (locked) as the rules see it (see
+// session.Live).
+func (r *Sessions) live(ctx context.Context, tx pgx.Tx, id string, now time.Time) (session.Session, bool, error) {
+	s, ok, err := r.get(ctx, tx, id, true)
+	if err != nil {
+		return session.Session{}, false, err
+	}
+	s, ok = session.Live(s, ok, now, r.opts.ClaimHold)
+	return s, ok, nil
 }
 
 // upsert writes one record.

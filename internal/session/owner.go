@@ -50,6 +50,24 @@ func (e *OwnedError) Is(target error) bool { return target == ErrForbidden }
 // the default capability still applies.
 func (s Session) claim() bool { return s.Capability == "" }
 
+// lapsed reports whether s is a claim whose hold is over at now: nobody
+// asked in the session or through it for longer than hold (and a quarter,
+// as a claim is renewed only every quarter of it; see PlanClaim), so no
+// question of its owner can be held in it any more. Such a claim is as
+// good as no record. hold 0: claims never lapse.
+func (s Session) lapsed(now time.Time, hold time.Duration) bool {
+	return hold > 0 && s.claim() && now.Sub(s.UpdatedAt) > hold+hold/4
+}
+
+// Live is the record stored for a session as the rules see it at now:
+// exists is false for a claim whose hold is over.
+func Live(s Session, exists bool, now time.Time, hold time.Duration) (Session, bool) {
+	if !exists || s.lapsed(now, hold) {
+		return Session{}, false
+	}
+	return s, true
+}
+
 // counted reports whether a record counts against MaxSessions and
 // MaxSessionsPerAgent: every record Put made (configurations and the
 // parents they claimed), not the claims questions made, which an agent
@@ -121,15 +139,15 @@ func PlanPut(s Session, agent string, old Session, exists bool, parent Session, 
 	if s.Capability != Parent {
 		return c, nil
 	}
+	if parentExists && parent.agentOwned() && parent.SetBy != s.SetBy {
+		return Change{}, &OwnedError{ID: s.ParentID, Owner: parent.SetBy, Field: "parentSessionID"}
+	}
 	capability := def
 	if parentExists && !parent.claim() {
 		capability = parent.Capability
 	}
 	if capability == None {
 		return Change{}, ParentOnNone(s.ParentID)
-	}
-	if parentExists && parent.agentOwned() && parent.SetBy != s.SetBy {
-		return Change{}, &OwnedError{ID: s.ParentID, Owner: parent.SetBy, Field: "parentSessionID"}
 	}
 	if !parentExists && s.agentOwned() {
 		c.ParentClaim = &Session{ID: s.ParentID, SetBy: s.SetBy, UpdatedAt: s.UpdatedAt}
@@ -173,15 +191,17 @@ func PlanDelete(id string, old Session, exists bool, agent string, now time.Time
 }
 
 // PlanClaim applies the rules to agent's question in session id, whose
-// stored record is rec (exists when stored): the record to write so the
-// session is agent's (write false when it already is), or an *OwnedError
-// when it is another agent's. An anonymous agent ("") claims nothing.
-func PlanClaim(id string, rec Session, exists bool, agent string, now time.Time) (next Session, write bool, err error) {
+// live record is rec (exists when there is one; see Live): the record to
+// write so the session is agent's (write false when it already is, and a
+// claim of it needs no renewal within hold), or an *OwnedError when it is
+// another agent's. An anonymous agent ("") claims nothing.
+func PlanClaim(id string, rec Session, exists bool, agent string, now time.Time, hold time.Duration) (next Session, write bool, err error) {
 	if !exists {
 		rec = Session{ID: id}
 	}
+	renewed := !rec.claim() || hold == 0 || now.Sub(rec.UpdatedAt) < hold/4
 	switch {
-	case agent == "" || rec.SetBy == Operator || (rec.SetBy == agent && rec.Used):
+	case agent == "" || rec.SetBy == Operator || (rec.SetBy == agent && rec.Used && renewed):
 		return rec, false, nil
 	case rec.SetBy != "" && rec.SetBy != agent:
 		return Session{}, false, &OwnedError{ID: id, Owner: rec.SetBy, Field: "sessionID"}

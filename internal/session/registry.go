@@ -64,6 +64,11 @@ type Options struct {
 	// MaxSessionsPerAgent bounds the records one agent keeps; 0 means
 	// unlimited. Claims made by asking count against neither bound.
 	MaxSessionsPerAgent int
+	// ClaimHold is how long a session nobody configured stays the agent's
+	// that last asked in it (or named it as a parent): the longest a
+	// question asked now can be held, its timeout and its retention. 0
+	// means for ever.
+	ClaimHold time.Duration
 	// Journal, when set, keeps records across restarts: Open loads it, and
 	// every change is committed to it before it takes effect.
 	Journal Journal
@@ -83,6 +88,7 @@ type Registry struct {
 	sessions map[string]Session // as stored: claims have no capability
 	counted  int                // records that count against MaxSessions
 	perAgent map[string]int     // of those, each owner's
+	swept    time.Time          // when lapsed claims were last removed (under changing)
 }
 
 var _ Store = (*Registry)(nil)
@@ -122,6 +128,9 @@ func Open(ctx context.Context, opts Options) (*Registry, error) {
 		}
 		r.setLocked(s)
 	}
+	if err := r.sweep(ctx, time.Now()); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -133,13 +142,19 @@ func (r *Registry) Get(ctx context.Context, id string) (Session, error) {
 	if err := ctx.Err(); err != nil {
 		return Session{}, err
 	}
-	r.mu.RLock()
-	s, ok := r.sessions[id]
-	r.mu.RUnlock()
+	s, ok := r.lookup(id, time.Now())
 	if !ok {
 		return Session{ID: id, Capability: r.opts.Default}, nil
 	}
 	return s.view(r.opts.Default), nil
+}
+
+// lookup is the live record of id (see Live).
+func (r *Registry) lookup(id string, now time.Time) (Session, bool) {
+	r.mu.RLock()
+	s, ok := r.sessions[id]
+	r.mu.RUnlock()
+	return Live(s, ok, now, r.opts.ClaimHold)
 }
 
 // Put implements Store. Changes to one registry are serialised, so the
@@ -156,12 +171,16 @@ func (r *Registry) Put(ctx context.Context, s Session, agent string) (Session, b
 	}
 	r.changing.Lock()
 	defer r.changing.Unlock()
+	now := time.Now()
+	if err := r.sweep(ctx, now); err != nil {
+		return Session{}, false, err
+	}
+	old, exists := r.lookup(s.ID, now)
+	parent, parentExists := r.lookup(s.ParentID, now)
 	r.mu.RLock()
-	old, exists := r.sessions[s.ID]
-	parent, parentExists := r.sessions[s.ParentID]
 	total, mine := r.counted, r.perAgent[agent]
 	r.mu.RUnlock()
-	c, err := PlanPut(s, agent, old, exists, parent, parentExists, r.opts.Default, time.Now())
+	c, err := PlanPut(s, agent, old, exists, parent, parentExists, r.opts.Default, now)
 	if err != nil {
 		return Session{}, false, err
 	}
@@ -184,19 +203,20 @@ func (r *Registry) Claim(ctx context.Context, id, agent string) (Session, error)
 	if err := ctx.Err(); err != nil {
 		return Session{}, err
 	}
-	r.mu.RLock()
-	rec, exists := r.sessions[id]
-	r.mu.RUnlock()
-	next, write, err := PlanClaim(id, rec, exists, agent, time.Now())
+	hold := r.opts.ClaimHold
+	rec, exists := r.lookup(id, time.Now())
+	next, write, err := PlanClaim(id, rec, exists, agent, time.Now(), hold)
 	if err != nil || !write {
 		return next.view(r.opts.Default), err
 	}
 	r.changing.Lock()
 	defer r.changing.Unlock()
-	r.mu.RLock()
-	rec, exists = r.sessions[id]
-	r.mu.RUnlock()
-	if next, write, err = PlanClaim(id, rec, exists, agent, time.Now()); err != nil {
+	now := time.Now()
+	if err := r.sweep(ctx, now); err != nil {
+		return Session{}, err
+	}
+	rec, exists = r.lookup(id, now)
+	if next, write, err = PlanClaim(id, rec, exists, agent, now, hold); err != nil {
 		return Session{}, err
 	}
 	if write {
@@ -224,6 +244,52 @@ func (r *Registry) write(ctx context.Context, s Session) error {
 	r.setLocked(s)
 	r.mu.Unlock()
 	return nil
+}
+
+// sweepBatch bounds the lapsed claims one sweep removes, so the change
+// that runs it waits for a bounded number of journal writes; the next
+// change goes on where it stopped.
+const sweepBatch = 256
+
+// sweep removes lapsed claims, from the journal first, at most once every
+// quarter of ClaimHold (sooner when the last sweep left some). Call it
+// holding changing.
+func (r *Registry) sweep(ctx context.Context, now time.Time) error {
+	hold := r.opts.ClaimHold
+	if hold == 0 || now.Sub(r.swept) < hold/4 {
+		return nil
+	}
+	var lapsed []string
+	r.mu.RLock()
+	for id, s := range r.sessions {
+		if s.lapsed(now, hold) {
+			if lapsed = append(lapsed, id); len(lapsed) == sweepBatch {
+				break
+			}
+		}
+	}
+	r.mu.RUnlock()
+	for _, id := range lapsed {
+		if r.opts.Journal != nil {
+			if err := r.opts.Journal.Delete(ctx, id); err != nil {
+				return fmt.Errorf("%w: %w", ErrUnavailable, err)
+			}
+		}
+		r.mu.Lock()
+		r.forgetLocked(id)
+		r.mu.Unlock()
+	}
+	if len(lapsed) < sweepBatch {
+		r.swept = now
+	}
+	return nil
+}
+
+// Len is how many records the registry keeps, claims included.
+func (r *Registry) Len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.sessions)
 }
 
 // setLocked stores s in memory and keeps the counts; call it with mu held
@@ -258,10 +324,9 @@ func (r *Registry) forgetLocked(id string) {
 func (r *Registry) Delete(ctx context.Context, id, agent string) (Session, error) {
 	r.changing.Lock()
 	defer r.changing.Unlock()
-	r.mu.RLock()
-	old, exists := r.sessions[id]
-	r.mu.RUnlock()
-	keep, err := PlanDelete(id, old, exists, agent, time.Now())
+	now := time.Now()
+	old, exists := r.lookup(id, now)
+	keep, err := PlanDelete(id, old, exists, agent, now)
 	if err != nil {
 		return Session{}, err
 	}

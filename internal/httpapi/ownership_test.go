@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/pgtest"
 	"github.com/questiond/questiond/internal/session"
 	"github.com/questiond/questiond/internal/sse"
@@ -372,4 +373,26 @@ func TestMaxSessionsPerAgentIs429NamingTheFlag(t *testing.T) {
 	if !strings.Contains(string(res.Body), "--max-sessions)") {
 		t.Errorf("the 429 at the total does not name --max-sessions: %s", res.Body)
 	}
+}
+
+// Questions asked before sessions were claimed (an earlier version kept no
+// claim; here, a registry that forgot them across a restart) still make
+// their session their agent's: another agent cannot configure it, nor name
+// it as a parent.
+func TestASessionHoldingAnotherAgentsQuestionsIsTheirs(t *testing.T) {
+	journal, err := pending.OpenBolt(filepath.Join(t.TempDir(), "questions.db"), pending.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = journal.Close() })
+	first, srv := serveWith(t, testserver.Config{Journal: journal}) // session records in memory
+	alphaOn(first).asked("ses_old")
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	h, _ := serveWith(t, testserver.Config{Journal: journal})
+	wantSessionBody(t, "GET of a session whose claim was lost", alphaOn(h).get("ses_old"), http.StatusOK, `{"id":"ses_old","questionCapability":"user","configured":false}`)
+	wantOwned(t, "bravo's PUT", bravoOn(h).put("ses_old", `{"questionCapability":"none"}`), "sessionID", "belongs to agent alpha")
+	wantOwned(t, "bravo's child of it", bravoOn(h).put("ses_bchild", parentBody("ses_old")), "parentSessionID", "belongs to agent alpha")
+	wantStatus(t, "alpha's PUT", alphaOn(h).put("ses_old", `{"questionCapability":"none"}`), http.StatusCreated)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
 )
 
@@ -69,6 +70,12 @@ func (s *Server) handleSessionPut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	for _, named := range []struct{ id, field string }{{id, "sessionID"}, {rec.ParentID, "parentSessionID"}} {
+		if err := s.heldByAnother(r.Context(), named.id, owner, named.field); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	stored, created, err := s.sessions.Put(r.Context(), rec, owner)
 	if err != nil {
 		s.writeError(w, r, sessionError(err, id))
@@ -87,6 +94,27 @@ func (s *Server) handleSessionPut(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 	}
 	writeJSON(w, status, toSessionView(stored))
+}
+
+// heldByAnother refuses agent's record for session id (named by field)
+// while the session lists another agent's questions, pending or retained.
+// Questions asked since sessions are claimed (Store.Claim) made the session
+// their agent's already; this covers those asked before, by an earlier
+// version, which no claim records.
+func (s *Server) heldByAnother(ctx context.Context, id, agent, field string) error {
+	if id == "" || agent == "" || agent == session.Operator {
+		return nil
+	}
+	list, err := s.store.List(ctx, pending.Filter{SessionID: id, Ended: true})
+	if err != nil {
+		return err
+	}
+	for _, q := range list {
+		if q.Owner != "" && q.Owner != agent {
+			return sessionError(&session.OwnedError{ID: id, Owner: q.Owner, Field: field}, id)
+		}
+	}
+	return nil
 }
 
 // decodeSessionBody reads the PUT body strictly: every key known, every

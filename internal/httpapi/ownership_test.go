@@ -396,3 +396,18 @@ func TestASessionHoldingAnotherAgentsQuestionsIsTheirs(t *testing.T) {
 	wantOwned(t, "bravo's child of it", bravoOn(h).put("ses_bchild", parentBody("ses_old")), "parentSessionID", "belongs to agent alpha")
 	wantStatus(t, "alpha's PUT", alphaOn(h).put("ses_old", `{"questionCapability":"none"}`), http.StatusCreated)
 }
+
+// The MCP tools follow the same rule: bravo's MCP session bound to alpha's
+// session asks nothing there, and alpha's own still asks.
+func TestMCPToolsAskOnlyInTheAgentsOwnSessions(t *testing.T) {
+	h := newHarness(t, httpapi.Options{Auth: authAlphaBravo()})
+	alphaOn(h).asked("ses_alpha1")
+	bravo := mcpConnect(t, h, "/mcp?session=ses_alpha1", map[string]string{"Authorization": bearerAuth(bravoToken)}, nil)
+	call := callNow(t, bravo, "ask_user_question", twoPrompts())
+	if call.err != nil || call.res == nil || !call.res.IsError || !strings.Contains(toolText(call.res), "belongs to agent alpha") {
+		t.Errorf("bravo's tool call in alpha's session: %+v, %v; want a tool error naming alpha", call.res, call.err)
+	}
+	if listed := h.do(http.MethodGet, "/question", nil, "Authorization", basicAuth("opencode", operatorPassword)); strings.Count(string(listed.Body), `"id":"que_`) != 1 {
+		t.Errorf("questions listed after bravo's refused call: %s; want alpha's one", listed.Body)
+	}
+}

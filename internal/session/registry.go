@@ -79,10 +79,11 @@ type Options struct {
 type Registry struct {
 	opts Options
 
-	// changing orders Put and Delete, held across the journal write, so the
-	// journal and memory agree on the order of changes; mu guards sessions
-	// only for the moment of a read or an update, so reads never wait for
-	// a disk sync.
+	// changing orders Put, Delete, the writes of Claim and the sweeps of
+	// lapsed claims, held across the journal write, so the journal and
+	// memory agree on the order of changes; mu guards sessions and the
+	// counts only for the moment of a read or an update (taken after
+	// changing, never before), so reads never wait for a disk sync.
 	changing sync.Mutex
 	mu       sync.RWMutex
 	sessions map[string]Session // as stored: claims have no capability

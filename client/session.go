@@ -34,7 +34,8 @@ type sessionBody struct {
 // CapabilityNone, or CapabilityParent with the parent's session id (and only
 // then). MCP sessions that begin afterwards get the matching question tool;
 // elicitations are checked against it when they are asked. Only the agent
-// that first set a session may change it (ErrForbidden otherwise).
+// that owns a session (that first set it, asked in it or named it as a
+// parent), or an operator, may change it (ErrForbidden otherwise).
 func (c *Client) SetSession(ctx context.Context, id, capability, parentSessionID string) (*Session, error) {
 	ex, err := c.do(ctx, "PUT", "/sessions/"+url.PathEscape(id), nil, sessionBody{capability, parentSessionID})
 	if err != nil {

@@ -34,8 +34,14 @@ func TestSessionCapabilities(t *testing.T) {
 		t.Errorf("another agent changing the session: %v, want ErrForbidden", err)
 	}
 
-	// The worker asks for the child: the question is listed under the root.
-	created, err := worker.Create(ctx, client.Params{Message: "Go on?", SessionID: "ses_child",
+	// The session is the orchestrator's: the worker may not ask in it.
+	_, err = worker.Create(ctx, client.Params{Message: "Go on?", SessionID: "ses_child",
+		RequestedSchema: []byte(`{"type":"object","properties":{"go":{"type":"boolean"}},"required":["go"]}`)})
+	if !errors.Is(err, client.ErrForbidden) {
+		t.Errorf("the worker asking in the orchestrator's session: %v, want ErrForbidden", err)
+	}
+	// The orchestrator asks for the child: the question is listed under the root.
+	created, err := orchestrator.Create(ctx, client.Params{Message: "Go on?", SessionID: "ses_child",
 		RequestedSchema: []byte(`{"type":"object","properties":{"go":{"type":"boolean"}},"required":["go"]}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +57,7 @@ func TestSessionCapabilities(t *testing.T) {
 	if _, err := orchestrator.SetSession(ctx, "ses_child", client.CapabilityNone, ""); err != nil {
 		t.Fatal(err)
 	}
-	_, err = worker.Create(ctx, client.Params{Message: "Again?", SessionID: "ses_child",
+	_, err = orchestrator.Create(ctx, client.Params{Message: "Again?", SessionID: "ses_child",
 		RequestedSchema: []byte(`{"type":"object","properties":{"go":{"type":"boolean"}}}`)})
 	if !errors.Is(err, client.ErrForbidden) {
 		t.Errorf("asking from a none session: %v, want ErrForbidden", err)

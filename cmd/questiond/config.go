@@ -18,6 +18,7 @@ import (
 	"github.com/questiond/questiond/internal/notify"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/pgstore"
+	"github.com/questiond/questiond/internal/session"
 	"github.com/questiond/questiond/internal/sse"
 )
 
@@ -61,6 +62,7 @@ type config struct {
 	rateLimit          int
 	defaultCapability  string
 	maxSessions        int
+	sessionsPerAgent   int
 	maxMCPSessions     int
 	mcpIdleTimeout     time.Duration
 	publicURL          string
@@ -163,6 +165,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.StringVar(&c.defaultCapability, "default-question-capability", "user", "question capability, `user|none`, of sessions nobody set with PUT /sessions/{id}: user may ask the operator, none may ask nobody")
 	c.maxSessions = 100000
 	fs.Var(intValue[int]{&c.maxSessions}, "max-sessions", "most session records (`n`) kept by PUT /sessions/{id} (429 beyond)")
+	c.sessionsPerAgent = session.DefaultMaxSessionsPerAgent
+	fs.Var(intValue[int]{&c.sessionsPerAgent}, "max-sessions-per-agent", "most session records (`n`) one agent token keeps by PUT /sessions/{id} (429 beyond); --max-sessions stays the total")
 	c.maxMCPSessions = 1000
 	fs.Var(intValue[int]{&c.maxMCPSessions}, "max-mcp-sessions", "most live MCP sessions (`n`) on /mcp (503 beyond)")
 	c.mcpIdleTimeout = httpapi.DefaultMCPIdle
@@ -396,6 +400,9 @@ func (c *config) check() error {
 	case "user", "none":
 	default:
 		return fmt.Errorf("--default-question-capability must be user or none, got %q", c.defaultCapability)
+	}
+	if c.sessionsPerAgent <= 0 {
+		return errors.New("--max-sessions-per-agent must be positive")
 	}
 	if c.maxSessions <= 0 || c.maxMCPSessions <= 0 || c.mcpIdleTimeout <= 0 {
 		return errors.New("--max-sessions, --max-mcp-sessions and --mcp-idle-timeout must be positive")

@@ -164,7 +164,7 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 		Logger:   log,
 		Events:   sse.Options{Heartbeat: cfg.heartbeat, WriteTimeout: cfg.eventWriteTimeout, QueueLength: cfg.eventQueue, MaxScopes: cfg.maxDirectories},
 		Store:    pending.Options{Retention: cfg.retention, MaxRetained: cfg.maxRetained},
-		Sessions: session.Options{Default: session.Capability(cfg.defaultCapability), MaxSessions: cfg.maxSessions},
+		Sessions: session.Options{Default: session.Capability(cfg.defaultCapability), MaxSessions: cfg.maxSessions, MaxSessionsPerAgent: cfg.sessionsPerAgent, ClaimHold: cfg.maxTimeout + cfg.retention},
 		API: httpapi.Options{
 			MCPIdleTimeout: cfg.mcpIdleTimeout,
 			Version:        version,

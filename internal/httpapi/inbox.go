@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/questiond/questiond/internal/ident"
+	"github.com/questiond/questiond/internal/session"
 )
 
 // A question asked without a sessionID (POST /elicit, POST /elicitations:
@@ -49,12 +50,28 @@ func inboxOwners(auth Auth) map[string]string {
 }
 
 // othersInbox refuses session id to agent when it is another agent's inbox:
-// only its agent asks there or configures it.
+// only its agent asks there or configures it (and an operator may
+// configure it).
 func (s *Server) othersInbox(id, agent string) error {
 	owner, ok := s.inboxes[id]
-	if !ok || owner == agent {
+	if !ok || owner == agent || agent == session.Operator {
 		return nil
 	}
 	return &statusError{http.StatusForbidden, "Forbidden", fmt.Sprintf(
 		"session %s is agent %s's inbox for questions asked without a session; only %s uses it", id, owner, owner)}
+}
+
+// inboxAsParent refuses a record that names an inbox as its parent: an
+// inbox lists its own agent's questions asked without a session, and
+// nothing else, whoever asks.
+func (s *Server) inboxAsParent(rec session.Session) error {
+	if _, ok := s.inboxes[rec.ParentID]; ok && rec.ParentID != "" {
+		return inboxParentError(rec.ParentID)
+	}
+	return nil
+}
+
+func inboxParentError(id string) error {
+	return &statusError{http.StatusForbidden, "Forbidden", fmt.Sprintf(
+		"session %s is an agent's inbox for questions asked without a session; an inbox cannot be a parent session\n  at [\"parentSessionID\"]", id)}
 }

@@ -63,6 +63,10 @@ func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
 		r.Get("/elicitations/{id}", s.handleElicitationGet)
 		r.Delete("/elicitations/{id}", s.handleElicitationDelete)
 		r.Post("/elicit", s.handleElicit)
+	})
+	// Agents, and operators, who may change any session's record.
+	r.Group(func(r chi.Router) {
+		r.Use(s.agentsOrOperators)
 		r.Put("/sessions/{sessionID}", s.handleSessionPut)
 		r.Get("/sessions/{sessionID}", s.handleSessionGet)
 		r.Delete("/sessions/{sessionID}", s.handleSessionDelete)

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
 )
 
@@ -60,11 +61,22 @@ func (s *Server) handleSessionPut(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.othersInbox(id, callerFrom(r.Context()).agent); err != nil {
+	owner := sessionOwner(r.Context())
+	if err := s.othersInbox(id, owner); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	stored, created, err := s.sessions.Put(r.Context(), rec, callerFrom(r.Context()).agent)
+	if err := s.inboxAsParent(rec); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for _, named := range []struct{ id, field string }{{id, "sessionID"}, {rec.ParentID, "parentSessionID"}} {
+		if err := s.heldByAnother(r.Context(), named.id, owner, named.field); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	stored, created, err := s.sessions.Put(r.Context(), rec, owner)
 	if err != nil {
 		s.writeError(w, r, sessionError(err, id))
 		return
@@ -73,12 +85,36 @@ func (s *Server) handleSessionPut(w http.ResponseWriter, r *http.Request) {
 	if stored.ParentID != "" {
 		fields = append(fields, zap.String("parent", stored.ParentID))
 	}
+	if owner == session.Operator {
+		fields = append(fields, zap.Bool("byOperator", true))
+	}
 	s.log.Info("session question capability set", fields...)
 	status := http.StatusOK
 	if created {
 		status = http.StatusCreated
 	}
 	writeJSON(w, status, toSessionView(stored))
+}
+
+// heldByAnother refuses agent's record for session id (named by field)
+// while the session lists another agent's questions, pending or retained.
+// Questions asked since sessions are claimed (Store.Claim) made the session
+// their agent's already; this covers those asked before, by an earlier
+// version, which no claim records.
+func (s *Server) heldByAnother(ctx context.Context, id, agent, field string) error {
+	if id == "" || agent == "" || agent == session.Operator {
+		return nil
+	}
+	list, err := s.store.List(ctx, pending.Filter{SessionID: id, Ended: true})
+	if err != nil {
+		return err
+	}
+	for _, q := range list {
+		if q.Owner != "" && q.Owner != agent {
+			return sessionError(&session.OwnedError{ID: id, Owner: q.Owner, Field: field}, id)
+		}
+	}
+	return nil
 }
 
 // decodeSessionBody reads the PUT body strictly: every key known, every
@@ -134,23 +170,58 @@ func (s *Server) handleSessionDelete(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	old, err := s.sessions.Delete(r.Context(), id, callerFrom(r.Context()).agent)
+	owner := sessionOwner(r.Context())
+	if err := s.othersInbox(id, owner); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	old, err := s.sessions.Delete(r.Context(), id, owner)
 	if err != nil {
 		s.writeError(w, r, sessionError(err, id))
 		return
 	}
-	s.log.Info("session question capability removed", zap.String("session", id))
+	s.log.Info("session question capability removed", zap.String("session", id), zap.Bool("byOperator", owner == session.Operator))
 	writeJSON(w, http.StatusOK, toSessionView(old))
+}
+
+// agentsOrOperators guards the session routes: agents as agentsOnly does,
+// and operators, who may read, change and remove any session's record
+// (they ask nothing: only agents reach routeQuestion).
+func (s *Server) agentsOrOperators(next http.Handler) http.Handler {
+	agents := s.agentsOnly(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, err := s.auth.identify(r); err == nil && c.role == roleOperator {
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+			return
+		}
+		agents.ServeHTTP(w, r)
+	})
+}
+
+// sessionOwner is who a session route acts for: the calling agent ("" for
+// anonymous agents), or session.Operator for operator credentials, who may
+// change any session.
+func sessionOwner(ctx context.Context) string {
+	c := callerFrom(ctx)
+	if c.role == roleOperator {
+		return session.Operator
+	}
+	return c.agent
 }
 
 // sessionError turns a registry error into the error the client gets.
 func sessionError(err error, id string) error {
 	var field *session.FieldError
+	var owned *session.OwnedError
 	switch {
 	case errors.As(err, &field):
 		return newBadRequest(kindPayload, "%s\n  at [%q]", field.Problem, field.Field)
+	case errors.As(err, &owned):
+		return &statusError{http.StatusForbidden, "Forbidden", fmt.Sprintf("%s\n  at [%q]", owned.Error(), owned.Field)}
 	case errors.Is(err, session.ErrForbidden):
-		return &statusError{http.StatusForbidden, "Forbidden", "session " + id + " is configured by another agent; only that agent can change it"}
+		return &statusError{http.StatusForbidden, "Forbidden", "session " + id + " belongs to another agent; only that agent (or an operator) can change it"}
+	case errors.Is(err, session.ErrAgentFull):
+		return &statusError{http.StatusTooManyRequests, "TooManyRequests", "questiond keeps no more session records for this agent (" + err.Error() + "); delete sessions that have ended"}
 	case errors.Is(err, session.ErrNotFound):
 		return &statusError{http.StatusNotFound, "NotFoundError", "session " + id + " has no question capability set; the default applies"}
 	case errors.Is(err, session.ErrFull):
@@ -184,13 +255,30 @@ func (s *Server) routeQuestion(ctx context.Context, sessionID string, only sessi
 	// hangs up meanwhile: a question that passed validation is asked, and
 	// POST /elicit withdraws it if nobody waits (a cancelled lookup would
 	// surface as a 500).
-	route, err := session.RouteQuestion(context.WithoutCancel(ctx), s.sessions, sessionID, only)
+	ctx = context.WithoutCancel(ctx)
+	// Asking claims the session for its agent before the question is
+	// stored: once claimed, no other agent can configure it, and a session
+	// another agent configured or asked in first is refused here.
+	rec, err := s.sessions.Claim(ctx, sessionID, agent)
+	if err != nil {
+		return session.Route{}, sessionError(err, sessionID)
+	}
+	route, err := session.RouteRecord(ctx, s.sessions, rec, only)
 	var refused *session.RefusedError
 	switch {
 	case errors.As(err, &refused):
 		return session.Route{}, &statusError{http.StatusForbidden, "Forbidden", refused.Reason}
 	case err != nil:
 		return session.Route{}, sessionError(err, sessionID)
+	case route.Asking != "":
+		if _, inbox := s.inboxes[route.ListedUnder]; inbox {
+			return session.Route{}, inboxParentError(route.ListedUnder)
+		}
+		// Asking through the parent uses it: it stays the agent's while
+		// the question may be held there.
+		if _, err := s.sessions.Claim(ctx, route.ListedUnder, agent); err != nil {
+			return session.Route{}, sessionError(err, route.ListedUnder)
+		}
 	}
 	return route, nil
 }

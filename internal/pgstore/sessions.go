@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,15 +15,16 @@ import (
 
 // Sessions is the session.Store on the sessions table, shared by every
 // replica: each read goes to the database, so a record set through one
-// replica applies at once on all. It keeps the rules of session.Registry:
-// only the agent that set a record may change it, and MaxSessions bounds
-// the records.
+// replica applies at once on all. It keeps the rules of session.Registry
+// (session.PlanPut, PlanClaim, PlanDelete): a session is its owner's across
+// replicas, and MaxSessions and MaxSessionsPerAgent bound the records.
 type Sessions struct {
 	s    *Store
 	opts session.Options
-}
 
-var _ session.Store = (*Sessions)(nil)
+	sweepMu sync.Mutex
+	swept   time.Time // when this replica last removed lapsed claims
+}
 
 // Sessions returns the session records; opts.Journal is ignored.
 func (s *Store) Sessions(opts session.Options) (*Sessions, error) {
@@ -45,90 +47,105 @@ func (r *Sessions) Get(ctx context.Context, id string) (session.Session, error) 
 	if err != nil {
 		return session.Session{}, err
 	}
-	if !ok {
+	if s, ok = session.Live(s, ok, time.Now(), r.opts.ClaimHold); !ok {
 		return session.Session{ID: id, Capability: r.opts.Default}, nil
 	}
-	return s, nil
+	return session.View(s, r.opts.Default), nil
 }
 
 // Put implements session.Store. Writers of records take turns (session
-// records change rarely), so the ownership check and the bound hold across
-// replicas.
+// records change rarely, and a session is claimed once), so the ownership
+// rules and the bounds hold across replicas.
 func (r *Sessions) Put(ctx context.Context, s session.Session, agent string) (session.Session, bool, error) {
-	s.SetBy = agent
 	if err := s.Validate(); err != nil {
 		return session.Session{}, false, err
 	}
-	s.Configured = true
-	var created bool
-	err := pgx.BeginFunc(ctx, r.s.pool, func(tx pgx.Tx) error {
-		// Serialises writers (not readers): a row lock cannot hold a
-		// record that does not exist yet, so two replicas creating one
-		// (or taking the last place under MaxSessions) would both succeed.
-		if _, err := tx.Exec(ctx, "LOCK TABLE sessions IN SHARE ROW EXCLUSIVE MODE"); err != nil {
+	var c session.Change
+	err := r.writing(ctx, func(tx pgx.Tx, now time.Time) error {
+		old, exists, err := r.live(ctx, tx, s.ID, now)
+		if err != nil {
 			return err
 		}
+		var parent session.Session
+		var parentExists bool
 		if s.Capability == session.Parent {
-			// A parent on none is refused as by the single-machine registry;
-			// the table lock keeps the parent from changing meanwhile.
-			parent, configured, err := r.get(ctx, tx, s.ParentID, false)
-			if err != nil {
+			if parent, parentExists, err = r.live(ctx, tx, s.ParentID, now); err != nil {
 				return err
 			}
-			if !configured {
-				parent.Capability = r.opts.Default
-			}
-			if parent.Capability == session.None {
-				return session.ParentOnNone(s.ParentID)
-			}
 		}
-		old, exists, err := r.get(ctx, tx, s.ID, true)
-		if err != nil {
+		if c, err = session.PlanPut(s, agent, old, exists, parent, parentExists, r.opts.Default, now); err != nil {
 			return err
 		}
-		if exists && !mayChange(old, agent) {
-			return session.ErrForbidden
-		}
-		if !exists && r.opts.MaxSessions > 0 {
-			var n int
-			if err := tx.QueryRow(ctx, "SELECT count(*) FROM sessions").Scan(&n); err != nil {
+		if c.Adds > 0 && (r.opts.MaxSessions > 0 || r.opts.MaxSessionsPerAgent > 0) {
+			var total, mine int
+			if err := tx.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE record->>'setBy' = $1) FROM sessions WHERE `+countedRecord, agent).Scan(&total, &mine); err != nil {
 				return err
 			}
-			if n >= r.opts.MaxSessions {
-				return fmt.Errorf("%w: at most %d", session.ErrFull, r.opts.MaxSessions)
+			if err := session.CheckRoom(c, agent, total, mine, r.opts); err != nil {
+				return err
 			}
 		}
-		s.UpdatedAt = time.Now().UTC().Round(time.Millisecond)
-		raw, err := json.Marshal(s)
-		if err != nil {
-			return fmt.Errorf("encoding session %q: %w", s.ID, err)
+		if c.ParentClaim != nil {
+			if err := upsert(ctx, tx, *c.ParentClaim); err != nil {
+				return err
+			}
 		}
-		if _, err := tx.Exec(ctx, "INSERT INTO sessions (id, record) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record", s.ID, string(raw)); err != nil {
-			return err
-		}
-		created = !exists
-		return nil
+		return upsert(ctx, tx, c.Record)
 	})
 	if err != nil {
 		return session.Session{}, false, sessionError("store session "+s.ID, err)
 	}
-	return s, created, nil
+	return session.View(c.Record, r.opts.Default), c.Created, nil
+}
+
+// countedRecord is session.Counted in SQL: every record but the claims
+// questions made.
+const countedRecord = `NOT (coalesce(record->>'questionCapability', '') = '' AND coalesce(record->>'used', 'false') = 'true')`
+
+// Claim implements session.Store: a read when the session is already the
+// agent's, else a write that takes its turn with Put's.
+func (r *Sessions) Claim(ctx context.Context, id, agent string) (session.Session, error) {
+	rec, exists, err := r.get(ctx, r.s.pool, id, false)
+	if err != nil {
+		return session.Session{}, err
+	}
+	hold := r.opts.ClaimHold
+	rec, exists = session.Live(rec, exists, time.Now(), hold)
+	next, write, err := session.PlanClaim(id, rec, exists, agent, time.Now(), hold)
+	if err != nil || !write {
+		return session.View(next, r.opts.Default), err
+	}
+	err = r.writing(ctx, func(tx pgx.Tx, now time.Time) error {
+		rec, exists, err := r.live(ctx, tx, id, now)
+		if err != nil {
+			return err
+		}
+		if next, write, err = session.PlanClaim(id, rec, exists, agent, now, hold); err != nil || !write {
+			return err
+		}
+		return upsert(ctx, tx, next)
+	})
+	if err != nil {
+		return session.Session{}, sessionError("claim session "+id, err)
+	}
+	return session.View(next, r.opts.Default), nil
 }
 
 // Delete implements session.Store.
 func (r *Sessions) Delete(ctx context.Context, id, agent string) (session.Session, error) {
 	var old session.Session
-	err := pgx.BeginFunc(ctx, r.s.pool, func(tx pgx.Tx) error {
+	err := r.writing(ctx, func(tx pgx.Tx, now time.Time) error {
 		var exists bool
 		var err error
-		old, exists, err = r.get(ctx, tx, id, true)
+		if old, exists, err = r.live(ctx, tx, id, now); err != nil {
+			return err
+		}
+		keep, err := session.PlanDelete(id, old, exists, agent, now)
 		switch {
 		case err != nil:
 			return err
-		case !exists:
-			return session.ErrNotFound
-		case !mayChange(old, agent):
-			return session.ErrForbidden
+		case keep != nil:
+			return upsert(ctx, tx, *keep)
 		}
 		_, err = tx.Exec(ctx, "DELETE FROM sessions WHERE id = $1", id)
 		return err
@@ -136,7 +153,59 @@ func (r *Sessions) Delete(ctx context.Context, id, agent string) (session.Sessio
 	if err != nil {
 		return session.Session{}, sessionError("delete session "+id, err)
 	}
-	return old, nil
+	return session.View(old, r.opts.Default), nil
+}
+
+// writing runs change in a transaction that holds the writers' lock on the
+// sessions table (not the readers'): a row lock cannot hold a record that
+// does not exist yet, so two replicas creating or claiming one (or taking
+// the last place under a bound) would both succeed. Once every quarter of
+// ClaimHold it first removes the claims that lapsed.
+func (r *Sessions) writing(ctx context.Context, change func(tx pgx.Tx, now time.Time) error) error {
+	now := time.Now()
+	r.sweepMu.Lock()
+	sweep := r.opts.ClaimHold > 0 && now.Sub(r.swept) >= r.opts.ClaimHold/4
+	r.sweepMu.Unlock()
+	err := pgx.BeginFunc(ctx, r.s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "LOCK TABLE sessions IN SHARE ROW EXCLUSIVE MODE"); err != nil {
+			return err
+		}
+		if sweep {
+			// session.Live's rule in SQL; updatedAt is written as RFC 3339.
+			if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE coalesce(record->>'questionCapability', '') = ''
+AND (record->>'updatedAt')::timestamptz < $1`, now.Add(-(r.opts.ClaimHold + r.opts.ClaimHold/4))); err != nil {
+				return err
+			}
+		}
+		return change(tx, now)
+	})
+	if err == nil && sweep {
+		r.sweepMu.Lock()
+		r.swept = now
+		r.sweepMu.Unlock()
+	}
+	return err
+}
+
+// live reads id's record for a change (locked) as the rules see it (see
+// session.Live).
+func (r *Sessions) live(ctx context.Context, tx pgx.Tx, id string, now time.Time) (session.Session, bool, error) {
+	s, ok, err := r.get(ctx, tx, id, true)
+	if err != nil {
+		return session.Session{}, false, err
+	}
+	s, ok = session.Live(s, ok, now, r.opts.ClaimHold)
+	return s, ok, nil
+}
+
+// upsert writes one record.
+func upsert(ctx context.Context, tx pgx.Tx, s session.Session) error {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encoding session %q: %w", s.ID, err)
+	}
+	_, err = tx.Exec(ctx, "INSERT INTO sessions (id, record) VALUES ($1, $2) ON CONFLICT (id) DO UPDATE SET record = EXCLUDED.record", s.ID, string(raw))
+	return err
 }
 
 func (r *Sessions) get(ctx context.Context, db querier, id string, lock bool) (session.Session, bool, error) {
@@ -156,17 +225,12 @@ func (r *Sessions) get(ctx context.Context, db querier, id string, lock bool) (s
 	if err := json.Unmarshal([]byte(raw), &s); err != nil || s.ID != id {
 		return session.Session{}, false, fmt.Errorf("%w: %q does not decode to its own record (%v)", session.ErrCorrupt, id, err)
 	}
-	s.Configured = true
 	return s, true, nil
 }
 
-// mayChange is session.Registry's rule: the agent that set a record may
-// change it, and anyone may change one set without agent tokens.
-func mayChange(s session.Session, agent string) bool { return s.SetBy == "" || s.SetBy == agent }
-
 func sessionError(op string, err error) error {
 	var field *session.FieldError
-	for _, sentinel := range []error{session.ErrForbidden, session.ErrFull, session.ErrNotFound, session.ErrCorrupt, session.ErrUnavailable} {
+	for _, sentinel := range []error{session.ErrForbidden, session.ErrFull, session.ErrAgentFull, session.ErrNotFound, session.ErrCorrupt, session.ErrUnavailable} {
 		if errors.Is(err, sentinel) {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/questiond/questiond/internal/session"
 )
@@ -61,5 +62,61 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 	}
 	if _, err := b.Delete(ctx, "ses_x", "agent-1"); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("delete again: %v; want ErrNotFound", err)
+	}
+}
+
+// A session an agent asked in through one replica is that agent's on every
+// replica, its configuration removed or not, until its claim lapses; the
+// per-agent bound holds across replicas.
+func TestSessionClaimsAcrossReplicas(t *testing.T) {
+	url := database(t)
+	const hold = 400 * time.Millisecond
+	opts := session.Options{MaxSessionsPerAgent: 1, ClaimHold: hold}
+	a, err := open(t, url).Sessions(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := open(t, url).Sessions(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if got, err := a.Claim(ctx, "ses_a", "alpha"); err != nil || got.Configured || got.SetBy != "alpha" {
+		t.Fatalf("alpha's claim: %+v, %v", got, err)
+	}
+	var owned *session.OwnedError
+	if _, _, err := b.Put(ctx, session.Session{ID: "ses_a", Capability: session.None}, "bravo"); !errors.As(err, &owned) || owned.Owner != "alpha" {
+		t.Fatalf("bravo's put on B: %v; want alpha's OwnedError", err)
+	}
+	if _, err := b.Claim(ctx, "ses_a", "bravo"); !errors.Is(err, session.ErrForbidden) {
+		t.Fatalf("bravo's claim on B: %v; want ErrForbidden", err)
+	}
+	if _, _, err := b.Put(ctx, session.Session{ID: "ses_a", Capability: session.None}, "alpha"); err != nil {
+		t.Fatalf("alpha's put on B: %v", err)
+	}
+	if _, _, err := a.Put(ctx, session.Session{ID: "ses_a2", Capability: session.None}, "alpha"); !errors.Is(err, session.ErrAgentFull) {
+		t.Fatalf("alpha's second record: %v; want ErrAgentFull", err)
+	}
+	if _, _, err := a.Put(ctx, session.Session{ID: "ses_b", Capability: session.Parent, ParentID: "ses_a"}, "bravo"); !errors.As(err, &owned) || owned.Field != "parentSessionID" {
+		t.Fatalf("bravo's child of alpha's session: %v; want an OwnedError at parentSessionID", err)
+	}
+	if _, err := a.Delete(ctx, "ses_a", "alpha"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Get(ctx, "ses_a"); err != nil || got.Configured || got.SetBy != "alpha" {
+		t.Fatalf("after alpha's delete, B reads %+v, %v; want alpha's claim", got, err)
+	}
+	if _, _, err := b.Put(ctx, session.Session{ID: "ses_a", Capability: session.None}, session.Operator); err != nil {
+		t.Fatalf("the operator's put: %v", err)
+	}
+	if _, err := a.Delete(ctx, "ses_a", session.Operator); err != nil {
+		t.Fatalf("the operator's delete: %v", err)
+	}
+	time.Sleep(hold + hold/4 + 100*time.Millisecond)
+	if got, err := a.Get(ctx, "ses_a"); err != nil || got.SetBy != "" {
+		t.Fatalf("after the hold: %+v, %v; want nobody's", got, err)
+	}
+	if _, err := b.Claim(ctx, "ses_a", "bravo"); err != nil {
+		t.Fatalf("bravo's claim once alpha's lapsed: %v", err)
 	}
 }

@@ -41,9 +41,13 @@ type Session struct {
 	Capability Capability `json:"questionCapability"`
 	// ParentID is the session a Parent session asks through.
 	ParentID string `json:"parentSessionID,omitempty"`
-	// SetBy is the agent that set the record ("" when questiond runs without
-	// agent tokens); only that agent may change or remove it.
-	SetBy     string    `json:"setBy,omitempty"`
+	// SetBy is the session's owner: the agent that set the record or first
+	// asked in the session ("" when questiond runs without agent tokens,
+	// Operator for an operator's); see owner.go.
+	SetBy string `json:"setBy,omitempty"`
+	// Used is set once its owner asked in the session: it stays the
+	// owner's when its configuration is removed.
+	Used      bool      `json:"used,omitempty"`
 	UpdatedAt time.Time `json:"updatedAt,omitzero"`
 	// Configured is false for a session nobody set: the default applies.
 	Configured bool `json:"-"`

@@ -9,4 +9,8 @@
 // restarts: a capability that silently reverted to the default would fail
 // open. RouteQuestion applies the rule: where a session's question goes, or
 // why it goes nowhere, whichever route (HTTP, MCP) it was asked by.
+//
+// It also remembers whose each session is (owner.go): the agent that first
+// configured it, asked in it or named it as a parent, so that no agent
+// changes, asks in or asks through another's session.
 package session

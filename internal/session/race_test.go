@@ -41,7 +41,7 @@ func TestConcurrentOwnSessions(t *testing.T) {
 							t.Errorf("%s: put = created %v, %v; want created", id, created, err)
 							return
 						}
-						second, created, err := r.Put(ctx, session.Session{ID: id, Capability: session.Parent, ParentID: "ses_p"}, agent)
+						second, created, err := r.Put(ctx, session.Session{ID: id, Capability: session.Parent, ParentID: fmt.Sprintf("ses_p%d", g)}, agent)
 						if err != nil || created || second.Capability != session.Parent {
 							t.Errorf("%s: replace = %+v, created %v, %v", id, second, created, err)
 							return

@@ -287,7 +287,7 @@ func TestPutRefusesAParentOnNone(t *testing.T) {
 				}
 				mustPut(t, r, *tc.parent, "agent-1")
 			}
-			_, _, err := r.Put(ctx, child, "agent-2")
+			_, _, err := r.Put(ctx, child, "agent-1") // a parent of its own: see owner_test.go
 			var fe *session.FieldError
 			switch {
 			case tc.ok && err != nil:

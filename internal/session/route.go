@@ -30,6 +30,13 @@ func RouteQuestion(ctx context.Context, store Store, id string, only Capability)
 	if err != nil {
 		return Route{}, fmt.Errorf("session %s: %w", id, err)
 	}
+	return RouteRecord(ctx, store, rec, only)
+}
+
+// RouteRecord is RouteQuestion for a session whose record the caller has
+// just read (Store.Get or Store.Claim).
+func RouteRecord(ctx context.Context, store Store, rec Session, only Capability) (Route, error) {
+	id := rec.ID
 	if only != "" && rec.Capability != only {
 		return Route{}, &RefusedError{fmt.Sprintf(
 			"session %s may no longer ask this way: its question capability is now %q (it was %q when this MCP session began); nothing was asked",
@@ -53,6 +60,13 @@ func throughParent(ctx context.Context, store Store, child Session) (Route, erro
 	if parent.Capability == None {
 		return Route{}, &RefusedError{fmt.Sprintf(
 			"session %s asks through its parent session %s, whose question capability is \"none\": nobody can be asked; continue with your best judgment",
+			child.ID, child.ParentID)}
+	}
+	if parent.agentOwned() && parent.SetBy != child.SetBy {
+		// Put refuses this; a record kept from before the rule must not
+		// list one agent's questions under another's session either.
+		return Route{}, &RefusedError{fmt.Sprintf(
+			"session %s asks through its parent session %s, which belongs to another agent: nothing was asked; set parentSessionID to a session of your own",
 			child.ID, child.ParentID)}
 	}
 	return Route{ListedUnder: child.ParentID, Asking: child.ID}, nil

@@ -1,6 +1,9 @@
 package elicit
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Reading the options of enums and multi-selects.
 
@@ -163,29 +166,40 @@ func titledChoice(item *jsonValue, at jsonPath) (Choice, error) {
 // checkChoices rejects repeated values and repeated labels, either of which
 // would make an answer ambiguous, and labels with control characters, which
 // a terminal could act on and an operator could not type. It turns each
-// label into the label operators see (Shown), so two labels that differ
-// only in bidirectional controls are repeats too.
+// label into the label operators see (Shown). Repeats are compared as
+// operators see them (sameToOperators): two values or labels that differ
+// only in invisible characters or compatibility forms are repeats too.
 func checkChoices(choices []Choice, valueAt, labelAt func(int) jsonPath) error {
-	values := make(map[string]bool, len(choices))
-	labels := make(map[string]bool, len(choices))
+	values := make(map[string]string, len(choices)) // sameToOperators key → value
+	labels := make(map[string]string, len(choices)) // sameToOperators key → label
 	for i, c := range choices {
-		if values[c.Value] {
-			return valueAt(i).errorf("duplicate value %s", quote(c.Value))
+		if first, ok := values[sameToOperators(c.Value)]; ok {
+			return valueAt(i).errorf("duplicate value %s", lookalike(c.Value, first))
 		}
 		if hasControl(c.Label) {
 			return labelAt(i).errorf("option labels must not contain control characters")
 		}
 		shown := Shown(c.Label)
-		switch {
-		case labels[shown] && shown != c.Label:
-			return labelAt(i).errorf("duplicate option label %s as operators see it (bidirectional controls are shown as U+FFFD, marks removed)", quote(shown))
-		case labels[shown]:
-			return labelAt(i).errorf("duplicate option label %s", quote(c.Label))
+		if first, ok := labels[sameToOperators(shown)]; ok {
+			return labelAt(i).errorf("duplicate option label %s", lookalike(c.Label, first))
 		}
 		choices[i].Label = shown
-		values[c.Value], labels[shown] = true, true
+		values[sameToOperators(c.Value)], labels[sameToOperators(shown)] = c.Value, shown
 	}
 	return nil
+}
+
+// lookalike quotes text, a repeat of first (as sameToOperators compares),
+// saying why when the two are not the same bytes.
+func lookalike(text, first string) string {
+	switch shown := Shown(text); {
+	case text == first:
+		return quote(text)
+	case shown == first:
+		return quote(shown) + " as operators see it (bidirectional controls and invisible characters are shown as U+FFFD, marks removed)"
+	default:
+		return fmt.Sprintf("%s: operators cannot tell it from %s (they are the same text without invisible characters, in compatibility form)", quote(text), quote(first))
+	}
 }
 
 // pickedValues lists the values of the picked choices in schema order.

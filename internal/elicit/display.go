@@ -18,26 +18,38 @@ import (
 //     invisible and cannot reverse letters, but can move digits and
 //     punctuation across a direction boundary ("10 \u200F20 \u200F30" shows
 //     as "10 30 20"). Without them text reads as its own letters' directions
-//     say; replacing them would litter legitimate Hebrew or Arabic text.
+//     say; replacing them would litter legitimate Hebrew or Arabic text;
+//   - invisible characters that draw and join nothing (zero-width space,
+//     word joiner, byte order mark, Hangul fillers, tag characters outside
+//     an emoji flag; see isInvisible) become U+FFFD: "approve" and
+//     "app\u200Brove" must not look the same.
 //
-// Everything else, right-to-left letters included, is kept as written.
+// Everything else, right-to-left letters, joiners and variation selectors
+// included, is kept as written.
 func Shown(s string) string {
 	if !strings.ContainsFunc(s, needsNeutralising) {
 		return s
 	}
-	return strings.Map(func(r rune) rune {
+	var b strings.Builder
+	b.Grow(len(s))
+	var prev rune
+	for _, r := range s {
 		switch {
 		case isBidiMark(r):
-			return -1
+			continue
+		case isFlagTag(r) && (prev == blackFlag || isFlagTag(prev) && prev != tagCancel):
+			// part of an emoji flag sequence
 		case needsNeutralising(r):
-			return unicode.ReplacementChar
+			r = unicode.ReplacementChar
 		}
-		return r
-	}, s)
+		b.WriteRune(r)
+		prev = r
+	}
+	return b.String()
 }
 
 func needsNeutralising(r rune) bool {
-	return unicode.IsControl(r) && r != '\n' && r != '\t' || isBidiControl(r) || isBidiMark(r)
+	return unicode.IsControl(r) && r != '\n' && r != '\t' || isBidiControl(r) || isBidiMark(r) || isInvisible(r)
 }
 
 // isBidiControl reports the embedding (LRE, RLE), override (LRO, RLO), pop

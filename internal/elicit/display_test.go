@@ -2,6 +2,7 @@ package elicit_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -75,10 +76,10 @@ func TestBidiControlsAreNeutralisedInEveryShownText(t *testing.T) {
 func TestLabelsThatLookTheSameAreDuplicates(t *testing.T) {
 	_, err := elicit.ParseSchema(json.RawMessage(prop(`{"type":"string","oneOf":[{"const":"a","title":"x`+rlo+`y"},{"const":"b","title":"x\u202Dy"}]}`)), elicit.Options{})
 	wantSchemaError(t, err, "requestedSchema.properties.p.oneOf[1].title",
-		"duplicate option label \"x\ufffdy\" as operators see it (bidirectional controls are shown as U+FFFD, marks removed)")
+		"duplicate option label \"x\ufffdy\" as operators see it (bidirectional controls and invisible characters are shown as U+FFFD, marks removed)")
 	_, err = elicit.ParseSchema(json.RawMessage(prop(`{"type":"string","enum":["ab","a`+rlm+`b"]}`)), elicit.Options{})
 	wantSchemaError(t, err, "requestedSchema.properties.p.enum[1]",
-		`duplicate option label "ab" as operators see it (bidirectional controls are shown as U+FFFD, marks removed)`)
+		`duplicate value "ab" as operators see it (bidirectional controls and invisible characters are shown as U+FFFD, marks removed)`)
 }
 
 func TestShown(t *testing.T) {
@@ -89,7 +90,11 @@ func TestShown(t *testing.T) {
 		"a\u2066b\u2067c\u2068d\u2069e":               "a\uFFFDb\uFFFDc\uFFFDd\uFFFDe",
 		"a\u200Eb\u200Fc\u061Cd":                      "abcd",
 		"line\nnext\ttab\x1b[2J\x7f\u0085":            "line\nnext\ttab\uFFFD[2J\uFFFD\uFFFD",
-		"zero\u200Bwidth\u200Djoiner and \u2028 stay": "zero\u200Bwidth\u200Djoiner and \u2028 stay",
+		"zero\u200Bwidth\u2060joiner\uFEFF\u3164":    "zero\uFFFDwidth\uFFFDjoiner\uFFFD\uFFFD",
+		"family \U0001F468\u200D\U0001F469 \u2764\uFE0F": "family \U0001F468\u200D\U0001F469 \u2764\uFE0F",
+		"\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645 and \u2028 stay": "\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645 and \u2028 stay",
+		"flag \U0001F3F4\U000E0067\U000E0062\U000E0065\U000E006E\U000E0067\U000E007F ok": "flag \U0001F3F4\U000E0067\U000E0062\U000E0065\U000E006E\U000E0067\U000E007F ok",
+		"smuggled \U000E0068\U000E0069 tags":            "smuggled \uFFFD\uFFFD tags",
 	} {
 		if got := elicit.Shown(in); got != want {
 			t.Errorf("Shown(%q) = %q, want %q", in, got, want)
@@ -122,7 +127,7 @@ func TestFromPromptsNeutralisesBidiAndGivesTheLabelBack(t *testing.T) {
 		t.Fatalf("answers %q: the agent must get its own label back", got)
 	}
 	_, _, _, err = elicit.FromPrompts([]elicit.Prompt{{Question: "q", Options: []elicit.PromptOption{{Label: "a" + rlo + "b"}, {Label: "a\u202Db"}}}}, elicit.Options{})
-	if err == nil || err.Error() != "questions[0].options[1].label: \"a\ufffdb\" is already an option of this question, as operators see it (bidirectional controls are shown as U+FFFD, marks removed)" {
+	if err == nil || err.Error() != "questions[0].options[1].label: \"a\ufffdb\" as operators see it (bidirectional controls and invisible characters are shown as U+FFFD, marks removed) is already an option of this question" {
 		t.Fatalf("look-alike labels: %v", err)
 	}
 }
@@ -163,5 +168,39 @@ func TestOptionLimit(t *testing.T) {
 	_, _, _, err := elicit.FromPrompts([]elicit.Prompt{{Question: "q"}, {Question: "r", Options: opts}}, elicit.Options{MaxOptions: 3})
 	if err == nil || err.Error() != "questions[1].options: at most 3 options can be offered, got 4" {
 		t.Fatalf("prompt with too many options: %v", err)
+	}
+}
+
+// Options and property keys that an operator cannot tell apart — equal once
+// invisible characters are gone and compatibility forms composed (NFKC) —
+// are refused, naming the field.
+func TestLookalikeOptionsAndKeysAreRefused(t *testing.T) {
+	for _, c := range []struct{ schema, at, want string }{
+		{prop(`{"type":"string","enum":["ab","a\u200bb"]}`), "requestedSchema.properties.p.enum[1]", `duplicate value "a\u200bb": operators cannot tell it from "ab"`},
+		{prop(`{"type":"string","enum":["fi","\ufb01"]}`), "requestedSchema.properties.p.enum[1]", `operators cannot tell it from "fi"`},
+		{prop(`{"type":"string","enum":["ab","a\u200db"]}`), "requestedSchema.properties.p.enum[1]", `operators cannot tell it from "ab"`},
+		{prop(`{"type":"string","oneOf":[{"const":"y","title":"Approve"},{"const":"n","title":"\uff21pprove"}]}`), "requestedSchema.properties.p.oneOf[1].title", `operators cannot tell it from "Approve"`},
+		{prop(`{"type":"array","items":{"type":"string","enum":["K","\u212a"]}}`), "requestedSchema.properties.p.items.enum[1]", `operators cannot tell it from "K"`},
+		{`{"type":"object","properties":{"name":{"type":"string"},"name\u200d":{"type":"string"}}}`, `requestedSchema.properties["name\u200d"]`, `duplicate property key "name\u200d": operators cannot tell it from "name"`},
+	} {
+		_, err := elicit.ParseSchema(json.RawMessage(c.schema), elicit.Options{})
+		var se *elicit.SchemaError
+		if !errors.As(err, &se) || se.Path != c.at || !strings.Contains(se.Rule, c.want) {
+			t.Errorf("%s: %v, want a SchemaError at %s saying %s", c.schema, err, c.at, c.want)
+		}
+	}
+	// Different text that merely looks alike in some fonts stays allowed.
+	for _, schema := range []string{
+		prop(`{"type":"string","enum":["a","A","\u00e4","a\u0308b","ab"]}`),
+		prop(`{"type":"string","enum":["l","1","I"]}`),
+	} {
+		if _, err := elicit.ParseSchema(json.RawMessage(schema), elicit.Options{}); err != nil {
+			t.Errorf("%s: %v", schema, err)
+		}
+	}
+	_, _, _, err := elicit.FromPrompts([]elicit.Prompt{{Question: "q", Options: []elicit.PromptOption{{Label: "K"}, {Label: "\u212a"}}}}, elicit.Options{})
+	var pe *elicit.PromptError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "questions[0].options[1].label") {
+		t.Errorf("prompts K and Kelvin sign: %v, want a PromptError naming the second label", err)
 	}
 }

@@ -82,7 +82,7 @@ func FromPrompts(prompts []Prompt, opts Options) (form *Form, schema json.RawMes
 			prop.Title = text // cut to the header limit like any title
 		}
 		q := QuestionInfo{Question: Shown(text), Options: []QuestionOption{}}
-		seen := make(map[string]bool, len(p.Options))
+		seen := make(map[string]string, len(p.Options)) // sameToOperators of a shown label → the shown label
 		choices := make([]choice, len(p.Options))
 		for j, o := range p.Options {
 			label := strings.TrimSpace(o.Label)
@@ -91,10 +91,11 @@ func FromPrompts(prompts []Prompt, opts Options) (form *Form, schema json.RawMes
 				return nil, nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), "must not be empty"}
 			case hasControl(label):
 				return nil, nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), "must not contain control characters"}
-			case seen[Shown(label)]:
-				return nil, nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), duplicateLabel(label)}
 			}
-			seen[Shown(label)] = true
+			if first, ok := seen[sameToOperators(Shown(label))]; ok {
+				return nil, nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), duplicateLabel(label, first)}
+			}
+			seen[sameToOperators(Shown(label))] = Shown(label)
 			// The value stays the label as written, so the agent gets back
 			// what it sent; operators see and answer the shown label.
 			choices[j] = choice{Const: label, Title: label}
@@ -154,11 +155,8 @@ func PromptAnswers(content Content, n int) [][]string {
 	return answers
 }
 
-// duplicateLabel says that label repeats another option's, as operators see
-// it (two labels that differ only in bidirectional controls look the same).
-func duplicateLabel(label string) string {
-	if shown := Shown(label); shown != label {
-		return fmt.Sprintf("%q is already an option of this question, as operators see it (bidirectional controls are shown as U+FFFD, marks removed)", shown)
-	}
-	return fmt.Sprintf("%q is already an option of this question", label)
+// duplicateLabel says that label repeats first, another option's label, as
+// operators see it.
+func duplicateLabel(label, first string) string {
+	return lookalike(label, first) + " is already an option of this question"
 }

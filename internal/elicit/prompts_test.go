@@ -108,7 +108,7 @@ func TestFromPromptsMakesASchemaNewFormAccepts(t *testing.T) {
 
 func TestFromPromptsAnswersRoundTrip(t *testing.T) {
 	prompts := []elicit.Prompt{
-		{Question: "Size?", Options: []elicit.PromptOption{po("  Small  ", ""), po("small", ""), po("Größe ✓", ""), po("K", ""), po("\u212a", "Kelvin")}},
+		{Question: "Size?", Options: []elicit.PromptOption{po("  Small  ", ""), po("small", ""), po("Größe ✓", ""), po("K", ""), po("\u212a\u00b0", "Kelvin")}},
 		{Question: "Toppings?", Multiple: true, Options: []elicit.PromptOption{po("Cheese", ""), po("Ham", ""), po("Olives", "")}},
 		{Question: "Note?"},
 		{Question: "Skipped?", Options: []elicit.PromptOption{po("Yes", ""), po("No", "")}},

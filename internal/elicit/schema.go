@@ -152,7 +152,14 @@ func parseRoot(root *jsonValue, opts Options) (*Schema, error) {
 		return nil, err
 	}
 	schema := &Schema{Properties: make([]Property, 0, len(props.members))}
+	keys := make(map[string]string, len(props.members)) // sameToOperators key → property key
 	for _, m := range props.members {
+		if first, ok := keys[sameToOperators(m.key)]; ok {
+			// A header shows the key when there is no title, and the
+			// content an agent reads is keyed by it.
+			return nil, at.key("properties").key(m.key).errorf("duplicate property key %s", lookalike(m.key, first))
+		}
+		keys[sameToOperators(m.key)] = m.key
 		p, err := parseProperty(m.key, m.value, required[m.key], at.key("properties").key(m.key))
 		if err != nil {
 			return nil, err

@@ -161,3 +161,31 @@ func TestMaxOptionsBoundsTheQuestionTool(t *testing.T) {
 		t.Errorf("POST /elicitations with --max-options 3: %d %s", res.Status, res.Body)
 	}
 }
+
+// Two options an operator cannot tell apart are refused on every asking
+// route, naming the option; zero-width characters in what is shown become a
+// visible U+FFFD, while joiners in emoji stay.
+func TestLookalikesDoNotReachOperators(t *testing.T) {
+	h := newHarness(t, httpapi.Options{})
+	for _, enum := range []string{`["ab","a\u200bb"]`, `["ab","a\u200db"]`, `["fi","\ufb01"]`} {
+		res := h.do(http.MethodPost, "/elicitations", `{"message":"m","requestedSchema":{"type":"object","properties":{"p":{"type":"string","enum":`+enum+`}}}}`)
+		if res.Status != http.StatusBadRequest || !strings.Contains(string(res.Body), "requestedSchema.properties.p.enum[1]") || !strings.Contains(string(res.Body), "operators cannot tell it from") {
+			t.Errorf("enum %s: %d %s, want 400 naming enum[1]", enum, res.Status, res.Body)
+		}
+	}
+	h.create(map[string]any{
+		"message":         "Pay \u200b$100\u2060? \U0001F468\u200D\U0001F469",
+		"requestedSchema": json.RawMessage(`{"type":"object","properties":{"ok":{"type":"string","title":"O\u200bK","enum":["yes","no"]}}}`),
+	})
+	var listed []struct {
+		Questions []elicit.QuestionInfo `json:"questions"`
+	}
+	h.do(http.MethodGet, "/question", nil).json(t, &listed)
+	q := listed[0].Questions[0]
+	if strings.ContainsAny(q.Question+q.Header, "\u200b\u2060") || !strings.Contains(q.Question, "Pay \uFFFD$100\uFFFD?") || q.Header != "O\uFFFDK" {
+		t.Errorf("shown %q / %q: zero-width characters must show as U+FFFD", q.Header, q.Question)
+	}
+	if !strings.Contains(q.Question, "\U0001F468\u200D\U0001F469") {
+		t.Errorf("shown %q: the emoji's joiner must stay", q.Question)
+	}
+}

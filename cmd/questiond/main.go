@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	apidoc "github.com/questiond/questiond/api"
+	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/daemon"
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/httpapi"
@@ -194,7 +195,14 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 			},
 		},
 		FailureTimeout: cfg.shutdownTimeout,
-		PublicURL:      cfg.publicURL,
+		Conns: connguard.Options{
+			BodyReadTimeout:  cfg.bodyReadTimeout,
+			MaxConns:         cfg.maxConns,
+			MaxConnsPerAddr:  cfg.maxConnsPerAddr,
+			MaxConnsPerAgent: cfg.maxConnsPerAgent,
+			OperatorReserve:  cfg.operatorReserve,
+		},
+		PublicURL: cfg.publicURL,
 		Notify: notify.Options{
 			URLs:        cfg.notifyURLs,
 			Secret:      []byte(cfg.notifySecret),
@@ -202,6 +210,9 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 			MaxAge:      cfg.notifyMaxAge,
 			QueueLength: cfg.notifyQueue,
 		},
+	}
+	if cfg.operatorReserve == 0 {
+		dcfg.Conns.OperatorReserve = -1 // none: connguard's zero is its default
 	}
 	switch cfg.store {
 	case "postgres":

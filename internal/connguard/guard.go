@@ -42,8 +42,8 @@ import (
 const (
 	// DefaultBodyReadTimeout is how long a request body may take to arrive.
 	DefaultBodyReadTimeout = 30 * time.Second
-	// DefaultMaxConns bounds open connections; New lowers it to fit the
-	// process's open-file limit (less fdHeadroom).
+	// DefaultMaxConns bounds open connections. New lowers any cap to fit
+	// the process's open-file limit (less fdHeadroom).
 	DefaultMaxConns = 4096
 	// DefaultMaxConnsPerAddr bounds one address's connections that have not
 	// made an authenticated request yet.
@@ -177,12 +177,14 @@ func New(opts Options) (*Guard, error) {
 	}
 	if opts.MaxConns <= 0 {
 		opts.MaxConns = DefaultMaxConns
-		if files, ok := openFileLimit(); ok && files-fdHeadroom < opts.MaxConns {
-			opts.MaxConns = max(files-fdHeadroom, 16)
-			opts.OperatorReserve = min(opts.OperatorReserve, opts.MaxConns/4)
-			opts.Logger.Info("connection cap lowered to fit the open-file limit",
-				zap.Int("max_connections", opts.MaxConns), zap.Uint64("open_file_limit", uint64(files)))
-		}
+	}
+	// More connections than file descriptors would fail accept(2) for
+	// everyone, operators included.
+	if files, ok := openFileLimit(); ok && files-fdHeadroom < opts.MaxConns {
+		opts.MaxConns = max(files-fdHeadroom, 16)
+		opts.OperatorReserve = min(opts.OperatorReserve, opts.MaxConns/4)
+		opts.Logger.Warn("connection cap lowered to fit the open-file limit",
+			zap.Int("max_connections", opts.MaxConns), zap.Int("open_file_limit", files))
 	}
 	if opts.OperatorReserve >= opts.MaxConns {
 		return nil, fmt.Errorf("the operators' reserve of connections (%d) leaves agents none of the %d allowed", opts.OperatorReserve, opts.MaxConns)
@@ -403,11 +405,11 @@ func (e *CapError) Error() string { return e.Message }
 
 // Flags the messages name; cmd/questiond defines them.
 const (
-	FlagMaxConns        = "--max-connections"
-	FlagMaxConnsPerAddr = "--max-connections-per-address"
-	FlagMaxConnsPerAgnt = "--max-connections-per-agent"
-	FlagOperatorReserve = "--operator-reserved-connections"
-	FlagBodyReadTimeout = "--body-read-timeout"
+	FlagMaxConns         = "--max-connections"
+	FlagMaxConnsPerAddr  = "--max-connections-per-address"
+	FlagMaxConnsPerAgent = "--max-connections-per-agent"
+	FlagOperatorReserve  = "--operator-reserved-connections"
+	FlagBodyReadTimeout  = "--body-read-timeout"
 )
 
 // Admit counts the connection of ctx's request for who; the auth
@@ -444,7 +446,7 @@ func (g *Guard) admitCaller(c *conn, who Caller) error {
 				g.agentTotal, FlagMaxConns, FlagOperatorReserve, g.opts.MaxConns-g.opts.OperatorReserve)
 		case who.Agent != "" && g.agents[who.Agent] >= g.opts.MaxConnsPerAgent:
 			full = fmt.Sprintf("agent %q has %d open connections, the most %s allows; reuse them (keep-alive) or close some",
-				who.Agent, g.agents[who.Agent], FlagMaxConnsPerAgnt)
+				who.Agent, g.agents[who.Agent], FlagMaxConnsPerAgent)
 		}
 		if full != "" {
 			victim = g.oldest(g.all, func(o *conn) bool {

@@ -122,7 +122,6 @@ func head(s *testserver.Server, method, path, auth string, contentLength int) st
 	return h + "\r\n"
 }
 
-
 // A body that stops arriving is cut after --body-read-timeout: the client
 // gets 408 naming the flag, and the connection is closed.
 func TestAStalledBodyIsCutAfterTheBodyReadTimeout(t *testing.T) {

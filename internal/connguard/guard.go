@@ -317,8 +317,10 @@ func (g *Guard) pendingOf(addr string) int {
 }
 
 // refusal is the whole answer a refused connection gets.
-const refusal = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 111\r\n\r\n" +
-	`{"name":"ServiceUnavailable","data":{"message":"questiond has too many open connections; retry in a moment"}}`
+var refusal = func() string {
+	body := `{"name":"ServiceUnavailable","data":{"message":"questiond has too many open connections (` + FlagMaxConns + `); retry in a moment"}}`
+	return fmt.Sprintf("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+}()
 
 // refuse answers a connection there is no room for, without waiting for it.
 func (g *Guard) refuse(nc net.Conn) {

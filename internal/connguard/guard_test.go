@@ -411,3 +411,48 @@ func TestStopDoesNotWaitForAHalfSentBody(t *testing.T) {
 		t.Errorf("the half-sent request's connection is still open; read %q", got)
 	}
 }
+
+// When every connection is being answered, a new one is refused at once
+// with a 503 naming --max-connections, not left waiting.
+func TestANewConnectionWithNoRoomIsRefusedAtOnce(t *testing.T) {
+	s := start(t, testserver.Config{API: withCredentials(),
+		Conns: connguard.Options{MaxConns: 12, OperatorReserve: 4}})
+	id := ask(t, s, alphaToken)
+	for range 8 {
+		longPoll(t, s, alphaToken, id)
+	}
+	for range 4 { // the operators' streams fill the reserve
+		stream := rawRequest(t, s.Addr, head(s, http.MethodGet, "/global/event", operatorAuth(), 0))
+		_ = stream.SetReadDeadline(time.Now().Add(3 * time.Second))
+		if line, err := bufio.NewReader(stream).ReadString('\n'); !strings.HasPrefix(line, "HTTP/1.1 200") {
+			t.Fatalf("an operator stream: %q %v", line, err)
+		}
+	}
+	settle()
+	began := time.Now()
+	conn, err := net.Dial("tcp", s.Addr) // nothing sent: the refusal comes first
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	got, closed := readUntilClosed(conn, 3*time.Second)
+	if !closed || time.Since(began) > time.Second {
+		t.Fatalf("a connection beyond --max-connections still open after %s; read %q", time.Since(began), got)
+	}
+	_, body, _ := strings.Cut(got, "\r\n\r\n")
+	var refusal struct {
+		Name string
+		Data struct{ Message string }
+	}
+	if !strings.HasPrefix(got, "HTTP/1.1 503 ") || json.Unmarshal([]byte(body), &refusal) != nil ||
+		!strings.Contains(refusal.Data.Message, "--max-connections") {
+		t.Fatalf("a connection beyond --max-connections: %q", got)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(strings.NewReader(got)), nil)
+	if err != nil {
+		t.Fatalf("the refusal is not an HTTP answer: %v", err)
+	}
+	if data, err := io.ReadAll(res.Body); err != nil || string(data) != body {
+		t.Fatalf("the refusal's Content-Length does not fit its body: %q %v", data, err)
+	}
+}

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/testenv"
 )
 
@@ -160,4 +163,34 @@ func tail(logs string) string {
 		return "…" + logs[len(logs)-4000:]
 	}
 	return logs
+}
+
+// The connection flags and their environment twins reach the daemon, and
+// settings that cannot work are refused by name.
+func TestConnectionFlags(t *testing.T) {
+	env := map[string]string{"QUESTIOND_BODY_READ_TIMEOUT": "5s", "QUESTIOND_MAX_CONNECTIONS_PER_AGENT": "7"}
+	cfg, err := parseConfig([]string{"--max-connections", "500", "--max-connections-per-address", "20",
+		"--operator-reserved-connections", "0", "--store", "memory"}, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dcfg, err := daemonConfig(cfg, func(string) string { return "" }, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := connguard.Options{BodyReadTimeout: 5 * time.Second, MaxConns: 500, MaxConnsPerAddr: 20, MaxConnsPerAgent: 7, OperatorReserve: -1}
+	if dcfg.Conns != want {
+		t.Errorf("daemon connection options %+v, want %+v", dcfg.Conns, want)
+	}
+	for args, want := range map[string]string{
+		"--body-read-timeout 0":                                     "--body-read-timeout must be positive",
+		"--max-connections 0":                                       "--max-connections must be positive",
+		"--max-connections-per-agent -1":                            "--max-connections-per-agent must be positive",
+		"--max-connections 100 --operator-reserved-connections 100": "--operator-reserved-connections must be at least 0 and less than --max-connections",
+		"--operator-reserved-connections -1":                        "--operator-reserved-connections must be at least 0",
+	} {
+		if _, err := parseConfig(strings.Fields(args), func(string) string { return "" }, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error containing %q", args, err, want)
+		}
+	}
 }

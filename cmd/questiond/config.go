@@ -381,8 +381,9 @@ func (c *config) check() error {
 	positive := map[string]time.Duration{
 		"heartbeat": c.heartbeat, "default-timeout": c.defaultTimeout, "max-timeout": c.maxTimeout,
 		"max-wait": c.maxWait, "keepalive": c.keepAlive, "retention": c.retention, "reconnect-grace": c.reconnectGrace,
-		"event-write-timeout": c.eventWriteTimeout, "shutdown-timeout": c.shutdownTimeout, "body-read-timeout": c.bodyReadTimeout,
+		"event-write-timeout": c.eventWriteTimeout, "shutdown-timeout": c.shutdownTimeout,
 		"notify-max-age": c.notifyMaxAge, "notify-lease": c.notifyLease,
+		"body-read-timeout": c.bodyReadTimeout,
 	}
 	for name, d := range positive {
 		if d <= 0 {

@@ -195,14 +195,7 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 			},
 		},
 		FailureTimeout: cfg.shutdownTimeout,
-		Conns: connguard.Options{
-			BodyReadTimeout:  cfg.bodyReadTimeout,
-			MaxConns:         cfg.maxConns,
-			MaxConnsPerAddr:  cfg.maxConnsPerAddr,
-			MaxConnsPerAgent: cfg.maxConnsPerAgent,
-			OperatorReserve:  cfg.operatorReserve,
-		},
-		PublicURL: cfg.publicURL,
+		PublicURL:      cfg.publicURL,
 		Notify: notify.Options{
 			URLs:        cfg.notifyURLs,
 			Secret:      []byte(cfg.notifySecret),
@@ -210,6 +203,13 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 			MaxAge:      cfg.notifyMaxAge,
 			QueueLength: cfg.notifyQueue,
 		},
+	}
+	dcfg.Conns = connguard.Options{
+		BodyReadTimeout:  cfg.bodyReadTimeout,
+		MaxConns:         cfg.maxConns,
+		MaxConnsPerAddr:  cfg.maxConnsPerAddr,
+		MaxConnsPerAgent: cfg.maxConnsPerAgent,
+		OperatorReserve:  cfg.operatorReserve,
 	}
 	if cfg.operatorReserve == 0 {
 		dcfg.Conns.OperatorReserve = -1 // none: connguard's zero is its default

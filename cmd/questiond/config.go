@@ -157,7 +157,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	c.maxConns = connguard.DefaultMaxConns
 	fs.Var(intValue[int]{&c.maxConns}, "max-connections", "most open connections (`n`); lowered to fit the open-file limit; beyond it the oldest connection not being answered is closed, or the new one refused (503)")
 	c.maxConnsPerAddr = connguard.DefaultMaxConnsPerAddr
-	fs.Var(intValue[int]{&c.maxConnsPerAddr}, "max-connections-per-address", "most connections (`n`) from one address that have not made an authenticated request yet; beyond it that address's oldest one not being answered is closed")
+	fs.Var(intValue[int]{&c.maxConnsPerAddr}, "max-connections-per-address", "most connections (`n`) from one address that have not made an authenticated request yet; beyond it that address's oldest one not being answered (idle, or silent for a second) is closed")
 	c.maxConnsPerAgent = connguard.DefaultMaxConnsPerAgent
 	fs.Var(intValue[int]{&c.maxConnsPerAgent}, "max-connections-per-agent", "most open connections (`n`) of one agent token (503 beyond)")
 	c.operatorReserve = connguard.DefaultOperatorReserve

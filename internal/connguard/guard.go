@@ -16,9 +16,10 @@
 //     one agent's connections are capped per agent, all agents' together
 //     leave Options.OperatorReserve of MaxConns to operators. When a cap is
 //     reached, room is made by closing the oldest connection that is not
-//     being answered (silent, idle, or still sending its request) of the
-//     same address or agent; a new connection for which there is no room is
-//     refused at once (a minimal 503, then closed), never left waiting;
+//     being answered (idle, or silent or still sending its request for a
+//     second) of the same address or agent, or anywhere for MaxConns; a
+//     new connection for which there is no room is refused at once (a
+//     minimal 503, then closed), never left waiting;
 //   - Shutdown: CloseAll closes, at once, every connection that is not
 //     being answered, so a half-sent request cannot hold a shutdown.
 //
@@ -58,6 +59,11 @@ const (
 // (the listener, the database, webhooks, logs) when MaxConns is lowered to
 // fit the open-file limit.
 const fdHeadroom = 128
+
+// sendGrace is how long a connection may be silent, or sending its request,
+// before it can be closed to make room for another: an honest client sends
+// its request in milliseconds.
+const sendGrace = time.Second
 
 // Options configure a Guard. Zero values mean the defaults.
 type Options struct {
@@ -104,7 +110,8 @@ type conn struct {
 	pool        pool
 	agent       string
 	state       http.ConnState
-	answering   bool // a request is in and its whole body has arrived
+	since       time.Time // of the last change of state
+	answering   bool      // a request is in and its whole body has arrived
 	gone        bool
 }
 
@@ -126,6 +133,12 @@ func (c *conn) CloseWrite() error {
 
 // NetConn is the connection underneath.
 func (c *conn) NetConn() net.Conn { return c.Conn }
+
+// stale: closable for room, having had its chance: idle between requests,
+// or silent or still sending its request for sendGrace.
+func (c *conn) stale(now time.Time) bool {
+	return c.evictable() && (c.state == http.StateIdle || now.Sub(c.since) >= sendGrace)
+}
 
 // evictable: nothing is being answered on it, so closing it loses nobody an
 // answer: silent, idle, or still sending its request.
@@ -217,19 +230,24 @@ func (l *listener) Accept() (net.Conn, error) {
 }
 
 // admit counts a new connection, making room for it if a cap is reached, or
-// refuses it (nil).
+// refuses it (nil). For MaxConnsPerAddr only stale connections are closed:
+// a new one gets sendGrace to send its request, so a burst of honest
+// clients from one address is not cut down by its own later members (it
+// may pass the cap for that long). MaxConns it may not pass: there the
+// oldest connection not being answered goes, stale ones first.
 func (g *Guard) admit(nc net.Conn) *conn {
 	addr := remoteIP(nc)
+	now := time.Now()
 	g.mu.Lock()
 	var victims []*conn
 	room := !g.closing
 	if room && g.pendingOf(addr) >= g.opts.MaxConnsPerAddr {
-		victim := g.oldest(g.pending[addr], func(c *conn) bool { return true })
-		room = victim != nil
-		victims = append(victims, victim)
+		if victim := g.oldest(g.pending[addr], now, func(*conn) bool { return true }); victim != nil {
+			victims = append(victims, victim)
+		}
 	}
 	if room && g.all.Len()-len(victims) >= g.opts.MaxConns {
-		victim := g.roomAnywhere(victims)
+		victim := g.roomAnywhere(now, victims)
 		room = victim != nil
 		victims = append(victims, victim)
 	}
@@ -238,71 +256,73 @@ func (g *Guard) admit(nc net.Conn) *conn {
 		for _, v := range victims {
 			g.forgetLocked(v)
 		}
-		c = &conn{Conn: nc, g: g, addr: addr, state: http.StateNew}
+		c = &conn{Conn: nc, g: g, addr: addr, state: http.StateNew, since: now}
 		c.all = g.all.PushBack(c)
 		if g.pending[addr] == nil {
 			g.pending[addr] = list.New()
 		}
 		c.byAddr = g.pending[addr].PushBack(c)
+		g.noteRefusalsLocked(len(victims))
 	} else {
 		victims = nil
+		g.noteRefusalsLocked(1)
 	}
 	closing := g.closing
-	if closed := len(victims); c == nil {
-		g.noteRefusalsLocked(1)
-	} else {
-		g.noteRefusalsLocked(closed)
-	}
 	g.mu.Unlock()
 	for _, v := range victims {
 		_ = v.Conn.Close()
 	}
-	if c == nil {
-		if !closing {
-			g.refuse(nc)
-		} else {
-			_ = nc.Close()
-		}
+	switch {
+	case c != nil:
+	case closing:
+		_ = nc.Close()
+	default:
+		g.refuse(nc)
 	}
 	return c
 }
 
 // roomAnywhere picks the connection to close when MaxConns is reached: the
-// oldest evictable one not yet authenticated, else an agent's, else an
-// operator's; nil when every connection is being answered.
-func (g *Guard) roomAnywhere(skip []*conn) *conn {
-	var agent, operator *conn
+// oldest stale one not yet authenticated, else an agent's, else an
+// operator's, else the oldest not yet authenticated that is not being
+// answered, however young (a flood of new connections must not keep an
+// operator's out); nil when there is none.
+func (g *Guard) roomAnywhere(now time.Time, skip []*conn) *conn {
+	var agent, operator, young *conn
 	for e := g.all.Front(); e != nil; e = e.Next() {
 		c := e.Value.(*conn)
 		if !c.evictable() || contains(skip, c) {
 			continue
 		}
-		switch c.pool {
-		case poolPending:
+		switch {
+		case !c.stale(now):
+			if young == nil && c.pool == poolPending {
+				young = c
+			}
+		case c.pool == poolPending:
 			return c
-		case poolAgent:
-			if agent == nil {
-				agent = c
-			}
-		case poolOperator:
-			if operator == nil {
-				operator = c
-			}
+		case c.pool == poolAgent && agent == nil:
+			agent = c
+		case c.pool == poolOperator && operator == nil:
+			operator = c
 		}
 	}
-	if agent != nil {
+	switch {
+	case agent != nil:
 		return agent
+	case operator != nil:
+		return operator
 	}
-	return operator
+	return young
 }
 
-// oldest is the first evictable connection of l that ok accepts.
-func (g *Guard) oldest(l *list.List, ok func(*conn) bool) *conn {
+// oldest is the first stale connection of l that ok accepts.
+func (g *Guard) oldest(l *list.List, now time.Time, ok func(*conn) bool) *conn {
 	if l == nil {
 		return nil
 	}
 	for e := l.Front(); e != nil; e = e.Next() {
-		if c := e.Value.(*conn); c.evictable() && ok(c) {
+		if c := e.Value.(*conn); c.stale(now) && ok(c) {
 			return c
 		}
 	}
@@ -360,7 +380,7 @@ func (g *Guard) ConnState(nc net.Conn, state http.ConnState) {
 	if c.gone {
 		return
 	}
-	c.state, c.answering = state, false
+	c.state, c.answering, c.since = state, false, time.Now()
 	if g.closing && state != http.StateActive && c.evictable() {
 		// A connection between requests during a shutdown gets no more.
 		g.forgetLocked(c)
@@ -451,7 +471,7 @@ func (g *Guard) admitCaller(c *conn, who Caller) error {
 				who.Agent, g.agents[who.Agent], FlagMaxConnsPerAgent)
 		}
 		if full != "" {
-			victim = g.oldest(g.all, func(o *conn) bool {
+			victim = g.oldest(g.all, time.Now(), func(o *conn) bool {
 				return o != c && o.pool == poolAgent && o.agent == who.Agent
 			})
 			if victim == nil {

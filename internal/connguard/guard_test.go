@@ -302,13 +302,15 @@ func stillOpen(conns []net.Conn) int {
 }
 
 // 4 000 stalled connections from the operators' own address hold at most
-// --max-connections-per-address of the server, and the operator's GET
-// /question and the /readyz probe, on new connections, still answer.
+// --max-connections of the server, and the operator's GET /question and
+// the /readyz probe, on new connections from that address, still answer:
+// each closes the oldest stalled one of its address.
 func TestStalledConnectionsDoNotLockOutTheOperator(t *testing.T) {
-	const perAddr = 50
+	const maxConns = 200
 	s := start(t, testserver.Config{API: withCredentials(),
-		Conns: connguard.Options{MaxConnsPerAddr: perAddr, MaxConns: 200, OperatorReserve: 20}})
+		Conns: connguard.Options{MaxConnsPerAddr: 50, MaxConns: maxConns, OperatorReserve: 20}})
 	conns := stalled(t, s, 4000)
+	time.Sleep(1100 * time.Millisecond) // they have had their second to send a request
 	for range 5 {
 		if status, body := do(t, http.MethodGet, s.URL+"/question", operatorAuth(), ""); status != http.StatusOK {
 			t.Fatalf("the operator's GET /question: %d %s", status, body)
@@ -318,11 +320,11 @@ func TestStalledConnectionsDoNotLockOutTheOperator(t *testing.T) {
 		}
 	}
 	open := stillOpen(conns)
-	for deadline := time.Now().Add(2 * time.Second); open > perAddr && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(2 * time.Second); open > maxConns && time.Now().Before(deadline); {
 		open = stillOpen(conns) // the last closings may still be on their way
 	}
-	if open > perAddr {
-		t.Errorf("%d of the %d stalled connections are still open; want at most %d (--max-connections-per-address)", open, len(conns), perAddr)
+	if open > maxConns {
+		t.Errorf("%d of the %d stalled connections are still open; want at most %d (--max-connections)", open, len(conns), maxConns)
 	}
 }
 
@@ -454,5 +456,29 @@ func TestANewConnectionWithNoRoomIsRefusedAtOnce(t *testing.T) {
 	}
 	if data, err := io.ReadAll(res.Body); err != nil || string(data) != body {
 		t.Fatalf("the refusal's Content-Length does not fit its body: %q %v", data, err)
+	}
+}
+
+// Without credentials nobody authenticates: agents' connections (by the
+// routes they use) still leave the operators' reserve alone, and stalled
+// requests, bodies on operator routes included, cannot keep the /ui page
+// and GET /question from answering.
+func TestWithoutCredentialsTheUIKeepsTheOperatorsReserve(t *testing.T) {
+	s := start(t, testserver.Config{Conns: connguard.Options{MaxConns: 40, OperatorReserve: 10, MaxConnsPerAddr: 10,
+		BodyReadTimeout: time.Minute}})
+	id := ask(t, s, "")
+	for range 30 { // agents' whole share: --max-connections less the reserve
+		rawRequest(t, s.Addr, head(s, http.MethodGet, "/elicitations/"+id+"?wait=60", "", 0))
+	}
+	settle()
+	refused(t, rawRequest(t, s.Addr, head(s, http.MethodGet, "/elicitations/"+id+"?wait=60", "", 0)), "--operator-reserved-connections")
+	for range 100 {
+		rawRequest(t, s.Addr, head(s, http.MethodPost, "/question/"+id+"/reply", "", 100)+`{"answers":`)
+		rawRequest(t, s.Addr, "GET /question HTTP/1.1\r\nHost: "+s.Addr+"\r\n")
+	}
+	for _, path := range []string{"/ui", "/question", "/ui", "/question"} {
+		if status, body := do(t, http.MethodGet, s.URL+path, "", ""); status != http.StatusOK {
+			t.Fatalf("GET %s with stalled requests and agents at their share: %d %s", path, status, body)
+		}
 	}
 }

@@ -32,6 +32,8 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Now().Add(g.opts.BodyReadTimeout))
 		body := &deadlineBody{ReadCloser: r.Body, arrived: func() {
+			// net/http's HTTP/1 server clears it too as it starts watching
+			// for the client going away; an HTTP/2 stream's is its own.
 			_ = rc.SetReadDeadline(time.Time{})
 			if c != nil {
 				g.setAnswering(c)

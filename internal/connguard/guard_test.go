@@ -2,9 +2,11 @@ package connguard_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 
@@ -480,5 +483,95 @@ func TestWithoutCredentialsTheUIKeepsTheOperatorsReserve(t *testing.T) {
 		if status, body := do(t, http.MethodGet, s.URL+path, "", ""); status != http.StatusOK {
 			t.Fatalf("GET %s with stalled requests and agents at their share: %d %s", path, status, body)
 		}
+	}
+}
+
+// watch follows GET /global/event and sends its data lines.
+func watch(t *testing.T, s *testserver.Server) <-chan string {
+	t.Helper()
+	stream, err := http.Get(s.URL + "/global/event")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stream.Body.Close() })
+	events := make(chan string, 16)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(stream.Body)
+		for sc.Scan() {
+			if line := sc.Text(); strings.HasPrefix(line, "data:") {
+				events <- line
+			}
+		}
+	}()
+	return events
+}
+
+// next waits for an event of type typ and returns its question id.
+func next(t *testing.T, events <-chan string, typ string) string {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case line, ok := <-events:
+			if !ok {
+				t.Fatalf("the event stream ended before %s", typ)
+			}
+			if !strings.Contains(line, `"`+typ+`"`) {
+				continue
+			}
+			var ev struct {
+				Payload struct {
+					Properties struct {
+						ID        string
+						RequestID string `json:"requestID"`
+					} `json:"properties"`
+				} `json:"payload"`
+			}
+			_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data:")), &ev)
+			return ev.Payload.Properties.ID + ev.Payload.Properties.RequestID
+		case <-timeout:
+			t.Fatalf("no %s on the stream", typ)
+		}
+	}
+}
+
+// An MCP session's event stream (GET /mcp) and a tool call's long wait on
+// POST /mcp read no body after their request: they outlive
+// --body-read-timeout many times over.
+func TestAnMCPSessionOutlivesTheBodyReadTimeout(t *testing.T) {
+	const timeout = 100 * time.Millisecond
+	s := start(t, testserver.Config{Conns: connguard.Options{BodyReadTimeout: timeout}})
+	events := watch(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "connguard-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	time.Sleep(20 * timeout) // the session's GET /mcp stream is open all along
+	result := make(chan error, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question", Arguments: map[string]any{
+			"questions": []any{map[string]any{"question": "Which database?", "header": "Database",
+				"options": []any{map[string]any{"label": "Postgres", "description": "Relational"}}}},
+		}})
+		if err == nil && res.IsError {
+			err = fmt.Errorf("tool error: %+v", res.Content)
+		}
+		result <- err
+	}()
+	id := next(t, events, "question.asked")
+	time.Sleep(20 * timeout) // the tool call waits, well past the deadline
+	if status, body := do(t, http.MethodPost, s.URL+"/question/"+id+"/reply", "", `{"answers":[["Postgres"]]}`); status != http.StatusOK {
+		t.Fatalf("reply: %d %s", status, body)
+	}
+	if err := <-result; err != nil {
+		t.Fatalf("the tool call after waiting past the body read timeout: %v", err)
+	}
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatalf("the MCP session after the wait: %v", err)
 	}
 }

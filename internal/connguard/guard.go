@@ -95,8 +95,8 @@ type pool int
 
 const (
 	poolPending  pool = iota // no authenticated request yet
-	poolOperator             // an operator's
 	poolAgent                // an agent's (conn.agent names it)
+	poolOperator             // an operator's; last: closed for room only when no other will do
 )
 
 // conn is an accepted connection the Guard keeps count of.
@@ -283,37 +283,37 @@ func (g *Guard) admit(nc net.Conn) *conn {
 }
 
 // roomAnywhere picks the connection to close when MaxConns is reached: the
-// oldest stale one not yet authenticated, else an agent's, else an
-// operator's, else the oldest not yet authenticated that is not being
-// answered, however young (a flood of new connections must not keep an
-// operator's out); nil when there is none.
+// oldest stale one, not yet authenticated first, then an agent's, then an
+// operator's; failing that the oldest not being answered however young, in
+// the same order (a flood of new connections, or of bodies that never come,
+// must not keep an operator's out); nil when every connection is being
+// answered.
 func (g *Guard) roomAnywhere(now time.Time, skip []*conn) *conn {
-	var agent, operator, young *conn
+	var best [2][3]*conn // [young][pool]
 	for e := g.all.Front(); e != nil; e = e.Next() {
 		c := e.Value.(*conn)
 		if !c.evictable() || contains(skip, c) {
 			continue
 		}
-		switch {
-		case !c.stale(now):
-			if young == nil && c.pool == poolPending {
-				young = c
-			}
-		case c.pool == poolPending:
+		young := 0
+		if !c.stale(now) {
+			young = 1
+		}
+		if young == 0 && c.pool == poolPending {
 			return c
-		case c.pool == poolAgent && agent == nil:
-			agent = c
-		case c.pool == poolOperator && operator == nil:
-			operator = c
+		}
+		if best[young][c.pool] == nil {
+			best[young][c.pool] = c
 		}
 	}
-	switch {
-	case agent != nil:
-		return agent
-	case operator != nil:
-		return operator
+	for _, byPool := range best {
+		for _, c := range byPool {
+			if c != nil {
+				return c
+			}
+		}
 	}
-	return young
+	return nil
 }
 
 // oldest is the first stale connection of l that ok accepts.

@@ -357,7 +357,7 @@ func refused(t *testing.T, conn net.Conn, flag string) {
 
 // settle lets the server take in the long-polls just sent: they answer
 // nothing before their end, so there is nothing to wait for.
-func settle() { time.Sleep(300 * time.Millisecond) }
+func settle() { time.Sleep(time.Second) }
 
 // An agent at its connection cap is refused (503, connection closed), and
 // agents together cannot take the operators' reserve: the operator still

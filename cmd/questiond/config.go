@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/daemon"
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/httpapi"
@@ -49,6 +50,11 @@ type config struct {
 	maxDirectories    int
 	cors              string
 	shutdownTimeout   time.Duration
+	bodyReadTimeout   time.Duration
+	maxConns          int
+	maxConnsPerAddr   int
+	maxConnsPerAgent  int
+	operatorReserve   int
 	showVersion       bool
 
 	allowedHosts       string
@@ -148,6 +154,16 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.StringVar(&c.cors, "cors", "", "extra allowed browser origins, a comma-separated `list` (OpenCode's own allowlist always applies)")
 	c.shutdownTimeout = 10 * time.Second
 	fs.Var(durationValue{&c.shutdownTimeout}, "shutdown-timeout", fmt.Sprintf("longest time (a `duration`) a graceful shutdown may take (event streams get at most %s of it to send their last events; a second SIGINT or SIGTERM exits at once)", daemon.DefaultStreamGrace))
+	c.bodyReadTimeout = connguard.DefaultBodyReadTimeout
+	fs.Var(durationValue{&c.bodyReadTimeout}, "body-read-timeout", "longest time (a `duration`) a request body may take to arrive after its headers (408 and the connection closed beyond); event streams and long waits are not affected")
+	c.maxConns = connguard.DefaultMaxConns
+	fs.Var(intValue[int]{&c.maxConns}, "max-connections", "most open connections (`n`); lowered to fit the open-file limit; beyond it the oldest connection not being answered is closed, or the new one refused (503)")
+	c.maxConnsPerAddr = connguard.DefaultMaxConnsPerAddr
+	fs.Var(intValue[int]{&c.maxConnsPerAddr}, "max-connections-per-address", "most connections (`n`) from one address that have not made an authenticated request yet; beyond it that address's oldest one not being answered (idle, or silent for a second) is closed")
+	c.maxConnsPerAgent = connguard.DefaultMaxConnsPerAgent
+	fs.Var(intValue[int]{&c.maxConnsPerAgent}, "max-connections-per-agent", "most open connections (`n`) of one agent token (503 beyond)")
+	c.operatorReserve = connguard.DefaultOperatorReserve
+	fs.Var(intValue[int]{&c.operatorReserve}, "operator-reserved-connections", "connections (`n`) of --max-connections that agents can never take, kept for operators (0 for none)")
 	fs.StringVar(&c.allowedHosts, "allowed-hosts", "", "extra names this server is reached by, a comma-separated `list`; other Host headers get 421 (DNS-rebinding guard)")
 	fs.Var(boolValue{&c.consoleFollow}, "console-follow", "after the operator answers a session's last question, move every attached OpenCode TUI to the next session with a pending question")
 	fs.Var(boolValue{&c.insecure}, "insecure", "allow listening beyond loopback without operator and agent credentials (dangerous)")
@@ -371,6 +387,7 @@ func (c *config) check() error {
 		"max-wait": c.maxWait, "keepalive": c.keepAlive, "retention": c.retention, "reconnect-grace": c.reconnectGrace,
 		"event-write-timeout": c.eventWriteTimeout, "shutdown-timeout": c.shutdownTimeout,
 		"notify-max-age": c.notifyMaxAge, "notify-lease": c.notifyLease,
+		"body-read-timeout": c.bodyReadTimeout,
 	}
 	for name, d := range positive {
 		if d <= 0 {
@@ -381,11 +398,15 @@ func (c *config) check() error {
 		"max-body": c.maxBody, "max-properties": int64(c.maxProperties), "max-options": int64(c.maxOptions), "header-limit": int64(c.headerLimit),
 		"event-queue": int64(c.eventQueue), "max-directories": int64(c.maxDirectories),
 		"max-retained": int64(c.maxRetained), "notify-queue": int64(c.notifyQueue),
+		"max-connections": int64(c.maxConns), "max-connections-per-address": int64(c.maxConnsPerAddr), "max-connections-per-agent": int64(c.maxConnsPerAgent),
 	}
 	for name, n := range counts {
 		if n <= 0 {
 			return fmt.Errorf("--%s must be positive, got %d", name, n)
 		}
+	}
+	if c.operatorReserve < 0 || c.operatorReserve >= c.maxConns {
+		return fmt.Errorf("--operator-reserved-connections must be at least 0 and less than --max-connections (%d), got %d", c.maxConns, c.operatorReserve)
 	}
 	if c.defaultTimeout > c.maxTimeout {
 		return fmt.Errorf("--default-timeout %s is longer than --max-timeout %s", c.defaultTimeout, c.maxTimeout)

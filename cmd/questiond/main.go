@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	apidoc "github.com/questiond/questiond/api"
+	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/daemon"
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/httpapi"
@@ -202,6 +203,16 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 			MaxAge:      cfg.notifyMaxAge,
 			QueueLength: cfg.notifyQueue,
 		},
+	}
+	dcfg.Conns = connguard.Options{
+		BodyReadTimeout:  cfg.bodyReadTimeout,
+		MaxConns:         cfg.maxConns,
+		MaxConnsPerAddr:  cfg.maxConnsPerAddr,
+		MaxConnsPerAgent: cfg.maxConnsPerAgent,
+		OperatorReserve:  cfg.operatorReserve,
+	}
+	if cfg.operatorReserve == 0 {
+		dcfg.Conns.OperatorReserve = -1 // none: connguard's zero is its default
 	}
 	switch cfg.store {
 	case "postgres":

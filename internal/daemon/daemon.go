@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/metrics"
 	"github.com/questiond/questiond/internal/notify"
@@ -95,6 +96,9 @@ type Config struct {
 	// FailureTimeout bounds the shutdown Serve runs itself when serving
 	// fails; zero means DefaultFailureTimeout.
 	FailureTimeout time.Duration
+	// Conns bounds request bodies' read time and open connections; its
+	// Logger is Logger and its TLS follows TLS.
+	Conns connguard.Options
 }
 
 // Daemon is an assembled questiond: New opens every part and listens, Serve
@@ -112,7 +116,7 @@ type Daemon struct {
 	durable bool // pending questions outlive Shutdown
 	api     *httpapi.Server
 	http    *http.Server
-	silent  *httpapi.SilentConns
+	conns   *connguard.Guard
 	ln      net.Listener
 
 	metrics     *metrics.Metrics // nil without Config.Metrics
@@ -219,15 +223,21 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 	if cfg.Wrap != nil {
 		handler = cfg.Wrap(handler)
 	}
-	d.silent = httpapi.NewSilentConns()
+	connOpts := cfg.Conns
+	connOpts.Logger, connOpts.TLS = d.log, cfg.TLS != nil
+	if d.conns, err = connguard.New(connOpts); err != nil {
+		return fmt.Errorf("bounding connections: %w", err)
+	}
+	d.ln = d.conns.Listener(d.ln)
 	d.http = &http.Server{
-		Handler:           handler,
+		Handler:           d.conns.Handler(handler),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		// No WriteTimeout: event streams and long-polls stay open for
 		// minutes; each of them bounds its own writes.
-		ErrorLog:  zap.NewStdLog(d.log.Named("http")),
-		ConnState: d.silent.Track,
+		ErrorLog:    zap.NewStdLog(d.log.Named("http")),
+		ConnState:   d.conns.ConnState,
+		ConnContext: d.conns.ConnContext,
 	}
 	if cfg.TLS != nil {
 		d.http.TLSConfig = cfg.TLS

@@ -15,7 +15,8 @@ import (
 //
 //  1. It stops accepting: new elicitations, event streams and MCP requests
 //     are refused with 503 ("questiond is shutting down"), the listener is
-//     closed, and connections that have not sent a request yet are closed.
+//     closed, and connections that are not being answered (silent, idle, or
+//     still sending a request body) are closed at once.
 //  2. It waits for elicitations that got in before that to be stored and
 //     announced, so none is stored after the next step.
 //  3. It releases waiting agents. The memory store cannot keep questions:
@@ -78,7 +79,7 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 			_ = d.metricsLn.Close()
 		}
 	}
-	d.silent.CloseAll()
+	d.conns.CloseAll() // silent, idle and half-sent ones: nobody waits for their answers
 	httpDone := make(chan error, 1)
 	go func() { httpDone <- d.http.Shutdown(ctx) }()
 

@@ -182,7 +182,7 @@ func (s *Server) operatorsOnly(next http.Handler) http.Handler {
 			operatorChallenge(w)
 		case c.role == roleAgent:
 			forbidden(w, "Agent credentials cannot list, answer or watch questions; only an operator can.")
-		default:
+		case s.admitConn(w, r, c, true):
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 		}
 	})
@@ -198,7 +198,7 @@ func (s *Server) agentsOnly(next http.Handler) http.Handler {
 			s.agentChallenge(w)
 		case c.role == roleOperator:
 			forbidden(w, "Operator credentials cannot ask questions; only an agent can.")
-		default:
+		case s.admitConn(w, r, c, false):
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 		}
 	})

@@ -1,48 +1,30 @@
 package httpapi
 
 import (
-	"net"
+	"errors"
 	"net/http"
-	"sync"
+
+	"github.com/questiond/questiond/internal/connguard"
 )
 
-// SilentConns tracks connections that have not sent a request yet, so a
-// shutdown can close them at once: http.Server.Shutdown waits up to five
-// seconds for such a connection (a client's spare keep-alive socket) in case
-// a request is on its way, and a stopping questiond answers none anyway.
-// Set Track as the http.Server's ConnState hook and call CloseAll before
-// Shutdown.
-type SilentConns struct {
-	mu      sync.Mutex
-	conns   map[net.Conn]struct{}
-	closing bool // CloseAll was called: a connection accepted now is closed at once
-}
-
-// NewSilentConns returns an empty tracker.
-func NewSilentConns() *SilentConns { return &SilentConns{conns: make(map[net.Conn]struct{})} }
-
-// Track is an http.Server ConnState hook.
-func (f *SilentConns) Track(c net.Conn, state http.ConnState) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	switch {
-	case state != http.StateNew:
-		delete(f.conns, c)
-	case f.closing:
-		_ = c.Close()
-	default:
-		f.conns[c] = struct{}{}
+// admitConn tells the connection guard (package connguard) whom the
+// request's connection now serves, so its connection counts for that caller
+// rather than for its address. An agent that has as many connections as it
+// may is refused with 503, and the connection closes; operators always get
+// in. Without credentials configured, a caller counts by the routes it
+// uses: operator routes as an operator, agent routes as an agent. It
+// reports whether the request may go on.
+func (s *Server) admitConn(w http.ResponseWriter, r *http.Request, c caller, operatorRoute bool) bool {
+	who := connguard.Caller{Operator: c.role == roleOperator, Agent: c.agent}
+	if c.role == roleAnonymous {
+		who.Operator = operatorRoute
 	}
-}
-
-// CloseAll closes every connection that has not sent a request, now and
-// from now on.
-func (f *SilentConns) CloseAll() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.closing = true
-	for c := range f.conns {
-		_ = c.Close()
-		delete(f.conns, c)
+	err := connguard.Admit(r.Context(), who)
+	var capped *connguard.CapError
+	if errors.As(err, &capped) {
+		w.Header().Set("Connection", "close")
+		writeStatus(w, &statusError{http.StatusServiceUnavailable, "ServiceUnavailable", capped.Message})
+		return false
 	}
+	return true
 }

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/daemon"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
@@ -60,6 +61,8 @@ type Config struct {
 	Logger *zap.Logger
 	// StopTimeout bounds Stop; zero means DefaultStopTimeout.
 	StopTimeout time.Duration
+	// Conns bounds request bodies' read time and open connections.
+	Conns connguard.Options
 }
 
 // Server is a running questiond. Its fields are for reading.
@@ -98,6 +101,7 @@ func Start(cfg Config) (*Server, error) {
 		WrapStore:      cfg.WrapStore,
 		Logger:         cfg.Logger,
 		FailureTimeout: timeout,
+		Conns:          cfg.Conns,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("testserver: %w", err)

@@ -217,7 +217,11 @@ func TestElicitResendsACreateWhoseAnswerWasReset(t *testing.T) {
 			if err != nil {
 				panic(err)
 			}
-			_ = conn.(*net.TCPConn).SetLinger(0)
+			raw := conn
+			if wrapped, ok := raw.(interface{ NetConn() net.Conn }); ok {
+				raw = wrapped.NetConn() // the daemon's connection guard
+			}
+			_ = raw.(*net.TCPConn).SetLinger(0)
 			_ = conn.Close() // …and the answer is lost to a reset
 		})
 	}})

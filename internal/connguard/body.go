@@ -82,6 +82,23 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// drain discards up to limit bytes of what is left and reports whether the
+// body ended. A read that runs into the deadline here does not make the
+// body a timed-out one: the answer is already the handler's.
+func (b *deadlineBody) drain(limit int64) bool {
+	n, err := io.Copy(io.Discard, io.LimitReader(b.ReadCloser, limit+1))
+	if err != nil || n > limit {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.eof {
+		b.eof = true
+		b.arrived()
+	}
+	return true
+}
+
 func (b *deadlineBody) done() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -119,7 +136,7 @@ func (w *bodyWriter) WriteHeader(code int) {
 		return
 	}
 	w.wrote = true
-	if !w.body.done() && w.http1 {
+	if w.http1 && !w.body.done() && !w.drainArrived() {
 		w.Header().Set("Connection", "close")
 	}
 	if !w.body.timedOut() {
@@ -139,6 +156,31 @@ func (w *bodyWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(http.StatusRequestTimeout)
 	_, _ = io.WriteString(w.ResponseWriter, msg)
 }
+
+// drainArrived reads what is left of the body when it has already arrived
+// (up to maxDrain bytes, waiting at most drainWait for more), and reports
+// whether it came to its end. An ordinary client sends a small body with its
+// headers: its connection stays open, as OpenCode's would, when the answer
+// does not need the body (a 404 for an unknown question). A body still on its
+// way is not waited for: the connection closes after the answer instead.
+func (w *bodyWriter) drainArrived() bool {
+	rc := http.NewResponseController(w.ResponseWriter)
+	if rc.SetReadDeadline(time.Now().Add(drainWait)) != nil {
+		return false
+	}
+	if w.body.drain(maxDrain) {
+		return true // arrived() cleared the deadline
+	}
+	_ = rc.SetReadDeadline(time.Time{}) // the answer is written on a healthy connection
+	return false
+}
+
+// What drainArrived reads at most: net/http's own bound for discarding an
+// unread body, and a wait that lets bytes already in flight on loopback land.
+const (
+	maxDrain  = 256 << 10
+	drainWait = 5 * time.Millisecond
+)
 
 func (w *bodyWriter) Write(p []byte) (int, error) {
 	if !w.wrote {

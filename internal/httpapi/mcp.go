@@ -49,7 +49,7 @@ type mcpConnection struct {
 	capability session.Capability // at connect time; decides the tool
 	agent      string             // the agent that connected
 	server     *mcp.Server        // built by serverFor, once
-	kept       bool               // its session is live: connected kept its server (guarded by mu)
+	settled    bool               // the room roomForSession took is its live session's or given back (guarded by mu)
 }
 
 // liveMCP is the server of a live MCP session and the agent it counts for.
@@ -117,6 +117,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{}) // tool calls wait for people
 	var onHeader func()
+	var conn *mcpConnection // a connecting request's, holding room for its session
 	switch {
 	case r.Method == http.MethodGet:
 		release, err := m.streamSlot(callerFrom(r.Context()).agent)
@@ -126,15 +127,15 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		defer release()
 	case r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "":
-		conn, err := m.connecting(r)
-		if err == nil {
+		var err error
+		if conn, err = m.connecting(r); err == nil {
 			err = m.roomForSession(conn)
 		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		defer m.begun(conn)
+		defer m.settle(conn) // even on a panic
 		r = r.WithContext(context.WithValue(r.Context(), mcpConnectingKey{}, conn))
 		onHeader = func() { m.connected(conn, w.Header().Get("Mcp-Session-Id")) }
 	}
@@ -142,12 +143,18 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		var refused *rpcRefusal
 		if post, refused = checkMCPBody(r, s.opts.MaxBodyBytes); refused != nil {
+			if conn != nil {
+				m.settle(conn) // before the refusal goes out, as below
+			}
 			writeRPCRefusal(w, refused)
 			return
 		}
 	}
 	sw := &sdkErrorWriter{ResponseWriter: w, onHeader: onHeader, post: post}
 	m.handler.ServeHTTP(sw, r)
+	if conn != nil {
+		m.settle(conn) // before a refusal goes out: its client may try again at once
+	}
 	sw.finish(s, r)
 	if r.Method == http.MethodDelete && sw.sent == http.StatusNoContent {
 		m.ended(r.Header.Get("Mcp-Session-Id"))
@@ -199,25 +206,29 @@ func (m *mcpEndpoint) serverFor(r *http.Request) *mcp.Server {
 // timeout), so the map stays as small as the live sessions without a scan on
 // every connection.
 func (m *mcpEndpoint) connected(conn *mcpConnection, mcpSessionID string) {
-	if conn.server == nil || mcpSessionID == "" || !hasSessions(conn.server) {
-		return
-	}
+	live := conn.server != nil && mcpSessionID != "" && hasSessions(conn.server)
 	m.mu.Lock()
 	closed := m.closed
-	if !closed {
-		if old, ok := m.servers[mcpSessionID]; ok {
-			m.room.give(old.agent) // the SDK does not reuse ids; never count one twice
+	if !live || closed {
+		// Room is given back before the answer goes out, so the client's
+		// next request (an initialize after a protocol-version probe) finds
+		// it free.
+		m.settleLocked(conn)
+		m.mu.Unlock()
+		if live {
+			closeSessions(conn.server)
 		}
-		m.servers[mcpSessionID] = liveMCP{conn.server, conn.agent}
-		conn.kept = true // the room roomForSession took is now this session's
-		if m.connects++; m.connects%sweepEvery == 0 {
-			m.sweep()
-		}
+		return
+	}
+	if old, ok := m.servers[mcpSessionID]; ok {
+		m.room.give(old.agent) // the SDK does not reuse ids; never count one twice
+	}
+	m.servers[mcpSessionID] = liveMCP{conn.server, conn.agent}
+	conn.settled = true // the room roomForSession took is now this session's
+	if m.connects++; m.connects%sweepEvery == 0 {
+		m.sweep()
 	}
 	m.mu.Unlock()
-	if closed {
-		closeSessions(conn.server)
-	}
 }
 
 // ended forgets the server of a session its client closed (DELETE /mcp) at
@@ -253,7 +264,7 @@ const sweepEvery = 64
 // refuses it when MaxMCPSessions are live or being begun, or its agent's
 // MaxMCPSessionsPerAgent: each holds a server and goroutines until it ends
 // or idles out. Sessions being begun count, so that concurrent initialize
-// calls cannot overshoot; begun gives the room back unless the session
+// calls cannot overshoot; settle gives the room back unless the session
 // became live.
 func (m *mcpEndpoint) roomForSession(conn *mcpConnection) error {
 	lim := m.srv.opts.Limits
@@ -278,12 +289,18 @@ func (m *mcpEndpoint) roomForSession(conn *mcpConnection) error {
 	return nil
 }
 
-// begun gives back the room roomForSession took for conn when no live
-// session came of it (a failed initialize, a shutdown).
-func (m *mcpEndpoint) begun(conn *mcpConnection) {
+// settle gives back the room roomForSession took for conn unless a live
+// session holds it or it was given back already (a failed initialize, a
+// refusal, a shutdown).
+func (m *mcpEndpoint) settle(conn *mcpConnection) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !conn.kept {
+	m.settleLocked(conn)
+}
+
+func (m *mcpEndpoint) settleLocked(conn *mcpConnection) {
+	if !conn.settled {
+		conn.settled = true
 		m.room.give(conn.agent)
 	}
 }

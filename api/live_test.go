@@ -1085,7 +1085,11 @@ func TestLiveLimitsFollowTheDocument(t *testing.T) {
 	t.Run("request rate", func(t *testing.T) {
 		// The limiter's minute starts with the server, so the test ends inside it.
 		l := startLive(t, httpapi.Auth{}, httpapi.Limits{RequestsPerMinute: 1})
+		// Without credentials each kind of route has its address's own
+		// budget: use up the other routes', the operators' and the agents'.
 		l.do(t, exchange{method: "GET", path: "/doc"}, 200)
+		l.do(t, exchange{method: "GET", path: "/question"}, 200)
+		l.do(t, exchange{method: "GET", path: "/elicitations/" + unknownID}, 404)
 		for _, x := range everyRoute(unknownID) {
 			if x.path == "/global/health" { // probes (no credentials) are not limited
 				l.do(t, x, 200)
@@ -1108,12 +1112,14 @@ func TestLiveLimitsFollowTheDocument(t *testing.T) {
 	})
 
 	t.Run("event streams and pending questions", func(t *testing.T) {
-		l := startLive(t, httpapi.Auth{}, httpapi.Limits{MaxStreams: 1, MaxPending: 1})
+		l := startLive(t, httpapi.Auth{}, httpapi.Limits{MaxStreams: 1, MaxMCPStreams: 1, MaxPending: 1})
 		events := l.open(t, "/event")
 		events.next(t, "server.connected")
 		for _, path := range []string{"/event", "/events", "/global/event"} {
 			l.do(t, exchange{method: "GET", path: path}, 503)
 		}
+		// Agents' MCP streams have a budget of their own.
+		l.open(t, "/mcp", l.mcpBegin(t, "/mcp").header("Accept", "text/event-stream")...)
 		l.do(t, exchange{method: "GET", path: "/mcp", header: []string{"Accept", "text/event-stream", "Mcp-Session-Id", "mcp-unknown"}}, 503)
 		var asked struct{ ID string }
 		l.do(t, exchange{method: "POST", path: "/elicitations", body: deployBody}, 201).decode(t, &asked)

@@ -65,6 +65,9 @@ type config struct {
 	maxPending         int
 	maxPendingPerAgent int
 	maxStreams         int
+	maxMCPStreams      int
+	maxMCPStreamsAgent int
+	maxMCPSessionAgent int
 	rateLimit          int
 	defaultCapability  string
 	maxSessions        int
@@ -174,10 +177,16 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.Var(intValue[int]{&c.maxPending}, "max-pending", "most pending questions (`n`) in total (429 beyond)")
 	c.maxPendingPerAgent = 1000
 	fs.Var(intValue[int]{&c.maxPendingPerAgent}, "max-pending-per-agent", "most pending questions (`n`) of one agent token (429 beyond)")
-	c.maxStreams = 1000
-	fs.Var(intValue[int]{&c.maxStreams}, "max-streams", "most open event streams (`n`) (503 beyond)")
+	c.maxStreams = httpapi.DefaultMaxStreams
+	fs.Var(intValue[int]{&c.maxStreams}, "max-streams", "most open operator event streams (`n`): /event, /global/event, the OpenCode TUI's (503 beyond); agents' MCP streams have --max-mcp-streams")
+	c.maxMCPStreams = httpapi.DefaultMaxMCPStreams
+	fs.Var(intValue[int]{&c.maxMCPStreams}, "max-mcp-streams", "most open MCP event streams (`n`) on /mcp of all agents together (503 beyond)")
+	c.maxMCPStreamsAgent = httpapi.DefaultMaxMCPStreamsPerAgent
+	fs.Var(intValue[int]{&c.maxMCPStreamsAgent}, "max-mcp-streams-per-agent", "most open MCP event streams (`n`) of one agent token (429 beyond); without agent tokens only --max-mcp-streams applies")
+	c.maxMCPSessionAgent = httpapi.DefaultMaxMCPSessionsPerAgent
+	fs.Var(intValue[int]{&c.maxMCPSessionAgent}, "max-mcp-sessions-per-agent", "most live MCP sessions (`n`) of one agent token on /mcp (429 beyond); without agent tokens only --max-mcp-sessions applies")
 	c.rateLimit = 6000
-	fs.Var(intValue[int]{&c.rateLimit}, "rate-limit", "most requests (`n`) per minute from one client (an agent, the operator, or an IP; health probes without credentials are not counted); 0 means no limit")
+	fs.Var(intValue[int]{&c.rateLimit}, "rate-limit", "most requests (`n`) per minute from one client (an agent token, the operator, or else an IP on one kind of route: operators', agents' or other; health probes without credentials are not counted); 0 means no limit")
 	fs.StringVar(&c.defaultCapability, "default-question-capability", "user", "question capability, `user|none`, of sessions nobody set with PUT /sessions/{id}: user may ask the operator, none may ask nobody")
 	c.maxSessions = 100000
 	fs.Var(intValue[int]{&c.maxSessions}, "max-sessions", "most session records (`n`) kept by PUT /sessions/{id} (429 beyond)")
@@ -427,6 +436,9 @@ func (c *config) check() error {
 	}
 	if c.maxSessions <= 0 || c.maxMCPSessions <= 0 || c.mcpIdleTimeout <= 0 {
 		return errors.New("--max-sessions, --max-mcp-sessions and --mcp-idle-timeout must be positive")
+	}
+	if c.maxMCPStreams <= 0 || c.maxMCPStreamsAgent <= 0 || c.maxMCPSessionAgent <= 0 {
+		return errors.New("--max-mcp-streams, --max-mcp-streams-per-agent and --max-mcp-sessions-per-agent must be positive")
 	}
 	if c.headerLimit < 4 {
 		return fmt.Errorf("--header-limit must be at least 4 runes, got %d", c.headerLimit)

@@ -192,6 +192,10 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 				MaxStreams:         cfg.maxStreams,
 				MaxMCPSessions:     cfg.maxMCPSessions,
 				RequestsPerMinute:  cfg.rateLimit,
+
+				MaxMCPStreams:          cfg.maxMCPStreams,
+				MaxMCPStreamsPerAgent:  cfg.maxMCPStreamsAgent,
+				MaxMCPSessionsPerAgent: cfg.maxMCPSessionAgent,
 			},
 		},
 		FailureTimeout: cfg.shutdownTimeout,

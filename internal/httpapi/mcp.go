@@ -31,9 +31,13 @@ type mcpEndpoint struct {
 	output   *jsonschema.Schema
 
 	mu       sync.Mutex
-	servers  map[string]*mcp.Server // by Mcp-Session-Id: the servers of live sessions
-	connects int                    // connecting requests so far
+	servers  map[string]liveMCP // by Mcp-Session-Id: the servers of live sessions
+	room     quota              // live sessions and those being begun, per agent (MaxMCPSessions*)
+	connects int                // connecting requests so far
 	closed   bool
+
+	streamMu sync.Mutex // guards streams only; never held with mu
+	streams  quota      // open GET /mcp event streams, per agent (MaxMCPStreams*)
 
 	posts *door // POST requests in progress: their answers go out before Close
 }
@@ -45,6 +49,13 @@ type mcpConnection struct {
 	capability session.Capability // at connect time; decides the tool
 	agent      string             // the agent that connected
 	server     *mcp.Server        // built by serverFor, once
+	settled    bool               // the room roomForSession took is its live session's or given back (guarded by mu)
+}
+
+// liveMCP is the server of a live MCP session and the agent it counts for.
+type liveMCP struct {
+	server *mcp.Server
+	agent  string
 }
 
 type mcpConnectingKey struct{}
@@ -60,7 +71,7 @@ func newMCPEndpoint(s *Server) *mcpEndpoint {
 		srv:      s,
 		schemas:  mcp.NewSchemaCache(),
 		versions: mcp.NewServer(&mcp.Implementation{Name: "questiond", Version: s.opts.Version}, nil),
-		servers:  make(map[string]*mcp.Server),
+		servers:  make(map[string]liveMCP),
 		posts:    newDoor(),
 	}
 	m.input, m.output = askSchemas(s.opts.Elicit)
@@ -106,23 +117,25 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{}) // tool calls wait for people
 	var onHeader func()
+	var conn *mcpConnection // a connecting request's, holding room for its session
 	switch {
 	case r.Method == http.MethodGet:
-		release, err := s.streamSlot()
+		release, err := m.streamSlot(callerFrom(r.Context()).agent)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		defer release()
 	case r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "":
-		conn, err := m.connecting(r)
-		if err == nil {
-			err = m.roomForSession()
+		var err error
+		if conn, err = m.connecting(r); err == nil {
+			err = m.roomForSession(conn)
 		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
+		defer m.settle(conn) // even on a panic
 		r = r.WithContext(context.WithValue(r.Context(), mcpConnectingKey{}, conn))
 		onHeader = func() { m.connected(conn, w.Header().Get("Mcp-Session-Id")) }
 	}
@@ -130,12 +143,18 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		var refused *rpcRefusal
 		if post, refused = checkMCPBody(r, s.opts.MaxBodyBytes); refused != nil {
+			if conn != nil {
+				m.settle(conn) // before the refusal goes out, as below
+			}
 			writeRPCRefusal(w, refused)
 			return
 		}
 	}
 	sw := &sdkErrorWriter{ResponseWriter: w, onHeader: onHeader, post: post}
 	m.handler.ServeHTTP(sw, r)
+	if conn != nil {
+		m.settle(conn) // before a refusal goes out: its client may try again at once
+	}
 	sw.finish(s, r)
 	if r.Method == http.MethodDelete && sw.sent == http.StatusNoContent {
 		m.ended(r.Header.Get("Mcp-Session-Id"))
@@ -187,21 +206,29 @@ func (m *mcpEndpoint) serverFor(r *http.Request) *mcp.Server {
 // timeout), so the map stays as small as the live sessions without a scan on
 // every connection.
 func (m *mcpEndpoint) connected(conn *mcpConnection, mcpSessionID string) {
-	if conn.server == nil || mcpSessionID == "" || !hasSessions(conn.server) {
-		return
-	}
+	live := conn.server != nil && mcpSessionID != "" && hasSessions(conn.server)
 	m.mu.Lock()
 	closed := m.closed
-	if !closed {
-		m.servers[mcpSessionID] = conn.server
-		if m.connects++; m.connects%sweepEvery == 0 {
-			m.sweep()
+	if !live || closed {
+		// Room is given back before the answer goes out, so the client's
+		// next request (an initialize after a protocol-version probe) finds
+		// it free.
+		m.settleLocked(conn)
+		m.mu.Unlock()
+		if live {
+			closeSessions(conn.server)
 		}
+		return
+	}
+	if old, ok := m.servers[mcpSessionID]; ok {
+		m.room.give(old.agent) // the SDK does not reuse ids; never count one twice
+	}
+	m.servers[mcpSessionID] = liveMCP{conn.server, conn.agent}
+	conn.settled = true // the room roomForSession took is now this session's
+	if m.connects++; m.connects%sweepEvery == 0 {
+		m.sweep()
 	}
 	m.mu.Unlock()
-	if closed {
-		closeSessions(conn.server)
-	}
 }
 
 // ended forgets the server of a session its client closed (DELETE /mcp) at
@@ -210,38 +237,98 @@ func (m *mcpEndpoint) connected(conn *mcpConnection, mcpSessionID string) {
 func (m *mcpEndpoint) ended(mcpSessionID string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.servers, mcpSessionID)
+	m.forget(mcpSessionID)
+}
+
+// forget drops the server of a session and gives its room back. Call it
+// with mu held.
+func (m *mcpEndpoint) forget(mcpSessionID string) {
+	if live, ok := m.servers[mcpSessionID]; ok {
+		delete(m.servers, mcpSessionID)
+		m.room.give(live.agent)
+	}
 }
 
 // sweep forgets the servers whose sessions have ended. Call it with mu held.
 func (m *mcpEndpoint) sweep() {
-	for id, server := range m.servers {
-		if !hasSessions(server) {
-			delete(m.servers, id)
+	for id, live := range m.servers {
+		if !hasSessions(live.server) {
+			m.forget(id)
 		}
 	}
 }
 
 const sweepEvery = 64
 
-// roomForSession refuses a new MCP session when MaxMCPSessions are live:
-// each holds a server and goroutines until it ends or idles out.
-func (m *mcpEndpoint) roomForSession() error {
-	max := m.srv.opts.Limits.MaxMCPSessions
-	if max <= 0 {
-		return nil
-	}
+// roomForSession takes room for the new MCP session conn begins, or
+// refuses it when MaxMCPSessions are live or being begun, or its agent's
+// MaxMCPSessionsPerAgent: each holds a server and goroutines until it ends
+// or idles out. Sessions being begun count, so that concurrent initialize
+// calls cannot overshoot; settle gives the room back unless the session
+// became live.
+func (m *mcpEndpoint) roomForSession(conn *mcpConnection) error {
+	lim := m.srv.opts.Limits
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.servers) >= max {
-		m.sweep()
+	full := m.room.fits(conn.agent, lim.MaxMCPSessions, lim.MaxMCPSessionsPerAgent)
+	if full != quotaFits {
+		m.sweep() // sessions that idled out meanwhile make room
+		full = m.room.fits(conn.agent, lim.MaxMCPSessions, lim.MaxMCPSessionsPerAgent)
 	}
-	if len(m.servers) >= max {
+	switch full {
+	case quotaTotal:
 		m.srv.meter.Refused(LimitMCPSessions)
 		return &statusError{http.StatusServiceUnavailable, "ServiceUnavailable",
-			fmt.Sprintf("questiond already serves %d MCP sessions, its limit; close unused sessions (DELETE /mcp) or try again later", max)}
+			fmt.Sprintf("questiond already serves %d MCP sessions, its limit (--max-mcp-sessions); close unused sessions (DELETE /mcp) or try again later", lim.MaxMCPSessions)}
+	case quotaAgent:
+		m.srv.meter.Refused(LimitMCPSessionsPerAgent)
+		return tooMany(fmt.Sprintf("agent %q already has %d live MCP sessions, its limit (--max-mcp-sessions-per-agent); close unused sessions (DELETE /mcp) or wait for them to idle out (--mcp-idle-timeout)",
+			conn.agent, lim.MaxMCPSessionsPerAgent))
 	}
+	m.room.take(conn.agent)
 	return nil
+}
+
+// settle gives back the room roomForSession took for conn unless a live
+// session holds it or it was given back already (a failed initialize, a
+// refusal, a shutdown).
+func (m *mcpEndpoint) settle(conn *mcpConnection) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.settleLocked(conn)
+}
+
+func (m *mcpEndpoint) settleLocked(conn *mcpConnection) {
+	if !conn.settled {
+		conn.settled = true
+		m.room.give(conn.agent)
+	}
+}
+
+// streamSlot takes one of the agents' MCP event-stream slots (GET /mcp)
+// for agent, or refuses it beyond MaxMCPStreams in total or
+// MaxMCPStreamsPerAgent of agent; release gives it back. These slots are
+// not the operators' (Server.streamSlot).
+func (m *mcpEndpoint) streamSlot(agent string) (release func(), err error) {
+	lim := m.srv.opts.Limits
+	m.streamMu.Lock()
+	defer m.streamMu.Unlock()
+	switch m.streams.fits(agent, lim.MaxMCPStreams, lim.MaxMCPStreamsPerAgent) {
+	case quotaTotal:
+		m.srv.meter.Refused(LimitMCPStreams)
+		return nil, &statusError{http.StatusServiceUnavailable, "ServiceUnavailable",
+			fmt.Sprintf("questiond already serves %d MCP event streams, its limit (--max-mcp-streams); try again later", lim.MaxMCPStreams)}
+	case quotaAgent:
+		m.srv.meter.Refused(LimitMCPStreamsPerAgent)
+		return nil, tooMany(fmt.Sprintf("agent %q already has %d MCP event streams open, its limit (--max-mcp-streams-per-agent); close one first",
+			agent, lim.MaxMCPStreamsPerAgent))
+	}
+	m.streams.take(agent)
+	return func() {
+		m.streamMu.Lock()
+		defer m.streamMu.Unlock()
+		m.streams.give(agent)
+	}, nil
 }
 
 // sessions counts the live MCP sessions, for metrics: it walks the servers
@@ -250,8 +337,8 @@ func (m *mcpEndpoint) sessions() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
-	for _, server := range m.servers {
-		for range server.Sessions() {
+	for _, live := range m.servers {
+		for range live.server.Sessions() {
 			n++
 		}
 	}
@@ -271,10 +358,12 @@ func (m *mcpEndpoint) Close() {
 	m.mu.Lock()
 	m.closed = true
 	servers := slices.Collect(maps.Values(m.servers))
-	clear(m.servers)
+	for id := range m.servers {
+		m.forget(id)
+	}
 	m.mu.Unlock()
-	for _, server := range servers {
-		closeSessions(server)
+	for _, live := range servers {
+		closeSessions(live.server)
 	}
 }
 

@@ -34,11 +34,14 @@ const (
 
 // Names of the limits a Meter hears refusals of.
 const (
-	LimitRate            = "rate"              // Limits.RequestsPerMinute (429)
-	LimitPending         = "pending"           // Limits.MaxPending (429)
-	LimitPendingPerAgent = "pending_per_agent" // Limits.MaxPendingPerAgent (429)
-	LimitStreams         = "streams"           // Limits.MaxStreams, event streams and MCP streams (503)
-	LimitMCPSessions     = "mcp_sessions"      // Limits.MaxMCPSessions (503)
+	LimitRate                = "rate"                   // Limits.RequestsPerMinute (429)
+	LimitPending             = "pending"                // Limits.MaxPending (429)
+	LimitPendingPerAgent     = "pending_per_agent"      // Limits.MaxPendingPerAgent (429)
+	LimitStreams             = "streams"                // Limits.MaxStreams, operator event streams (503)
+	LimitMCPStreams          = "mcp_streams"            // Limits.MaxMCPStreams, agents' MCP event streams (503)
+	LimitMCPStreamsPerAgent  = "mcp_streams_per_agent"  // Limits.MaxMCPStreamsPerAgent (429)
+	LimitMCPSessions         = "mcp_sessions"           // Limits.MaxMCPSessions (503)
+	LimitMCPSessionsPerAgent = "mcp_sessions_per_agent" // Limits.MaxMCPSessionsPerAgent (429)
 )
 
 // noMeter is the Meter of a server given none.

@@ -47,9 +47,9 @@ func (s *Server) streamView(r *http.Request, dir string) (sse.Audience, func() [
 	return sse.Standard, s.pendingAsked(dir)
 }
 
-// serveStream runs serve in one of the stream slots, unless questiond is
-// shutting down or every slot is taken, and answers a stream the bus
-// refused. The slot is held until the stream is over, which may be after
+// serveStream runs serve in one of the operators' stream slots (agents'
+// MCP streams have their own), unless questiond is shutting down or every
+// slot is taken, and answers a stream the bus refused. The slot is held until the stream is over, which may be after
 // serve returned: the bus releases it (see sse.WithStreamEnd).
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, serve func(*http.Request) error) {
 	if s.draining.Load() {

@@ -68,7 +68,7 @@ func New() *Metrics {
 			Help: "MCP question tool calls returned, by tool and result (accept, decline, cancel, error)."},
 			[]string{"tool", "result"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "questiond_limit_refusals_total",
-			Help: "Requests refused by a limit (rate, pending, pending_per_agent, streams, mcp_sessions)."},
+			Help: "Requests refused by a limit (rate, pending, pending_per_agent, streams, mcp_streams, mcp_streams_per_agent, mcp_sessions, mcp_sessions_per_agent)."},
 			[]string{"limit"}),
 		commits: map[string]prometheus.Observer{},
 	}

@@ -97,6 +97,9 @@ func TestRequestSeries(t *testing.T) {
 	wantLine(t, text, `questiond_http_requests_total{method="GET",route="/question",status="401"} 1`)
 	wantLine(t, text, `questiond_limit_refusals_total{limit="rate"} 1`)
 	wantLine(t, text, `questiond_limit_refusals_total{limit="streams"} 0`)
+	for _, limit := range []string{"mcp_streams", "mcp_streams_per_agent", "mcp_sessions", "mcp_sessions_per_agent"} {
+		wantLine(t, text, `questiond_limit_refusals_total{limit="`+limit+`"} 0`)
+	}
 	wantLine(t, text, `questiond_mcp_tool_calls_total{result="decline",tool="ask_user_question"} 1`)
 }
 

@@ -78,7 +78,8 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 
 // The limits whose refusals are counted, each shown from the start.
 var refusalLimits = []string{httpapi.LimitRate, httpapi.LimitPending, httpapi.LimitPendingPerAgent,
-	httpapi.LimitStreams, httpapi.LimitMCPSessions}
+	httpapi.LimitStreams, httpapi.LimitMCPStreams, httpapi.LimitMCPStreamsPerAgent,
+	httpapi.LimitMCPSessions, httpapi.LimitMCPSessionsPerAgent}
 
 var (
 	_ httpapi.Watcher = (*Metrics)(nil)

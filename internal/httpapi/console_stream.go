@@ -114,7 +114,7 @@ type consoleView struct {
 	follow bool // after an answer, move every console to the next waiting session
 
 	mu        sync.Mutex
-	shown     map[string]string          // session → the question consoles are shown
+	shown     map[string]string          // session → the question consoles are shown; "" while its next waits out consoleNextDelay
 	summaries map[string]*sessionSummary // sessions seen while consoles watch, at most maxSummaries
 	timers    map[*time.Timer]struct{}
 	closed    bool
@@ -165,7 +165,11 @@ func (c *consoleView) ended(q *pending.Question) {
 	waiting := c.publishSession(q, false)
 	if c.shown[q.SessionID] == q.ID {
 		delete(c.shown, q.SessionID)
-		if waiting {
+		if waiting && !c.closed {
+			// The session stays taken until showNext: a question asked
+			// meanwhile must neither share the ending's render batch nor go
+			// ahead of an older one waiting.
+			c.shown[q.SessionID] = ""
 			c.after(func() { c.showNext(q.SessionID) })
 		}
 	}
@@ -199,11 +203,12 @@ func (c *consoleView) repeatEnding(q *pending.Question) {
 func (c *consoleView) showNext(sessionID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, busy := c.shown[sessionID]; busy || c.closed {
+	if id, busy := c.shown[sessionID]; (busy && id != "") || c.closed {
 		return
 	}
 	questions, err := c.list(pending.Filter{SessionID: sessionID})
 	if err != nil || len(questions) == 0 {
+		delete(c.shown, sessionID) // free again: the next question asked is shown at once
 		return
 	}
 	next := oldest(questions)

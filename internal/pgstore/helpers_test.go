@@ -29,8 +29,8 @@ type replica struct {
 	store    *pending.Store
 	tail     *pgstore.Mirror
 	journal  *pgstore.Journal // the store's
-	ends     *recorder // OnEnd
-	observed *recorder // OnObserve
+	ends     *recorder        // OnEnd
+	observed *recorder        // OnObserve
 }
 
 func newReplica(t testing.TB, url string, opts pending.Options) *replica {

@@ -286,3 +286,10 @@ func (m *Mirror) CatchUp(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Peek is the store's Get without catching up: what this replica holds
+// now. For readers on the tail's side of the log (the tail's own Announce,
+// or what it feeds), which must never wait for the tail.
+func (m *Mirror) Peek(ctx context.Context, id string) (*pending.Question, error) {
+	return m.Store.Get(ctx, id)
+}

@@ -217,6 +217,31 @@ func (m *Mirror) awaitOwn(ctx context.Context, q *pending.Question) {
 	}
 }
 
+// AwaitOwnChanges returns once the tailer has applied every change this
+// replica committed, within OwnChangeWait: Create and Settle wait for
+// theirs, but endings the store makes on its own (timeouts) do not, and a
+// shutdown that stopped following before the tail reached them would
+// never announce them on this replica's streams.
+func (m *Mirror) AwaitOwnChanges(ctx context.Context) error {
+	if m.journal == nil {
+		return nil
+	}
+	last := int64(-1)
+	m.journal.own.Range(func(_, v any) bool {
+		last = max(last, v.(int64))
+		return true
+	})
+	if last < 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, OwnChangeWait)
+	defer cancel()
+	if err := m.tail.WaitFor(ctx, last+1); err != nil {
+		return fmt.Errorf("waiting for the change log's tail to reach transaction %d: %w", last, err)
+	}
+	return nil
+}
+
 // Settle implements the store's Settle, catching up on a miss (a question
 // this replica has not seen yet, or one a rival ended first: then the
 // retry answers ErrNotFound again).

@@ -71,6 +71,18 @@ func (d *Daemon) openReplica(ctx context.Context, opts pending.Options, events *
 	return nil
 }
 
+// announceOwn waits until the tail has announced every change this
+// replica made (timeouts included), so streams closing next carry them.
+// A tail that cannot get there in time is logged; the shutdown goes on.
+func (d *Daemon) announceOwn(ctx context.Context) {
+	if d.pg == nil || d.pg.mirror == nil {
+		return
+	}
+	if err := d.pg.mirror.AwaitOwnChanges(ctx); err != nil {
+		d.log.Warn("shutting down before this replica's last changes were announced on its streams", zap.Error(err))
+	}
+}
+
 // stopFollowing stops applying other replicas' changes; idempotent.
 func (d *Daemon) stopFollowing() {
 	if d.pg != nil && d.pg.mirror != nil {

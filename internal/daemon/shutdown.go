@@ -32,7 +32,9 @@ import (
 //     503, and deadlines end nothing any more (an ending now could not be
 //     announced: a durable store's question whose deadline passes meanwhile
 //     stays pending, and the next start ends it as timed out). A replica on
-//     PostgreSQL stops following the other replicas' changes here too.
+//     PostgreSQL stops following the other replicas' changes here too, once
+//     its change-log tail has announced this replica's own (a timeout made
+//     just before), within pgstore.OwnChangeWait.
 //  5. It closes the notifier, which takes no notification after the last
 //     ending: queued ones get their own short grace (notify.Options.Grace)
 //     to be delivered, then attempts still in flight are stopped and what is
@@ -106,7 +108,9 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 	if err := d.store.StopTimeouts(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stopping question deadlines: %w", err))
 	}
-	// Other replicas' changes are announced no more: streams close next.
+	// Other replicas' changes are announced no more: streams close next,
+	// once this replica's own (a timeout just made) are out.
+	d.announceOwn(ctx)
 	d.stopFollowing()
 
 	// 5. Close the notifier and the event streams, each on a deadline of

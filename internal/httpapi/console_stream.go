@@ -113,8 +113,12 @@ type consoleView struct {
 	log    *zap.Logger
 	follow bool // after an answer, move every console to the next waiting session
 
+	// queue runs, in order, what a replica's change log tail hands over
+	// (Events.FromLog), off the tail's goroutine.
+	queue orderedWork
+
 	mu        sync.Mutex
-	shown     map[string]string          // session → the question consoles are shown
+	shown     map[string]string          // session → the question consoles are shown; "" while its next waits out consoleNextDelay
 	summaries map[string]*sessionSummary // sessions seen while consoles watch, at most maxSummaries
 	timers    map[*time.Timer]struct{}
 	closed    bool
@@ -150,22 +154,30 @@ func (c *consoleView) asked(q *pending.Question) {
 
 // ended publishes q's ending to every stream, updates the consoles' view of
 // its session, and gives the session's next question its turn.
-func (c *consoleView) ended(q *pending.Question) {
+func (c *consoleView) ended(q *pending.Question) { c.endedFor(q, sse.Everyone) }
+
+// endedFor is ended publishing q's ending to audience only (Console: the
+// standard streams have been told already).
+func (c *consoleView) endedFor(q *pending.Question, audience sse.Audience) {
 	if !c.events.bus.Watching(sse.Console) {
 		// Nothing to order against: a console that connects from here on
 		// reads the store, where q has already ended.
-		c.events.publishEnding(q, sse.Everyone)
+		c.events.publishEnding(q, audience)
 		c.unwatched(q)
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.events.publishEnding(q, sse.Everyone)
+	c.events.publishEnding(q, audience)
 	c.publishMessage(q)
 	waiting := c.publishSession(q, false)
 	if c.shown[q.SessionID] == q.ID {
 		delete(c.shown, q.SessionID)
-		if waiting {
+		if waiting && !c.closed {
+			// The session stays taken until showNext: a question asked
+			// meanwhile must neither share the ending's render batch nor go
+			// ahead of an older one waiting.
+			c.shown[q.SessionID] = ""
 			c.after(func() { c.showNext(q.SessionID) })
 		}
 	}
@@ -199,11 +211,12 @@ func (c *consoleView) repeatEnding(q *pending.Question) {
 func (c *consoleView) showNext(sessionID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, busy := c.shown[sessionID]; busy || c.closed {
+	if id, busy := c.shown[sessionID]; (busy && id != "") || c.closed {
 		return
 	}
 	questions, err := c.list(pending.Filter{SessionID: sessionID})
 	if err != nil || len(questions) == 0 {
+		delete(c.shown, sessionID) // free again: the next question asked is shown at once
 		return
 	}
 	next := oldest(questions)
@@ -355,12 +368,24 @@ func (c *consoleView) publishSession(q *pending.Question, busy bool) bool {
 }
 
 // stillHeld reports whether the store still has question id, pending or
-// retained.
+// retained. On a replica it asks what this replica holds: a miss there is
+// no reason to wait for the other replicas' changes.
 func (c *consoleView) stillHeld(id string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), replayTimeout)
 	defer cancel()
-	_, err := c.srv.store.Get(ctx, id)
+	get := c.srv.store.Get
+	if p, ok := c.srv.store.(peeker); ok {
+		get = p.Peek
+	}
+	_, err := get(ctx, id)
 	return err == nil
+}
+
+// peeker is a store whose Get may wait for changes made elsewhere (a
+// PostgreSQL replica's mirror catches up with the change log on a miss);
+// Peek reads only what it holds now.
+type peeker interface {
+	Peek(ctx context.Context, id string) (*pending.Question, error)
 }
 
 func (c *consoleView) list(f pending.Filter) ([]*pending.Question, error) {

@@ -284,3 +284,36 @@ func TestConsoleReplayTellsRecentEndings(t *testing.T) {
 		t.Fatalf("standard replay: got %s, want only the pending question", f.Raw)
 	}
 }
+
+// A question asked just after the session's shown one ended waits its turn:
+// the TUI is shown the older waiting question first, and only once the
+// ending's render batch is past (issue 22, item 9).
+func TestConsoleNewQuestionWaitsBehindTheDelay(t *testing.T) {
+	c := newConsole(t, tuning{})
+	tui := c.consoleStream()
+	first := c.ask(alphaToken, map[string]any{"sessionID": "ses_delay"})
+	second := c.ask(alphaToken, map[string]any{"sessionID": "ses_delay"})
+	until(t, tui, "question.asked", first)
+
+	endedBy := time.Now() // the ending comes after this instant
+	c.reply(first, [][]string{{"SY215C"}, {}})
+	third := c.ask(alphaToken, map[string]any{"sessionID": "ses_delay"})
+
+	_, seen := until(t, tui, "question.replied", first)
+	for _, s := range seen {
+		if strings.HasPrefix(s, "question.asked ") {
+			t.Fatalf("%s came before the first question's ending: %v", s, seen)
+		}
+	}
+	f, _ := until(t, tui, "question.asked", "")
+	if id := eventSubject(f); id != second {
+		t.Fatalf("after the first question ended the TUI was shown %s; want the older %s (the new one is %s)", id, second, third)
+	}
+	if gap := time.Since(endedBy); gap < 200*time.Millisecond {
+		t.Errorf("the next question came %v after the ending; the TUI needs it in a later batch", gap)
+	}
+	c.reply(second, [][]string{{"SY215C"}, {}})
+	if f, _ := until(t, tui, "question.asked", ""); eventSubject(f) != third {
+		t.Fatalf("after the second question the TUI was shown %s; want %s", eventSubject(f), third)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/sse"
 )
 
 // FromLog makes a change log that several replicas share the only source of
@@ -38,15 +39,37 @@ func (e *Events) Observed(q *pending.Question) {
 		}
 		e.mu.Unlock()
 	}
+	if e.fromLog {
+		e.announceLogged(q)
+		return
+	}
 	if q.Ended == nil {
 		e.announceAsked(context.Background(), q)
 		return
 	}
-	if e.fromLog {
-		e.publishEnded(q)
-		return
-	}
 	e.announceEnded(q)
+}
+
+// announceLogged is Observed with FromLog, on the change log's tail's
+// goroutine: the standard streams are told at once (a replica's own
+// creation returns once its question.asked is out there), and the
+// consoles' share, which reads the store, goes to the console's queue in
+// the log's order. A read on the tail's goroutine that waits for the tail
+// (a miss on the mirror catches up with the log) would stall it.
+func (e *Events) announceLogged(q *pending.Question) {
+	c := e.console.Load()
+	switch {
+	case c == nil && q.Ended == nil:
+		e.publishBody(context.Background(), q.Directory, sse.Everyone, eventAsked, listItem(q))
+	case c == nil:
+		e.publishEnding(q, sse.Everyone)
+	case q.Ended == nil:
+		e.publishBody(context.Background(), q.Directory, sse.Standard, eventAsked, listItem(q))
+		c.queue.do(func() { c.asked(q) })
+	default:
+		e.publishEnding(q, sse.Standard)
+		c.queue.do(func() { c.endedFor(q, sse.Console) })
+	}
 }
 
 // asLogged turns qs, questions the store lists (pending and ended), into

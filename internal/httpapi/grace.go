@@ -18,6 +18,9 @@ const DefaultReconnectGrace = time.Minute
 type graceWaits struct {
 	mu    sync.Mutex
 	waits map[string]*graceWait // by question id
+	// beforeWithdraw, a test hook, runs once graceOver has decided to
+	// withdraw a question, before it does.
+	beforeWithdraw func(id string)
 }
 
 type graceWait struct {
@@ -105,6 +108,13 @@ func (s *Server) graceOver(id string, w *graceWait) {
 	if shared, ok := s.store.(sharedWaits); ok && shared.AttachedWithin(context.Background(), id, since) {
 		return // the retry went to another replica, which now keeps the wait
 	}
+	if hook := g.beforeWithdraw; hook != nil {
+		hook(id)
+	}
+	// A retry that attaches from here on (its key found the question still
+	// pending) waits on a question about to be withdrawn: it gets the
+	// withdrawal at once, the answer a retry a moment later gets from its
+	// key (TestRetryAtTheGracesEndGetsTheWithdrawal).
 	if !s.draining.Load() {
 		_, _ = s.withdraw(id, pending.EndDisconnected)
 	}

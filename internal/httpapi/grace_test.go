@@ -91,3 +91,67 @@ func TestReconnectGraceLeavesNothingBehind(t *testing.T) {
 		}
 	})
 }
+
+// Issue 22, point (b): a keyed retry that attaches after the grace ran out
+// but before its withdrawal is stored waits on a question about to be
+// withdrawn. Not a defect: it gets the withdrawal at once, the same answer
+// as a retry a moment later (whose key finds the ended question), nothing
+// is left waiting or recorded, and no second question is asked.
+func TestRetryAtTheGracesEndGetsTheWithdrawal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := pending.New(pending.Options{})
+		defer store.Close(t.Context())
+		const grace = time.Minute
+		s := &Server{store: store, opts: Options{ReconnectGrace: grace}, log: zap.NewNop(),
+			creates: newDoor(), toolCalls: newDoor(), endings: newDoor()}
+		if err := store.Create(t.Context(), &pending.Question{ID: "que_1", Owner: "alpha", IdempotencyKey: "k1"}); err != nil {
+			t.Fatal(err)
+		}
+		retried := make(chan *pending.Question, 1)
+		hooked := false
+		s.graces.beforeWithdraw = func(id string) {
+			hooked = true
+			// The retry: its key finds the question pending, it attaches
+			// and waits, all before the withdrawal.
+			found, err := store.FindKey(t.Context(), "alpha", "k1")
+			if err != nil || found.Ended != nil {
+				t.Errorf("the retry's key found %+v, %v; want the pending question", found, err)
+			}
+			s.attach(id)
+			go func() {
+				defer s.detach(id, false)
+				q, err := store.Wait(t.Context(), id)
+				if err != nil {
+					t.Errorf("the retry's wait: %v", err)
+				}
+				retried <- q
+			}()
+			time.Sleep(time.Nanosecond) // on the fake clock: once the retry waits
+		}
+		s.attach("que_1")
+		s.detach("que_1", true) // the caller drops
+		var got *pending.Question
+		select {
+		case got = <-retried:
+		case <-time.After(2 * grace): // fake time: passes only if everything else is stuck
+			t.Fatal("the retry that attached at the grace's end is still waiting")
+		}
+		if !hooked {
+			t.Fatal("the retry did not come between the grace's end and the withdrawal")
+		}
+		if got.Ended == nil || got.Ended.Ending != pending.EndDisconnected {
+			t.Fatalf("the retry got %+v; want the withdrawal", got.Ended)
+		}
+		later, err := store.FindKey(t.Context(), "alpha", "k1")
+		if err != nil || later.Ended == nil || later.Ended.Ending != got.Ended.Ending || later.Ended.Result.Action != got.Ended.Result.Action {
+			t.Fatalf("a retry a moment later finds %+v, %v; want the same ending", later, err)
+		}
+		synctest.Wait()
+		if len(s.graces.waits) != 0 {
+			t.Fatalf("%d grace records left", len(s.graces.waits))
+		}
+		if list, _ := store.List(t.Context(), pending.Filter{}); len(list) != 0 {
+			t.Fatalf("%d questions pending; want none", len(list))
+		}
+	})
+}

@@ -50,6 +50,9 @@ type tuning struct {
 	store   pending.Options // OnEnd, Logger and Journal are the harness's
 	api     httpapi.Options // Logger is the harness's
 	journal pending.Journal // nil: memory only
+	// database, if set, keeps the questions in that PostgreSQL database,
+	// as a replica of it.
+	database string
 }
 
 // newHarnessWith builds every harness: a real questiond logging to log,
@@ -62,6 +65,9 @@ func newHarnessWith(t *testing.T, tu tuning, log *zap.Logger) *harness {
 	cfg := testserver.Config{API: tu.api, Events: tu.events, Store: tu.store, Journal: tu.journal, Logger: log}
 	if onPostgres() && tu.journal == nil {
 		cfg.DatabaseURL = pgtest.Database(t)
+	}
+	if tu.database != "" {
+		cfg.DatabaseURL = tu.database
 	}
 	srv, err := testserver.Start(cfg)
 	if err != nil {

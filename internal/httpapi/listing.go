@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/questiond/questiond/internal/pending"
@@ -77,6 +79,7 @@ func (s *Server) questionList(ctx context.Context, dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	byCreation(questions)
 	body, err := appendQuestionList(make([]byte, 0, listSizeHint(questions)), questions)
 	if err != nil {
 		return nil, err
@@ -85,6 +88,14 @@ func (s *Server) questionList(ctx context.Context, dir string) ([]byte, error) {
 		s.lists.put(dir, version, body)
 	}
 	return body, nil
+}
+
+// byCreation sorts questions in the order they were created, by id (ids
+// ascend with creation, see package ident): the order OpenCode clients
+// sort by, and the same on every replica, whatever order each one's store
+// learnt of them in.
+func byCreation(questions []*pending.Question) {
+	slices.SortFunc(questions, func(a, b *pending.Question) int { return strings.Compare(a.ID, b.ID) })
 }
 
 // listSizeHint guesses the size of a list's body from its first item, so

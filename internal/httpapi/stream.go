@@ -94,6 +94,8 @@ func (s *Server) pendingAsked(dir string) func() []sse.Message {
 			s.log.Warn("could not list pending questions for a new stream", zap.Error(err))
 			return nil
 		}
-		return askedMessages(s.events.asLogged(questions, f))
+		questions = s.events.asLogged(questions, f)
+		byCreation(questions)
+		return askedMessages(questions)
 	}
 }

@@ -124,5 +124,8 @@
 // agent's wake-up and the webhooks, which go once from the committing
 // replica, do not wait. A resync announces what it applies, creations first; a question
 // it held pending whose record is gone (ended elsewhere and deleted by
-// retention while the replica was cut off) ends here as rejected.
+// retention while the replica was cut off) ends here as rejected, and so
+// does one whose ending the tail reads after its record was deleted. The
+// Announce callback runs on the tail's goroutine: it must never make a read
+// that catches up with the log (Mirror.Peek reads what the replica holds).
 package pgstore

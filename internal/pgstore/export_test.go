@@ -9,3 +9,11 @@ func (s *Store) StopNotifier() {
 	s.stopNotify()
 	<-s.notifyDone
 }
+
+// OwnNoted counts the changes of this replica its tailer has not applied
+// yet, as the journal notes them.
+func (j *Journal) OwnNoted() int {
+	n := 0
+	j.own.Range(func(any, any) bool { n++; return true })
+	return n
+}

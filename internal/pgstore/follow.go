@@ -46,9 +46,15 @@ func (s *Store) Follow(m *pending.Store, j *Journal, opts TailOptions) *Mirror {
 	opts.Resync = func(ctx context.Context) (int64, error) { return s.resync(ctx, m, j, announce) }
 	j.trackOwn.Store(true)
 	tail := s.Tail(j.LoadedSeq(), func(c Change) {
-		defer j.appliedOwn(c.Question, c.Xid)
+		defer j.appliedOwn(c.Kind, c.ID, c.Xid)
 		if c.Question == nil {
-			return // forgotten (retention) since
+			// Forgotten (retention) since. An ending still ends the
+			// question here, as a resync would: a replica that lagged
+			// behind the deletion must not keep it pending for ever.
+			if c.Kind == KindEnded {
+				s.endGone(m, c.ID, announce)
+			}
+			return
 		}
 		if _, err := m.Observe(context.Background(), c.Question); err != nil && !errors.Is(err, pending.ErrClosed) {
 			s.log.Warn("change not applied", zap.Int64("seq", c.Seq), zap.String("id", c.Question.ID), zap.Error(err))
@@ -110,13 +116,38 @@ func (s *Store) resync(ctx context.Context, m *pending.Store, j *Journal, announ
 			continue
 		}
 		s.log.Warn("change log: a pending question's record was deleted while this replica was behind; ending it here as rejected", zap.String("id", q.ID))
-		gone := *q
-		gone.Ended = &pending.Outcome{Ending: pending.EndRejected, Result: pending.Result{Action: pending.ActionCancel}}
-		if err := observe(&gone); err != nil {
+		if err := observe(goneEnding(q)); err != nil {
 			return 0, err
 		}
 	}
 	return j.LoadedSeq(), nil
+}
+
+// goneEnding is how q, pending here, ends once its record is gone: how it
+// really ended is lost with the record, so as rejected.
+func goneEnding(q *pending.Question) *pending.Question {
+	gone := *q
+	gone.Ended = &pending.Outcome{Ending: pending.EndRejected, Result: pending.Result{Action: pending.ActionCancel}}
+	return &gone
+}
+
+// endGone applies the ending of question id, whose record was deleted
+// before the tail read the ending: if m still holds it pending, it ends
+// here as the resync ends such questions, and is announced.
+func (s *Store) endGone(m *pending.Store, id string, announce func(*pending.Question)) {
+	q, err := m.Get(context.Background(), id)
+	if err != nil || q.Ended != nil {
+		return // never seen here, or ended here already
+	}
+	s.log.Warn("change log: a pending question's record was deleted before this replica read its ending; ending it here as rejected", zap.String("id", id))
+	gone := goneEnding(q)
+	applied, err := m.Observe(context.Background(), gone)
+	if err != nil && !errors.Is(err, pending.ErrClosed) {
+		s.log.Warn("change not applied", zap.String("id", id), zap.Error(err))
+	}
+	if applied {
+		announce(gone)
+	}
 }
 
 // Mirror pairs m with the tailer that keeps it in step (Follow does both).
@@ -184,6 +215,31 @@ func (m *Mirror) awaitOwn(ctx context.Context, q *pending.Question) {
 	if err := m.tail.WaitFor(ctx, v.(int64)+1); err != nil {
 		m.db.log.Warn("the change log's tail did not reach this replica's change in time", zap.String("id", q.ID), zap.Int64("xid", v.(int64)), zap.Error(err))
 	}
+}
+
+// AwaitOwnChanges returns once the tailer has applied every change this
+// replica committed, within OwnChangeWait: Create and Settle wait for
+// theirs, but endings the store makes on its own (timeouts) do not, and a
+// shutdown that stopped following before the tail reached them would
+// never announce them on this replica's streams.
+func (m *Mirror) AwaitOwnChanges(ctx context.Context) error {
+	if m.journal == nil {
+		return nil
+	}
+	last := int64(-1)
+	m.journal.own.Range(func(_, v any) bool {
+		last = max(last, v.(int64))
+		return true
+	})
+	if last < 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, OwnChangeWait)
+	defer cancel()
+	if err := m.tail.WaitFor(ctx, last+1); err != nil {
+		return fmt.Errorf("waiting for the change log's tail to reach transaction %d: %w", last, err)
+	}
+	return nil
 }
 
 // Settle implements the store's Settle, catching up on a miss (a question
@@ -254,4 +310,11 @@ func (m *Mirror) CatchUp(ctx context.Context) error {
 		return fmt.Errorf("catch up with the change log up to transaction %d: %w", next, err)
 	}
 	return nil
+}
+
+// Peek is the store's Get without catching up: what this replica holds
+// now. For readers on the tail's side of the log (the tail's own Announce,
+// or what it feeds), which must never wait for the tail.
+func (m *Mirror) Peek(ctx context.Context, id string) (*pending.Question, error) {
+	return m.Store.Get(ctx, id)
 }

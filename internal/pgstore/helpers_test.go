@@ -28,8 +28,9 @@ type replica struct {
 	db       *pgstore.Store
 	store    *pending.Store
 	tail     *pgstore.Mirror
-	ends     *recorder // OnEnd
-	observed *recorder // OnObserve
+	journal  *pgstore.Journal // the store's
+	ends     *recorder        // OnEnd
+	observed *recorder        // OnObserve
 }
 
 func newReplica(t testing.TB, url string, opts pending.Options) *replica {
@@ -41,7 +42,7 @@ func newReplica(t testing.TB, url string, opts pending.Options) *replica {
 	if err != nil {
 		t.Fatalf("open replica: %v", err)
 	}
-	r.store = m
+	r.store, r.journal = m, j
 	r.tail = r.db.Follow(m, j, pgstore.TailOptions{PollInterval: 200 * time.Millisecond})
 	t.Cleanup(func() {
 		r.tail.Stop()

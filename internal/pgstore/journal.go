@@ -49,21 +49,21 @@ func (j *Journal) noteOwn(q *pending.Question, xid int64) {
 	}
 }
 
-// appliedOwn tells the journal that the tailer applied a change of q made
-// by transaction xid.
-func (j *Journal) appliedOwn(q *pending.Question, xid int64) {
+// appliedOwn tells the journal that the tailer applied a change of kind
+// (KindAsked, KindEnded) of question id made by transaction xid. By kind
+// and id, not by record: a record deleted before the tail read its change
+// must not leave the change noted for ever.
+func (j *Journal) appliedOwn(kind, id string, xid int64) {
 	j.applied.Store(xid)
-	if q != nil {
-		j.own.Delete(ownKey(q))
-	}
+	j.own.Delete(kind + " " + id)
 }
 
 // ownKey names a change of q: its creation or its ending.
 func ownKey(q *pending.Question) string {
 	if q.Ended == nil {
-		return "asked " + q.ID
+		return KindAsked + " " + q.ID
 	}
-	return "ended " + q.ID
+	return KindEnded + " " + q.ID
 }
 
 // The one-change functions of the schema (migrations 2 and 5) serve the
@@ -209,7 +209,8 @@ func (j *Journal) changed(q *pending.Question, seq, xid int64, err error) error 
 }
 
 // Delete forgets the records with these ids. Their changes stay in the log
-// (a tailer skips changes of forgotten questions) until pruned.
+// until pruned: a tailer that reads an ending whose record is gone ends the
+// question where it is still pending (Follow).
 func (j *Journal) Delete(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil

@@ -373,3 +373,95 @@ func laggingMirror(t *testing.T, db *pgstore.Store) (m *pending.Store, b *pgstor
 	})
 	return m, b, release
 }
+
+// holdTails opens a transaction with an id on db and keeps it open until
+// the returned function commits it: no tailer reads past it meanwhile, as
+// if every replica lagged.
+func holdTails(t *testing.T, db *pgstore.Store) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	held, err := db.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := held.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if err := held.Commit(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// A replica whose tail reaches a question's ending only after another
+// replica forgot the question (retention deleted its record) still ends
+// it: it is not kept pending for ever, its waiters wake, and the ending is
+// announced (issue 22, item 10).
+func TestLaggingReplicaEndsAQuestionForgottenMeanwhile(t *testing.T) {
+	url := database(t)
+	announced := newRecorder()
+	b := newReplica(t, url, pending.Options{})
+	b.tail.Stop() // replaced by one that announces
+	b.tail = b.db.Follow(b.store, b.journal, pgstore.TailOptions{PollInterval: 200 * time.Millisecond, Announce: announced.record})
+	t.Cleanup(b.tail.Stop)
+	other := open(t, url).Questions() // replica A, the one that ends and forgets
+	ctx := context.Background()
+	if err := other.Put(ctx, question("q1")); err != nil {
+		t.Fatal(err)
+	}
+	b.observed.until(t, "q1", false)
+
+	release := holdTails(t, b.db)
+	ended := question("q1")
+	o := reply("red")
+	ended.Ended = &o
+	if err := other.Put(ctx, ended); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Delete(ctx, "q1"); err != nil {
+		t.Fatal(err)
+	}
+	release()
+
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	got, err := b.store.Wait(waitCtx, "q1")
+	if err != nil || got.Ended == nil {
+		t.Fatalf("B's wait for q1: %+v, %v; want it ended", got, err)
+	}
+	if list, err := b.store.List(ctx, pending.Filter{}); err != nil || len(list) != 0 {
+		t.Fatalf("B lists %v, %v; want nothing pending", ids(list), err)
+	}
+	announced.until(t, "q1", true)
+}
+
+// A replica's own changes whose records were deleted before its tail read
+// them are not kept noted for ever (issue 22, item 10).
+func TestOwnChangesOfForgottenQuestionsAreNotKept(t *testing.T) {
+	url := database(t)
+	a := newReplica(t, url, pending.Options{})
+	ctx := context.Background()
+	release := holdTails(t, a.db)
+	if err := a.store.Create(ctx, question("q1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.store.Settle(ctx, "q1", reply("red")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.db.Questions().Delete(ctx, "q1"); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if err := a.tail.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.journal.OwnNoted(); n != 0 {
+		t.Fatalf("%d of the replica's own changes still noted after its tail applied them", n)
+	}
+}

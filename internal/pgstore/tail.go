@@ -34,6 +34,8 @@ type Change struct {
 	// Xid is the id of the transaction that made the change.
 	Xid  int64
 	Kind string // KindAsked or KindEnded
+	// ID is the question's id, there even when its record is not.
+	ID string
 	// Question is the question as the change left it: pending for
 	// KindAsked, ended for KindEnded. Nil when its record has been deleted
 	// (retention) since.
@@ -453,7 +455,7 @@ func (t *Tailer) read(ctx context.Context, conn *pgx.Conn, from int64) (batch, e
 		if seq == nil {
 			continue // no changes: the one row carries the position
 		}
-		c := Change{Seq: *seq, Xid: *xid, Kind: *kind}
+		c := Change{Seq: *seq, Xid: *xid, Kind: *kind, ID: *id}
 		if record != nil {
 			q, err := pending.DecodeRecord([]byte(*record))
 			if err != nil {

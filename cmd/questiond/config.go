@@ -173,9 +173,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate `file` (PEM); with --tls-key, serve HTTPS")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key `file` (PEM)")
 	fs.StringVar(&c.agentTokenFile, "agent-token-file", "", "`file` of agent tokens, one name=token per line (# comments); adds to QUESTIOND_AGENT_TOKENS")
-	c.maxPending = 10000
+	c.maxPending = httpapi.DefaultMaxPending
 	fs.Var(intValue[int]{&c.maxPending}, "max-pending", "most pending questions (`n`) in total (429 beyond)")
-	c.maxPendingPerAgent = 1000
+	c.maxPendingPerAgent = httpapi.DefaultMaxPendingPerAgent
 	fs.Var(intValue[int]{&c.maxPendingPerAgent}, "max-pending-per-agent", "most pending questions (`n`) of one agent token (429 beyond)")
 	c.maxStreams = httpapi.DefaultMaxStreams
 	fs.Var(intValue[int]{&c.maxStreams}, "max-streams", "most open operator event streams (`n`): /event, /global/event, the OpenCode TUI's (503 beyond); agents' MCP streams have --max-mcp-streams")
@@ -185,14 +185,14 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.Var(intValue[int]{&c.maxMCPStreamsAgent}, "max-mcp-streams-per-agent", "most open MCP event streams (`n`) of one agent token (429 beyond); without agent tokens only --max-mcp-streams applies")
 	c.maxMCPSessionAgent = httpapi.DefaultMaxMCPSessionsPerAgent
 	fs.Var(intValue[int]{&c.maxMCPSessionAgent}, "max-mcp-sessions-per-agent", "most live MCP sessions (`n`) of one agent token on /mcp (429 beyond); without agent tokens only --max-mcp-sessions applies")
-	c.rateLimit = 6000
+	c.rateLimit = httpapi.DefaultRequestsPerMinute
 	fs.Var(intValue[int]{&c.rateLimit}, "rate-limit", "most requests (`n`) per minute from one client (an agent token, the operator, or else an IP on one kind of route: operators', agents' or other; health probes without credentials are not counted); 0 means no limit")
 	fs.StringVar(&c.defaultCapability, "default-question-capability", "user", "question capability, `user|none`, of sessions nobody set with PUT /sessions/{id}: user may ask the operator, none may ask nobody")
-	c.maxSessions = 100000
+	c.maxSessions = session.DefaultMaxSessions
 	fs.Var(intValue[int]{&c.maxSessions}, "max-sessions", "most session records (`n`) kept by PUT /sessions/{id} (429 beyond)")
 	c.sessionsPerAgent = session.DefaultMaxSessionsPerAgent
 	fs.Var(intValue[int]{&c.sessionsPerAgent}, "max-sessions-per-agent", "most session records (`n`) one agent token keeps by PUT /sessions/{id} (429 beyond); --max-sessions stays the total")
-	c.maxMCPSessions = 1000
+	c.maxMCPSessions = httpapi.DefaultMaxMCPSessions
 	fs.Var(intValue[int]{&c.maxMCPSessions}, "max-mcp-sessions", "most live MCP sessions (`n`) on /mcp (503 beyond)")
 	c.mcpIdleTimeout = httpapi.DefaultMCPIdle
 	fs.Var(durationValue{&c.mcpIdleTimeout}, "mcp-idle-timeout", "close an MCP session (/mcp) after this `duration` without requests; a tool call in progress keeps it open")

@@ -35,12 +35,16 @@ type Limits struct {
 	RequestsPerMinute      int // requests per client: an agent, the operator, or else an IP and route kind (429 + Retry-After)
 }
 
-// Defaults of the stream and MCP limits, for the command line.
+// Defaults of the limits, for the command line.
 const (
+	DefaultMaxPending             = 10000
+	DefaultMaxPendingPerAgent     = 1000
 	DefaultMaxStreams             = 1000
 	DefaultMaxMCPStreams          = 1000
 	DefaultMaxMCPStreamsPerAgent  = 100
+	DefaultMaxMCPSessions         = 1000
 	DefaultMaxMCPSessionsPerAgent = 100
+	DefaultRequestsPerMinute      = 6000
 )
 
 // counter is the store's way of counting without copying; a store without

@@ -23,7 +23,11 @@ const Operator = "operator console"
 // DefaultMaxSessionsPerAgent is how many records one agent keeps by
 // default (--max-sessions-per-agent): a tenth of the default total, so one
 // agent token cannot take every place.
-const DefaultMaxSessionsPerAgent = 10000
+const DefaultMaxSessionsPerAgent = DefaultMaxSessions / 10
+
+// DefaultMaxSessions is how many session records are kept in total by
+// default (--max-sessions).
+const DefaultMaxSessions = 100000
 
 // ErrAgentFull: the agent holds its maximum number of session records.
 var ErrAgentFull = errors.New("too many session records for this agent")

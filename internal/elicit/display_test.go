@@ -84,17 +84,17 @@ func TestLabelsThatLookTheSameAreDuplicates(t *testing.T) {
 
 func TestShown(t *testing.T) {
 	for in, want := range map[string]string{
-		"plain":                                       "plain",
-		"שלום עולם":                                   "שלום עולם", // right-to-left letters stay
-		"a\u202Ab\u202Bc\u202Cd\u202De\u202Ef":        "a\uFFFDb\uFFFDc\uFFFDd\uFFFDe\uFFFDf",
-		"a\u2066b\u2067c\u2068d\u2069e":               "a\uFFFDb\uFFFDc\uFFFDd\uFFFDe",
-		"a\u200Eb\u200Fc\u061Cd":                      "abcd",
-		"line\nnext\ttab\x1b[2J\x7f\u0085":            "line\nnext\ttab\uFFFD[2J\uFFFD\uFFFD",
-		"zero\u200Bwidth\u2060joiner\uFEFF\u3164":    "zero\uFFFDwidth\uFFFDjoiner\uFFFD\uFFFD",
-		"family \U0001F468\u200D\U0001F469 \u2764\uFE0F": "family \U0001F468\u200D\U0001F469 \u2764\uFE0F",
+		"plain":                                                            "plain",
+		"שלום עולם":                                                        "שלום עולם", // right-to-left letters stay
+		"a\u202Ab\u202Bc\u202Cd\u202De\u202Ef":                             "a\uFFFDb\uFFFDc\uFFFDd\uFFFDe\uFFFDf",
+		"a\u2066b\u2067c\u2068d\u2069e":                                    "a\uFFFDb\uFFFDc\uFFFDd\uFFFDe",
+		"a\u200Eb\u200Fc\u061Cd":                                           "abcd",
+		"line\nnext\ttab\x1b[2J\x7f\u0085":                                 "line\nnext\ttab\uFFFD[2J\uFFFD\uFFFD",
+		"zero\u200Bwidth\u2060joiner\uFEFF\u3164":                          "zero\uFFFDwidth\uFFFDjoiner\uFFFD\uFFFD",
+		"family \U0001F468\u200D\U0001F469 \u2764\uFE0F":                   "family \U0001F468\u200D\U0001F469 \u2764\uFE0F",
 		"\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645 and \u2028 stay": "\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645 and \u2028 stay",
 		"flag \U0001F3F4\U000E0067\U000E0062\U000E0065\U000E006E\U000E0067\U000E007F ok": "flag \U0001F3F4\U000E0067\U000E0062\U000E0065\U000E006E\U000E0067\U000E007F ok",
-		"smuggled \U000E0068\U000E0069 tags":            "smuggled \uFFFD\uFFFD tags",
+		"smuggled \U000E0068\U000E0069 tags":                                             "smuggled \uFFFD\uFFFD tags",
 	} {
 		if got := elicit.Shown(in); got != want {
 			t.Errorf("Shown(%q) = %q, want %q", in, got, want)

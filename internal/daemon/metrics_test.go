@@ -195,7 +195,7 @@ func TestMetricsFollowARoundTrip(t *testing.T) {
 		"route":  func(v string) bool { return v == httpapi.RouteUnmatched || strings.HasPrefix(v, "/") },
 		"status": func(v string) bool { return len(v) == 3 && v >= "100" && v <= "599" },
 		"ending": oneOf("replied", "rejected", "timeout", "withdrawn", "disconnected", "shutdown"),
-		"limit":  oneOf("rate", "pending", "pending_per_agent", "streams", "mcp_sessions"),
+		"limit":  oneOf("rate", "pending", "pending_per_agent", "streams", "mcp_streams", "mcp_streams_per_agent", "mcp_sessions", "mcp_sessions_per_agent"),
 		"tool":   oneOf("ask_user_question", "ask_parent_question"),
 		"result": oneOf("accept", "decline", "cancel", "error"),
 		"op":     oneOf("put", "delete"),

@@ -420,11 +420,27 @@ func TestStopDoesNotWaitForAHalfSentBody(t *testing.T) {
 // When every connection is being answered, a new one is refused at once
 // with a 503 naming --max-connections, not left waiting.
 func TestANewConnectionWithNoRoomIsRefusedAtOnce(t *testing.T) {
+	entered := make(chan struct{}, 16)
 	s := start(t, testserver.Config{API: withCredentials(),
-		Conns: connguard.Options{MaxConns: 12, OperatorReserve: 4}})
+		Conns: connguard.Options{MaxConns: 12, OperatorReserve: 4},
+		Wrap: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Query().Has("wait") {
+					entered <- struct{}{} // the guard has seen the whole request
+				}
+				next.ServeHTTP(w, r)
+			})
+		}})
 	id := ask(t, s, alphaToken)
 	for range 8 {
 		longPoll(t, s, alphaToken, id)
+	}
+	for range 8 { // on a loaded machine, taking them in may take longer than settle
+		select {
+		case <-entered:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the long-polls did not reach questiond")
+		}
 	}
 	for range 4 { // the operators' streams fill the reserve
 		stream := rawRequest(t, s.Addr, head(s, http.MethodGet, "/global/event", operatorAuth(), 0))

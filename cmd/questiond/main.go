@@ -203,6 +203,9 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 			QueueLength: cfg.notifyQueue,
 		},
 	}
+	// Retention and byte budgets per agent (issue 22).
+	dcfg.Store.MaxRetainedPerAgent, dcfg.Store.KeyRetention = cfg.maxRetainedAgent, cfg.keyRetention
+	dcfg.Store.MaxBytes, dcfg.Store.MaxBytesPerAgent = cfg.maxBytes, cfg.maxBytesAgent
 	switch cfg.store {
 	case "postgres":
 		if cfg.databaseURL == "" {

@@ -86,19 +86,31 @@ func TestIdempotencyKeyRivalsCreateOnce(t *testing.T) {
 	}
 }
 
-// A key whose question left retention is free again, and the janitor's sweep
+// A key whose question left retention is gone (ErrGone, naming the
+// question) for KeyRetention more, then free again, and the janitor's sweep
 // of the old question leaves the newcomer's key alone.
-func TestIdempotencyKeyIsFreeAfterRetention(t *testing.T) {
+func TestIdempotencyKeyIsFreeAfterKeyRetention(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		m := newStore(t, pending.Options{Retention: time.Minute})
+		m := newStore(t, pending.Options{Retention: time.Minute, KeyRetention: 2 * time.Minute})
 		mustCreate(t, m, ask("que_1", keyed("a", "k", "h1")))
 		if _, err := m.Settle(ctx, "que_1", replied("Red")); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Minute)
+		var gone *pending.KeyGoneError
+		if q, err := m.FindKey(ctx, "a", "k"); !errors.As(err, &gone) || gone.ID != "que_1" || gone.RequestHash != "h1" || !errors.Is(err, pending.ErrGone) {
+			t.Fatalf("FindKey past retention = %+v, %v; want a KeyGoneError for que_1", q, err)
+		}
+		time.Sleep(time.Minute) // the janitor forgets que_1, remembering its key
+		synctest.Wait()
+		if _, err := m.FindKey(ctx, "a", "k"); !errors.Is(err, pending.ErrGone) {
+			t.Fatalf("FindKey once que_1 is forgotten = %v; want ErrGone", err)
+		}
+		time.Sleep(3 * time.Minute)
+		synctest.Wait()
 		if q, err := m.FindKey(ctx, "a", "k"); !errors.Is(err, pending.ErrNotFound) {
-			t.Fatalf("FindKey past retention = %+v, %v; want ErrNotFound", q, err)
+			t.Fatalf("FindKey past key retention = %+v, %v; want ErrNotFound", q, err)
 		}
 		mustCreate(t, m, ask("que_2", keyed("a", "k", "h2")))
 		time.Sleep(2 * time.Minute) // the janitor forgets que_1

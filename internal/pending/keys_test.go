@@ -143,3 +143,40 @@ func TestRestartKeepsIdempotencyKeys(t *testing.T) {
 		t.Fatalf("a new question under a restored key: %v, want ErrExists", err)
 	}
 }
+
+// The key of a result evicted by MaxRetained is remembered across a
+// restart, whether the eviction's deletion ran before the restart or not.
+func TestRestartRemembersForgottenKeys(t *testing.T) {
+	for _, swept := range []bool{true, false} {
+		t.Run(map[bool]string{true: "swept", false: "unswept"}[swept], func(t *testing.T) {
+			ctx := t.Context()
+			path := filepath.Join(t.TempDir(), "questions.db")
+			first := startBoltStore(t, path, pending.Options{MaxRetained: 1})
+			mustCreate(t, first.Store, ask("que_1", keyed("a", "k", "h1")))
+			if _, err := first.Settle(ctx, "que_1", replied("Red")); err != nil {
+				t.Fatal(err)
+			}
+			mustCreate(t, first.Store, ask("que_2", keyed("a", "other", "h2")))
+			if _, err := first.Settle(ctx, "que_2", replied("Red")); err != nil {
+				t.Fatal(err)
+			}
+			if swept {
+				for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+					if _, err := first.FindKey(ctx, "a", "k"); errors.Is(err, pending.ErrGone) {
+						break
+					} else if time.Now().After(deadline) {
+						t.Fatalf("FindKey of the evicted key: %v", err)
+					}
+				}
+				time.Sleep(50 * time.Millisecond) // the janitor's deletion
+			}
+			first.stop()
+
+			second := startBoltStore(t, path, pending.Options{MaxRetained: 1})
+			var gone *pending.KeyGoneError
+			if q, err := second.FindKey(ctx, "a", "k"); !errors.As(err, &gone) || gone.ID != "que_1" || gone.RequestHash != "h1" {
+				t.Fatalf("FindKey of the evicted key after a restart = %+v, %v; want a KeyGoneError for que_1", q, err)
+			}
+		})
+	}
+}

@@ -52,17 +52,23 @@ func (e *BudgetError) Unwrap() error { return ErrOverBudget }
 
 // weigh is what q counts against the budgets: the bytes of its text
 // (message, schema, the questions shown, the answers) plus a fixed
-// overhead. An ended question's text is shared (see shareText), so it
-// counts once.
+// overhead. A pending question's questions count twice, as operators'
+// lists keep them encoded too (Listing); an ended question keeps its
+// message inside its first question's text (see shareText), so it counts
+// once.
 func weigh(q *Question) int64 {
 	n := questionOverhead + len(q.ID) + len(q.SessionID) + len(q.AskingSessionID) + len(q.Directory) +
 		len(q.Owner) + len(q.Client) + len(q.Schema) + len(q.IdempotencyKey) + len(q.RequestHash)
 	shared := false
 	for i, info := range q.Questions {
-		n += len(info.Question) + len(info.Header)
+		text := len(info.Question) + len(info.Header)
 		for _, o := range info.Options {
-			n += len(o.Label) + len(o.Description)
+			text += len(o.Label) + len(o.Description)
 		}
+		if q.Ended == nil {
+			text *= 2
+		}
+		n += text
 		if i == 0 && sharesMessage(q) {
 			shared = true
 		}

@@ -78,7 +78,7 @@ func weigh(q *Question) int64 {
 	}
 	if q.Ended != nil {
 		for k, v := range q.Ended.Result.Content {
-			n += len(k) + len(fmt.Sprint(v))
+			n += len(k) + contentSize(v)
 		}
 		for _, a := range q.Ended.Answers {
 			for _, s := range a {
@@ -87,6 +87,24 @@ func weigh(q *Question) int64 {
 		}
 	}
 	return int64(n)
+}
+
+// contentSize is about what one answer in a result holds, without
+// encoding it: text and lists of text by their length, anything else (a
+// number, a boolean) as a word or two.
+func contentSize(v any) int {
+	switch v := v.(type) {
+	case string:
+		return len(v)
+	case []string:
+		n := 0
+		for _, s := range v {
+			n += len(s) + 16
+		}
+		return n
+	default:
+		return 16
+	}
 }
 
 // charge counts e against the budgets. Callers hold mu for writing.

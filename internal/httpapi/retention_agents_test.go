@@ -18,11 +18,14 @@ func agentsHarness(t *testing.T, store pending.Options) *harness {
 	return newHarnessWith(t, tuning{api: httpapi.Options{Auth: authBoth()}, store: store}, zaptest.NewLogger(t))
 }
 
-// askAs creates the seed form as the agent with token, under key ("" for
-// none), and returns the created elicitation.
+// askAs creates the seed form as the agent with token ("": none), under
+// key ("" for none), and returns the created elicitation.
 func (h *harness) askAs(token, key string) created {
 	h.t.Helper()
-	headers := []string{"Authorization", bearerAuth(token)}
+	var headers []string
+	if token != "" {
+		headers = append(headers, "Authorization", bearerAuth(token))
+	}
 	if key != "" {
 		headers = append(headers, keyHeader, key)
 	}
@@ -35,12 +38,16 @@ func (h *harness) askAs(token, key string) created {
 	return c
 }
 
-// churn is n create+DELETE rounds by the agent with token.
+// churn is n create+DELETE rounds by the agent with token ("": none).
 func (h *harness) churn(token string, n int) {
 	h.t.Helper()
 	for range n {
 		c := h.askAs(token, "")
-		if res := h.do(http.MethodDelete, "/elicitations/"+c.ID, nil, "Authorization", bearerAuth(token)); res.Status != http.StatusOK {
+		var headers []string
+		if token != "" {
+			headers = append(headers, "Authorization", bearerAuth(token))
+		}
+		if res := h.do(http.MethodDelete, "/elicitations/"+c.ID, nil, headers...); res.Status != http.StatusOK {
 			h.t.Fatalf("DELETE as %s: %d %s", token, res.Status, res.Body)
 		}
 	}
@@ -120,19 +127,17 @@ func TestRetryOfAForgottenKeyIsGone(t *testing.T) {
 	if res := h.do(http.MethodGet, "/elicitations/"+asked.ID, nil, "Authorization", bearerAuth(alphaToken)); res.Status != http.StatusNotFound {
 		t.Fatalf("alpha's oldest result after its own churn: %d %s; want it forgotten (404)", res.Status, res.Body)
 	}
-	for _, path := range []string{"/elicitations"} {
-		res := h.do(http.MethodPost, path, seedForm(), "Authorization", bearerAuth(alphaToken), keyHeader, "alpha-k1")
-		var body struct {
-			Name string `json:"name"`
-			Data struct {
-				Message   string `json:"message"`
-				RequestID string `json:"requestID"`
-			} `json:"data"`
-		}
-		res.json(t, &body)
-		if res.Status != http.StatusGone || body.Name != "QuestionGoneError" || body.Data.RequestID != asked.ID || body.Data.Message == "" {
-			t.Fatalf("POST %s retry of a forgotten key: %d %s; want 410 QuestionGoneError naming %s", path, res.Status, res.Body, asked.ID)
-		}
+	res := h.do(http.MethodPost, "/elicitations", seedForm(), "Authorization", bearerAuth(alphaToken), keyHeader, "alpha-k1")
+	var body struct {
+		Name string `json:"name"`
+		Data struct {
+			Message   string `json:"message"`
+			RequestID string `json:"requestID"`
+		} `json:"data"`
+	}
+	res.json(t, &body)
+	if res.Status != http.StatusGone || body.Name != "QuestionGoneError" || body.Data.RequestID != asked.ID || body.Data.Message == "" {
+		t.Fatalf("retry of a forgotten key: %d %s; want 410 QuestionGoneError naming %s", res.Status, res.Body, asked.ID)
 	}
 	if n := h.pendingCount(t); n != 0 {
 		t.Fatalf("%d questions pending: a retry of a forgotten key asked the human again", n)
@@ -176,5 +181,34 @@ func TestForgottenKeyIsNewAfterKeyRetention(t *testing.T) {
 			t.Fatalf("create after key retention: %d %v %s; want a new question", again.Status, again.Header, again.Body)
 		}
 		return
+	}
+}
+
+// A JSON-RPC POST /elicit retried under the key of a forgotten result gets
+// the same HTTP 410 (it is about the HTTP request, as 409 and 422 are),
+// not a second question.
+func TestElicitRetryOfAForgottenKeyIsGone(t *testing.T) {
+	h := newHarnessWith(t, tuning{store: pending.Options{MaxRetained: 1}}, zaptest.NewLogger(t))
+	events := h.openStream("/event")
+	events.expect(t, "server.connected")
+	rpc := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "elicitation/create", "params": seedForm()}
+	first := h.startElicit(rpc, "k-1")
+	id := askedFrameID(t, events.expect(t, "question.asked"))
+	h.do(http.MethodPost, "/question/"+id+"/reply", `{"answers":[["SY365H"],["Low power"]]}`)
+	if res := <-first.done; res.Status != http.StatusOK {
+		t.Fatalf("the first call: %d %s", res.Status, res.Body)
+	}
+	h.churn("", 1) // one more result of the same (unauthenticated) owner evicts the first
+	retry := <-h.startElicit(rpc, "k-1").done
+	var body struct {
+		Name string
+		Data struct{ RequestID string }
+	}
+	retry.json(t, &body)
+	if retry.Status != http.StatusGone || body.Name != "QuestionGoneError" || body.Data.RequestID != id {
+		t.Fatalf("the retry: %d %s; want 410 QuestionGoneError naming %s", retry.Status, retry.Body, id)
+	}
+	if n := h.pendingCount(t); n != 0 {
+		t.Fatalf("%d questions pending: the retry asked again", n)
 	}
 }

@@ -18,10 +18,10 @@ import (
 func budgetRefusal(b *pending.BudgetError) *statusError {
 	if b.Budget == pending.BudgetAgent {
 		return &statusError{http.StatusTooManyRequests, "TooManyRequests", fmt.Sprintf(
-			"agent %q holds %d bytes of pending questions, and this one (%d bytes) would pass its byte budget of %d (--max-bytes-per-agent); try again once some are answered, or ask with less text",
+			"agent %q holds %d bytes of pending questions and results, and this one (%d bytes) would pass its byte budget of %d (--max-bytes-per-agent) even once its results are forgotten; try again once some are answered, or ask with less text",
 			b.Agent, b.Held, b.Need, b.Limit)}
 	}
 	return &statusError{http.StatusTooManyRequests, "TooManyRequests", fmt.Sprintf(
-		"questiond holds %d bytes of questions and results, and this one (%d bytes) would pass its byte budget of %d (--max-bytes); try again once some are answered",
+		"questiond holds %d bytes of questions and results, and this one (%d bytes) would pass its byte budget of %d (--max-bytes) even once the agent's own results are forgotten; try again once some are answered",
 		b.Held, b.Need, b.Limit)}
 }

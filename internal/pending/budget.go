@@ -134,25 +134,38 @@ func (m *Store) release(e *entry) {
 }
 
 // admit checks that e, about to be created, fits the budgets, forgetting
-// its owner's oldest results to make room, and charges it. The
-// unauthenticated owner ("") has no budget of its own; the total applies
-// to it too. Callers hold mu for writing.
+// its owner's oldest results to make room, and charges it. Results are
+// forgotten only when that makes room: a create refused anyway leaves them.
+// The unauthenticated owner ("") has no budget of its own; the total
+// applies to it too. Callers hold mu for writing.
 func (m *Store) admit(e *entry, now time.Time) error {
 	owner, need := e.q.Owner, weigh(e.q)
-	if owner != "" {
-		for m.ownerBytes[owner]+need > m.maxBytesPerAgent && m.evictOldestOf(owner, now) {
+	agentOver := owner != "" && m.ownerBytes[owner]+need > m.maxBytesPerAgent
+	totalOver := m.bytes+need > m.maxBytes
+	if agentOver || totalOver {
+		reclaimable := m.retainedBytes(owner)
+		if agentOver && m.ownerBytes[owner]-reclaimable+need > m.maxBytesPerAgent {
+			return &BudgetError{Budget: BudgetAgent, Agent: owner, Limit: m.maxBytesPerAgent, Held: m.ownerBytes[owner], Need: need}
 		}
-		if held := m.ownerBytes[owner]; held+need > m.maxBytesPerAgent {
-			return &BudgetError{Budget: BudgetAgent, Agent: owner, Limit: m.maxBytesPerAgent, Held: held, Need: need}
+		if m.bytes-reclaimable+need > m.maxBytes {
+			return &BudgetError{Budget: BudgetTotal, Agent: owner, Limit: m.maxBytes, Held: m.bytes, Need: need}
 		}
-	}
-	for m.bytes+need > m.maxBytes && m.evictOldestOf(owner, now) {
-	}
-	if m.bytes+need > m.maxBytes {
-		return &BudgetError{Budget: BudgetTotal, Agent: owner, Limit: m.maxBytes, Held: m.bytes, Need: need}
+		for (owner != "" && m.ownerBytes[owner]+need > m.maxBytesPerAgent || m.bytes+need > m.maxBytes) && m.evictOldestOf(owner, now) {
+		}
 	}
 	m.charge(e)
 	return nil
+}
+
+// retainedBytes is what owner's retained results count. Callers hold mu.
+func (m *Store) retainedBytes(owner string) int64 {
+	var n int64
+	if owned := m.ended.byOwner[owner]; owned != nil {
+		for el := owned.Front(); el != nil; el = el.Next() {
+			n += el.Value.(*entry).charged
+		}
+	}
+	return n
 }
 
 // evictOldestOf forgets owner's oldest retained result, and reports

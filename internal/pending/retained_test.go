@@ -70,3 +70,32 @@ func TestRetentionIsBoundedPerAgent(t *testing.T) {
 		t.Fatal("alpha's only result was evicted by another owner's churn")
 	}
 }
+
+// A create beyond its agent's byte budget first forgets that agent's
+// oldest results, but only when that makes room: one refused anyway
+// (ErrOverBudget, naming the budget) leaves them.
+func TestByteBudgetForgetsOwnResultsOnlyToMakeRoom(t *testing.T) {
+	m := newStore(t, pending.Options{MaxBytesPerAgent: 64 << 10})
+	sized := func(n int) func(*pending.Question) {
+		return func(q *pending.Question) { q.Owner, q.Message = "alpha", strings.Repeat("m", n) }
+	}
+	mustCreate(t, m, ask("r1", sized(20<<10)))
+	if _, err := m.Settle(t.Context(), "r1", replied("Red")); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, m, ask("p1", sized(30<<10)))
+	var over *pending.BudgetError
+	if err := m.Create(t.Context(), ask("big", sized(40<<10))); !errors.As(err, &over) || over.Budget != pending.BudgetAgent || over.Agent != "alpha" || !errors.Is(err, pending.ErrOverBudget) {
+		t.Fatalf("a create beyond the budget even without results: %v; want a BudgetError for alpha", err)
+	}
+	if kept := retained(t, m, "r1"); len(kept) != 1 {
+		t.Fatal("a refused create evicted its agent's result")
+	}
+	mustCreate(t, m, ask("fits", sized(25<<10))) // fits once r1 is forgotten
+	if kept := retained(t, m, "r1"); len(kept) != 0 {
+		t.Fatal("r1 was kept beyond the budget")
+	}
+	if agent, _ := m.Bytes("alpha"); agent > 64<<10 {
+		t.Fatalf("alpha holds %d bytes, beyond its budget", agent)
+	}
+}

@@ -39,7 +39,9 @@ const (
 // created, so the question is asked once however many attempts it takes. A
 // 429 with Retry-After is sent again after that time; one without (too many
 // pending questions, freed only by answers), 422 (the key was used for
-// another request) and every other error are returned as they are. With no
+// another request), 410 (ErrQuestionGone: the question the key asked has
+// ended and its result was forgotten before a retry got it) and every other
+// error are returned as they are. With no
 // daemon listening at all, Elicit keeps trying until ctx ends, or returns an
 // error matching ErrUnreachable after Options.GiveUpUnreached; Options.OnRetry
 // sees every failure it retries. Use Create and Wait to fail at once instead.

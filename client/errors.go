@@ -16,6 +16,8 @@ type Error struct {
 	Name    string // "BadRequest", "QuestionNotFoundError", "Unauthorized", "Forbidden", "TooManyRequests", "ServiceUnavailable", …
 	Kind    string // what part of the request a BadRequest is about, e.g. "Payload"
 	Message string // the server's own explanation
+	// RequestID is the elicitation a QuestionGoneError (410) is about.
+	RequestID string
 }
 
 func (e *Error) Error() string {
@@ -74,7 +76,15 @@ var (
 	// ErrKeyReused: the Idempotency-Key was already used for a different
 	// request (422).
 	ErrKeyReused error = &sentinel{"questiond: idempotency key reused"}
-	// ErrTooMany: over the request rate, or too many pending questions (429).
+	// ErrQuestionGone: the create's Idempotency-Key asked a question whose
+	// result the server has forgotten (past its retention, or evicted by
+	// its bounds on retained results): the human's answer is lost, and
+	// nothing was asked again (410 QuestionGoneError; Error.RequestID names
+	// the question). Ask again with a new key, which Elicit and Create make
+	// for every call.
+	ErrQuestionGone error = &sentinel{"questiond: question gone"}
+	// ErrTooMany: over the request rate, too many pending questions, or
+	// beyond a byte budget (429).
 	ErrTooMany error = &sentinel{"questiond: too many requests"}
 	// ErrUnavailable: questiond is shutting down or its store failed; nothing
 	// was changed (503).
@@ -113,6 +123,7 @@ var errorTable = []errorClass{
 	{http.StatusNotFound, []string{"QuestionNotFoundError", "NotFoundError"}, ErrNotFound.(*sentinel)},
 	{http.StatusMethodNotAllowed, []string{"MethodNotAllowed"}, nil},
 	{http.StatusConflict, []string{"Conflict"}, ErrConflict.(*sentinel)},
+	{http.StatusGone, []string{"QuestionGoneError"}, ErrQuestionGone.(*sentinel)},
 	{http.StatusRequestEntityTooLarge, []string{"PayloadTooLarge"}, nil},
 	{http.StatusUnsupportedMediaType, []string{"UnsupportedMediaType"}, nil},
 	{http.StatusMisdirectedRequest, []string{"MisdirectedRequest"}, nil},
@@ -142,8 +153,9 @@ func decodeError(status int, body []byte) *Error {
 	var named struct {
 		Name string `json:"name"`
 		Data struct {
-			Message string `json:"message"`
-			Kind    string `json:"kind"`
+			Message   string `json:"message"`
+			Kind      string `json:"kind"`
+			RequestID string `json:"requestID"`
 		} `json:"data"`
 		Tag     string `json:"_tag"`
 		Message string `json:"message"`
@@ -153,7 +165,7 @@ func decodeError(status int, body []byte) *Error {
 		case named.Tag != "":
 			e.Name, e.Message = named.Tag, named.Message
 		case named.Name != "":
-			e.Name, e.Message, e.Kind = named.Name, named.Data.Message, named.Data.Kind
+			e.Name, e.Message, e.Kind, e.RequestID = named.Name, named.Data.Message, named.Data.Kind, named.Data.RequestID
 		}
 	}
 	if e.Name == "" {

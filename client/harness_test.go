@@ -45,6 +45,8 @@ type daemonConfig struct {
 	created  *atomic.Int64 // shared across restarts; nil for a new counter
 	// wrap puts a handler in front of the API (fault injection); nil for none.
 	wrap func(http.Handler) http.Handler
+	// store tunes the question store (retention); zero for the defaults.
+	store pending.Options
 }
 
 func startDaemon(t *testing.T, cfg daemonConfig) *daemon {
@@ -61,6 +63,7 @@ func startDaemon(t *testing.T, cfg daemonConfig) *daemon {
 	}
 	server, err := testserver.Start(testserver.Config{
 		API:         cfg.api,
+		Store:       cfg.store,
 		Events:      sse.Options{Heartbeat: time.Hour},
 		DatabaseURL: dbURL,
 		BoltPath:    cfg.boltPath,

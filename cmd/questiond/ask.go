@@ -24,6 +24,7 @@ const (
 	askUsage     = 2
 	askDeclined  = 3
 	askCancelled = 4
+	askGone      = 5
 )
 
 const (
@@ -57,6 +58,9 @@ Exit status:
      which withdraw the question ("interrupted; the question was withdrawn")
   2  usage: bad or missing flags, --schema with a quick flag, or an
      unreadable schema file
+  5  gone: the question was asked, but its result was forgotten by the
+     daemon (--retention, --max-retained) before ask could collect it, so
+     the operator's answer is lost; ask did not ask again
 
 When the daemon cannot be reached, ask says so on stderr and keeps trying (it
 may be restarting). To bound the whole wait, run it under timeout(1): its
@@ -113,6 +117,9 @@ func ask(ctx context.Context, args []string, getenv func(string) string, stdin i
 			fmt.Fprintf(stderr, "questiond ask: interrupted; %s could not be reached, so no question was asked\n", f.server)
 		case ctx.Err() != nil:
 			fmt.Fprintln(stderr, "questiond ask: interrupted; the question was withdrawn")
+		case errors.Is(err, client.ErrQuestionGone):
+			fmt.Fprintln(stderr, "questiond ask:", describeAskError(err, f.server))
+			return askGone
 		default:
 			fmt.Fprintln(stderr, "questiond ask:", describeAskError(err, f.server))
 		}

@@ -41,6 +41,10 @@ type config struct {
 	reconnectGrace    time.Duration
 	retention         time.Duration
 	maxRetained       int
+	maxRetainedAgent  int
+	keyRetention      time.Duration
+	maxBytes          int64
+	maxBytesAgent     int64
 	maxBody           int64
 	maxProperties     int
 	maxOptions        int
@@ -140,6 +144,14 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.Var(durationValue{&c.retention}, "retention", "how long (a `duration`) an ended question's result stays readable by its agent")
 	c.maxRetained = pending.DefaultMaxRetained
 	fs.Var(intValue[int]{&c.maxRetained}, "max-retained", "most (`n`) ended questions whose results stay readable; beyond it the oldest result is forgotten (404) before its --retention is over")
+	c.maxRetainedAgent = pending.DefaultMaxRetainedPerAgent
+	fs.Var(intValue[int]{&c.maxRetainedAgent}, "max-retained-per-agent", "most (`n`) ended questions of one agent token whose results stay readable; beyond it, or beyond --max-retained, the agent holding the most results forgets its oldest, never another agent's first")
+	c.keyRetention = pending.DefaultKeyRetention
+	fs.Var(durationValue{&c.keyRetention}, "key-retention", "how long (a `duration`, at least --retention) the Idempotency-Key of a forgotten result is remembered: a retry with it gets 410 QuestionGoneError instead of asking again")
+	c.maxBytes = pending.DefaultMaxBytes
+	fs.Var(intValue[int64]{&c.maxBytes}, "max-bytes", "byte budget (`n`) over every pending question and retained result (their text); a create beyond it, once the agent's own oldest results are forgotten, is refused with 429")
+	c.maxBytesAgent = pending.DefaultMaxBytesPerAgent
+	fs.Var(intValue[int64]{&c.maxBytesAgent}, "max-bytes-per-agent", "byte budget (`n`) of one agent token's pending questions and retained results; a create beyond it, once its own oldest results are forgotten, is refused with 429")
 	c.maxBody = httpapi.DefaultMaxBodyBytes
 	fs.Var(intValue[int64]{&c.maxBody}, "max-body", "largest request body, in bytes (`n`)")
 	c.maxProperties = elicit.DefaultMaxProperties
@@ -416,6 +428,9 @@ func (c *config) check() error {
 	}
 	if c.operatorReserve < 0 || c.operatorReserve >= c.maxConns {
 		return fmt.Errorf("--operator-reserved-connections must be at least 0 and less than --max-connections (%d), got %d", c.maxConns, c.operatorReserve)
+	}
+	if c.maxRetainedAgent <= 0 || c.keyRetention <= 0 || c.maxBytes <= 0 || c.maxBytesAgent <= 0 {
+		return errors.New("--max-retained-per-agent, --key-retention, --max-bytes and --max-bytes-per-agent must be positive")
 	}
 	if c.defaultTimeout > c.maxTimeout {
 		return fmt.Errorf("--default-timeout %s is longer than --max-timeout %s", c.defaultTimeout, c.maxTimeout)

@@ -218,6 +218,9 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 	if cfg.operatorReserve == 0 {
 		dcfg.Conns.OperatorReserve = -1 // none: connguard's zero is its default
 	}
+	// Retention and byte budgets per agent (issue 22).
+	dcfg.Store.MaxRetainedPerAgent, dcfg.Store.KeyRetention = cfg.maxRetainedAgent, cfg.keyRetention
+	dcfg.Store.MaxBytes, dcfg.Store.MaxBytesPerAgent = cfg.maxBytes, cfg.maxBytesAgent
 	switch cfg.store {
 	case "postgres":
 		if cfg.databaseURL == "" {

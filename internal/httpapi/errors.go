@@ -80,6 +80,8 @@ type namedErrorData struct {
 	Message string `json:"message"`
 	Kind    string `json:"kind,omitempty"`
 	Ref     string `json:"ref,omitempty"`
+	// RequestID names the question a QuestionGoneError is about.
+	RequestID string `json:"requestID,omitempty"`
 }
 
 type questionNotFound struct {
@@ -100,6 +102,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		schema   *elicit.SchemaError
 		answer   *elicit.AnswerError
 		missing  *notFound
+		gone     *questionGone
+		budget   *pending.BudgetError
 	)
 	switch {
 	case errors.As(err, &missing) || errors.Is(err, pending.ErrNotFound):
@@ -110,6 +114,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		writeJSON(w, http.StatusNotFound, questionNotFound{
 			Tag: "QuestionNotFoundError", RequestID: id, Message: "Question request not found: " + id,
 		})
+	case errors.As(err, &gone):
+		writeJSON(w, http.StatusGone, namedError{"QuestionGoneError", namedErrorData{Message: gone.Error(), RequestID: gone.id}})
+	case errors.As(err, &budget):
+		writeStatus(w, budgetRefusal(budget))
 	case errors.As(err, &bad):
 		writeJSON(w, http.StatusBadRequest, namedError{"BadRequest", namedErrorData{Message: bad.message, Kind: bad.kind}})
 	case errors.As(err, &schema), errors.As(err, &answer):

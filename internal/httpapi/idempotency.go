@@ -41,11 +41,20 @@ var (
 		"The Idempotency-Key was already used for a different request; use a new key for a new request"}
 )
 
+// questionGone answers a retry whose Idempotency-Key named a question that
+// has been forgotten (past --retention, or evicted): its result is lost, and
+// asking again would ask the human a second time. 410 QuestionGoneError.
+type questionGone struct{ id string }
+
+func (e *questionGone) Error() string {
+	return "The question this Idempotency-Key asked (" + e.id + ") has ended and its result is no longer kept (--retention, --max-retained); nothing was asked again. Send a new request with a new key to ask again."
+}
+
 // isKeyError reports whether err is about the Idempotency-Key, which is
 // answered with its HTTP status even to a JSON-RPC caller: it is about the
 // HTTP request, not the elicitation.
 func isKeyError(err error) bool {
-	return errors.Is(err, errKeyInFlight) || errors.Is(err, errKeyReused)
+	return errors.Is(err, errKeyInFlight) || errors.Is(err, errKeyReused) || errors.As(err, new(*questionGone))
 }
 
 // requestKey is the Idempotency-Key of a create request with the
@@ -181,6 +190,8 @@ func (k *keyClaims) take(c claim) (release func(), err error) {
 // keyed request whose key already names one of the caller's live questions
 // gets that question, as it is now, with replayed set, provided it asks the
 // same thing (errKeyReused otherwise); nothing is created or announced again.
+// A key whose question the store has forgotten, but still remembers, gets
+// questionGone (410) instead of a second question.
 func (s *Server) createKeyed(ctx context.Context, p *createParams) (q *pending.Question, replayed bool, err error) {
 	if p.key.key == "" {
 		q, err := s.create(ctx, p)
@@ -196,7 +207,12 @@ func (s *Server) createKeyed(ctx context.Context, p *createParams) (q *pending.Q
 		hook(p.key.key)
 	}
 	first, err := s.store.FindKey(ctx, owner, p.key.key)
+	var gone *pending.KeyGoneError
 	switch {
+	case errors.As(err, &gone) && gone.RequestHash != p.key.hash:
+		return nil, false, errKeyReused
+	case errors.As(err, &gone):
+		return nil, false, &questionGone{id: gone.ID}
 	case err == nil && first.RequestHash != p.key.hash:
 		return nil, false, errKeyReused
 	case err == nil:

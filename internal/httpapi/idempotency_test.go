@@ -14,7 +14,6 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/questiond/questiond/internal/httpapi"
-	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
 	"github.com/questiond/questiond/internal/testserver"
 )
@@ -173,27 +172,6 @@ func TestIdempotencyKeysBelongToTheirAgent(t *testing.T) {
 	}
 	if ids := h.pendingIDs(); len(ids) != 2 {
 		t.Fatalf("pending %v, want 2 questions", ids)
-	}
-}
-
-// A key whose question has left retention asks a new question.
-func TestIdempotencyKeyIsNewAfterRetention(t *testing.T) {
-	h := newHarnessWith(t, tuning{store: pending.Options{Retention: 50 * time.Millisecond}}, zaptest.NewLogger(t))
-	first := h.do(http.MethodPost, "/elicitations", seedForm(), keyHeader, "k-1")
-	var c created
-	first.json(t, &c)
-	h.do(http.MethodDelete, "/elicitations/"+c.ID, nil)
-	for deadline := time.Now().Add(10 * time.Second); h.do(http.MethodGet, "/elicitations/"+c.ID, nil).Status != http.StatusNotFound; {
-		if time.Now().After(deadline) {
-			t.Fatal("the withdrawn question is still retained after 10s")
-		}
-		time.Sleep(10 * time.Millisecond) // retention runs on the real clock here
-	}
-	again := h.do(http.MethodPost, "/elicitations", seedForm(), keyHeader, "k-1")
-	var n created
-	again.json(t, &n)
-	if again.Status != http.StatusCreated || n.ID == c.ID || n.Status != "pending" || again.Header.Get("Idempotent-Replayed") != "" {
-		t.Fatalf("create after retention: %d %v %s; want a new question", again.Status, again.Header, again.Body)
 	}
 }
 

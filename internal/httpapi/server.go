@@ -37,7 +37,8 @@ type Store interface {
 	Settle(ctx context.Context, id string, o pending.Outcome) (*pending.Question, error)
 	Wait(ctx context.Context, id string) (*pending.Question, error)
 	// FindKey returns owner's live question asked with Idempotency-Key key,
-	// or an error wrapping pending.ErrNotFound.
+	// or an error wrapping pending.ErrNotFound, or a *pending.KeyGoneError
+	// for a key whose question has been forgotten.
 	FindKey(ctx context.Context, owner, key string) (*pending.Question, error)
 }
 

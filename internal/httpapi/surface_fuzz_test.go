@@ -483,8 +483,18 @@ func (s *surface) checkKnown(t *testing.T, ex *exchange) {
 		legit := ending != "" && ex.status == http.StatusOK && (ending == pending.EndWithdrawn || inScope(ex.req, k.directory))
 		outcome := q.Ended
 		q.Ended = nil
-		if record, _ := json.Marshal(q); !bytes.Equal(record, k.record) {
-			t.Fatalf("%s: known question changed\nfrom %s\n  to %s", what, k.record, record)
+		want := k.record
+		if outcome != nil {
+			// An ended question keeps its text but not its schema.
+			var asked pending.Question
+			if err := json.Unmarshal(k.record, &asked); err != nil {
+				t.Fatal(err)
+			}
+			asked.Schema = nil
+			want, _ = json.Marshal(&asked)
+		}
+		if record, _ := json.Marshal(q); !bytes.Equal(record, want) {
+			t.Fatalf("%s: known question changed\nfrom %s\n  to %s", what, want, record)
 		}
 		switch {
 		case outcome == nil && legit:

@@ -17,9 +17,9 @@ type Table struct {
 }
 
 // Table returns the table called name, creating its bucket on first write.
-// "questions" and "meta" are the file's own and cannot be used.
+// "questions", "meta" and "gone_keys" are the file's own and cannot be used.
 func (b *Bolt) Table(name string) (*Table, error) {
-	if name == "" || name == string(bucketQuestions) || name == string(bucketMeta) || len(name) > bbolt.MaxKeySize {
+	if name == "" || name == string(bucketQuestions) || name == string(bucketMeta) || name == string(bucketGoneKeys) || len(name) > bbolt.MaxKeySize {
 		return nil, fmt.Errorf("%s: %q cannot be used as a table name", b.path, name)
 	}
 	return &Table{bolt: b, name: []byte(name)}, nil

@@ -9,9 +9,24 @@
 //
 // Ended questions stay readable for [Options.Retention] so an agent that
 // reconnects can still collect its result; after that they are forgotten. At
-// most [Options.MaxRetained] of them are kept: beyond that the one that
-// ended first is forgotten early (evicted), and reads of it fail exactly as
-// for one past retention, so memory does not grow with the request rate.
+// most [Options.MaxRetained] of them are kept, and at most
+// [Options.MaxRetainedPerAgent] of one agent's: beyond either, a result is
+// forgotten early (evicted), and reads of it fail exactly as for one past
+// retention, so memory does not grow with the request rate. The agent
+// beyond its own bound, or holding the most results, forgets its own
+// oldest, so one agent's churn never evicts another's result first.
+//
+// Memory is bounded in bytes too: every question held, pending or ended,
+// counts its text against its agent's and the store's byte budgets
+// ([Options.MaxBytesPerAgent], [Options.MaxBytes]); a Create beyond either
+// forgets its agent's oldest results if that makes room, and otherwise
+// fails with a [BudgetError]. An ended question keeps its message once and
+// drops its schema.
+//
+// The Idempotency-Key of a forgotten question is remembered for
+// [Options.KeyRetention] more ([GoneKey]; in the journal too when it is a
+// [KeyJournal]), so that [Store.FindKey] tells a retry its result is gone
+// ([KeyGoneError], [ErrGone]) instead of letting it ask again.
 //
 // # Durability
 //

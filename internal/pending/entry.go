@@ -14,8 +14,9 @@ import (
 // is open and every closer can tell whether it lost. Writers of outcome also
 // hold Store.mu, so holders of Store.mu may read outcome without mu.
 //
-// Fields under Store.mu: elem, expiresAt and sweeping, the entry's place in
-// the store's indexes (elem is nil once the question has ended).
+// Fields under Store.mu: elem, expiresAt, sweeping, endedElem, ownerElem
+// and charged, the entry's place in the store's indexes (elem is nil once
+// the question has ended, endedElem once its result is no longer retained).
 //
 // With a journal, settling (a one-slot semaphore) serialises the endings of
 // one entry: an ending holds it from its check that the question is pending,
@@ -37,6 +38,9 @@ type entry struct {
 	endedAt   uint64        // when it joined Store.ended, in Store.seq ticks
 	expiresAt time.Time     // zero until the ending is indexed for expiry; now, once evicted
 	sweeping  bool          // its record is being deleted from the journal
+	endedElem *list.Element // place in Store.ended's queue while its result is retained
+	ownerElem *list.Element // place in its owner's part of that queue
+	charged   int64         // bytes it counts against the budgets (see budget.go); 0 once released
 }
 
 // newEntry returns a pending entry for q; only a durable store's entries

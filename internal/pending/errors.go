@@ -19,4 +19,10 @@ var (
 	// ErrFull: a journal shared by several replicas refused a creation
 	// beyond a limit on pending questions that it enforces for all of them.
 	ErrFull = errors.New("too many pending questions")
+	// ErrGone: an Idempotency-Key names a question whose result has been
+	// forgotten (FindKey; see KeyGoneError).
+	ErrGone = errors.New("the question's result is gone")
+	// ErrOverBudget: Create would take an agent, or the store, beyond its
+	// byte budget (see BudgetError).
+	ErrOverBudget = errors.New("over the byte budget")
 )

@@ -2,7 +2,6 @@ package pending
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -30,20 +29,19 @@ func (m *Store) janitor() {
 	}
 }
 
-// retain queues the freshly ended e for expiry and evicts the oldest ended
-// entries beyond maxRetained. Entries join the queue with a deadline of
-// now+retention under the write lock, so the queue is in ending order and in
-// expiry order at once, and its front is the oldest result. Callers hold mu
-// for writing.
+// retain queues the freshly ended e for expiry and evicts results beyond
+// the bounds: an agent beyond maxRetainedPerAgent forgets its own oldest
+// result, and beyond maxRetained the agent holding the most results does
+// (see retainedQueue.victim), so one agent's churn never evicts another's
+// result first. Entries join the queue with a deadline of now+retention
+// under the write lock, so the queue is in ending order and in expiry order
+// at once, and its front is the oldest result. Callers hold mu for writing.
 func (m *Store) retain(e *entry) {
 	now := time.Now()
 	e.expiresAt = now.Add(m.retention)
 	m.listEnded(e)
-	for len(m.ended) > m.maxRetained {
-		oldest := m.ended[0]
-		m.ended[0] = nil // the array outlives the slice; let the entry go
-		m.ended = m.ended[1:]
-		m.evict(oldest, now)
+	for v := m.ended.victim(e.q.Owner, m.maxRetainedPerAgent, m.maxRetained); v != nil; v = m.ended.victim(e.q.Owner, m.maxRetainedPerAgent, m.maxRetained) {
+		m.evict(v, now)
 	}
 }
 
@@ -58,6 +56,8 @@ func (m *Store) evict(e *entry, now time.Time) {
 	if e.expiresAt.After(now) {
 		e.expiresAt = now
 	}
+	m.ended.remove(e)
+	m.release(e)
 	if m.journal == nil {
 		m.forget(e)
 		return
@@ -70,7 +70,9 @@ func (m *Store) evict(e *entry, now time.Time) {
 }
 
 // sweep forgets the expired prefix of the expiry queue and the evicted
-// entries. With a journal, the records go first, in one Delete; if it fails,
+// entries, and the remembered keys whose time is over. With a journal, the
+// records go first, in one commit that also stores the forgotten
+// questions' keys (see forgetRecords); if it fails,
 // the entries stay (hidden, since they are expired) and the next sweep tries
 // again.
 func (m *Store) sweep(now time.Time) {
@@ -79,15 +81,16 @@ func (m *Store) sweep(now time.Time) {
 		m.mu.Unlock()
 		return
 	}
-	n := 0
-	for n < len(m.ended) && m.ended[n].expired(now) {
-		n++
+	var expired []*entry
+	for e := m.ended.front(); e != nil && e.expired(now); e = m.ended.front() {
+		m.ended.remove(e)
+		m.release(e)
+		expired = append(expired, e)
 	}
-	expired := append(slices.Clone(m.ended[:n]), m.evicted...)
-	clear(m.ended[:n]) // the array outlives the slice; let the entries go
-	m.ended = m.ended[n:]
+	expired = append(expired, m.evicted...)
 	m.evicted = nil
-	if m.journal == nil || len(expired) == 0 {
+	drop := m.expireGoneKeys(now)
+	if m.journal == nil || len(expired) == 0 && len(drop) == 0 {
 		for _, e := range expired {
 			m.forget(e)
 		}
@@ -97,6 +100,7 @@ func (m *Store) sweep(now time.Time) {
 
 	var doomed, kept []*entry
 	var ids []string
+	var keep []GoneKey // the keys of the doomed, remembered in the same commit
 	for _, e := range expired {
 		id := e.q.ID
 		_, creating := m.creating[id]
@@ -111,16 +115,16 @@ func (m *Store) sweep(now time.Time) {
 			e.sweeping = true
 			doomed = append(doomed, e)
 			ids = append(ids, id)
+			if k, ok := keyOf(e.q); ok && m.keys[k] == e {
+				keep = append(keep, m.goneKeyOf(e, now))
+			}
 		}
 	}
 	swept := make(chan struct{})
 	m.sweepDone = swept
 	m.mu.Unlock()
 
-	var err error
-	if len(ids) > 0 {
-		err = m.journal.Delete(context.Background(), ids...)
-	}
+	err := forgetRecords(context.Background(), m.journal, ids, keep, drop)
 
 	m.mu.Lock()
 	for _, e := range doomed {
@@ -132,6 +136,7 @@ func (m *Store) sweep(now time.Time) {
 	if err != nil {
 		m.log.Warn("expired questions not deleted; retrying at the next sweep", zap.Int("questions", len(ids)), zap.Error(err))
 		kept = append(kept, doomed...)
+		m.goneDropped = append(m.goneDropped, drop...)
 	}
 	// Expired, so they leave the expiry queue for good; the next sweep
 	// (the next eviction, or the next tick) tries them again.
@@ -144,6 +149,7 @@ func (m *Store) sweep(now time.Time) {
 // forget removes an ended entry from the map, by identity: the id may
 // already belong to a newer question. Callers hold mu for writing.
 func (m *Store) forget(e *entry) {
+	m.release(e)
 	if m.entries[e.q.ID] == e {
 		delete(m.entries, e.q.ID)
 	}

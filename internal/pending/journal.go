@@ -26,6 +26,33 @@ type Journal interface {
 	Close() error
 }
 
+// KeyJournal is a Journal that also stores the Idempotency-Keys of
+// forgotten questions (see GoneKey), so that they outlive a restart. A
+// store whose journal is not one remembers them in memory only.
+type KeyJournal interface {
+	Journal
+	// Forget deletes the records with ids, stores keep and deletes drop
+	// (both keyed by Owner and Key), all in one commit.
+	Forget(ctx context.Context, ids []string, keep, drop []GoneKey) error
+	// LoadGone returns every stored GoneKey, in any order.
+	LoadGone(ctx context.Context) ([]GoneKey, error)
+}
+
+// forgetRecords deletes the records with ids and, when the journal keeps
+// them, stores keep and deletes drop in the same commit.
+func forgetRecords(ctx context.Context, j Journal, ids []string, keep, drop []GoneKey) error {
+	if kj, ok := j.(KeyJournal); ok {
+		if len(ids) == 0 && len(keep) == 0 && len(drop) == 0 {
+			return nil
+		}
+		return kj.Forget(ctx, ids, keep, drop)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return j.Delete(ctx, ids...)
+}
+
 // ErrUnavailable says the journal failed (disk full, read-only file system,
 // I/O error, unreachable server). Every journal error wraps it, except a
 // context error for a ctx that ended before the operation started. A failed

@@ -86,19 +86,31 @@ func TestIdempotencyKeyRivalsCreateOnce(t *testing.T) {
 	}
 }
 
-// A key whose question left retention is free again, and the janitor's sweep
+// A key whose question left retention is gone (ErrGone, naming the
+// question) for KeyRetention more, then free again, and the janitor's sweep
 // of the old question leaves the newcomer's key alone.
-func TestIdempotencyKeyIsFreeAfterRetention(t *testing.T) {
+func TestIdempotencyKeyIsFreeAfterKeyRetention(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
-		m := newStore(t, pending.Options{Retention: time.Minute})
+		m := newStore(t, pending.Options{Retention: time.Minute, KeyRetention: 2 * time.Minute})
 		mustCreate(t, m, ask("que_1", keyed("a", "k", "h1")))
 		if _, err := m.Settle(ctx, "que_1", replied("Red")); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Minute)
+		var gone *pending.KeyGoneError
+		if q, err := m.FindKey(ctx, "a", "k"); !errors.As(err, &gone) || gone.ID != "que_1" || gone.RequestHash != "h1" || !errors.Is(err, pending.ErrGone) {
+			t.Fatalf("FindKey past retention = %+v, %v; want a KeyGoneError for que_1", q, err)
+		}
+		time.Sleep(time.Minute) // the janitor forgets que_1, remembering its key
+		synctest.Wait()
+		if _, err := m.FindKey(ctx, "a", "k"); !errors.Is(err, pending.ErrGone) {
+			t.Fatalf("FindKey once que_1 is forgotten = %v; want ErrGone", err)
+		}
+		time.Sleep(3 * time.Minute)
+		synctest.Wait()
 		if q, err := m.FindKey(ctx, "a", "k"); !errors.Is(err, pending.ErrNotFound) {
-			t.Fatalf("FindKey past retention = %+v, %v; want ErrNotFound", q, err)
+			t.Fatalf("FindKey past key retention = %+v, %v; want ErrNotFound", q, err)
 		}
 		mustCreate(t, m, ask("que_2", keyed("a", "k", "h2")))
 		time.Sleep(2 * time.Minute) // the janitor forgets que_1
@@ -129,5 +141,42 @@ func TestRestartKeepsIdempotencyKeys(t *testing.T) {
 	}
 	if err := second.Create(ctx, ask("que_3", keyed("a", "pending", "h1"))); !errors.Is(err, pending.ErrExists) {
 		t.Fatalf("a new question under a restored key: %v, want ErrExists", err)
+	}
+}
+
+// The key of a result evicted by MaxRetained is remembered across a
+// restart, whether the eviction's deletion ran before the restart or not.
+func TestRestartRemembersForgottenKeys(t *testing.T) {
+	for _, swept := range []bool{true, false} {
+		t.Run(map[bool]string{true: "swept", false: "unswept"}[swept], func(t *testing.T) {
+			ctx := t.Context()
+			path := filepath.Join(t.TempDir(), "questions.db")
+			first := startBoltStore(t, path, pending.Options{MaxRetained: 1})
+			mustCreate(t, first.Store, ask("que_1", keyed("a", "k", "h1")))
+			if _, err := first.Settle(ctx, "que_1", replied("Red")); err != nil {
+				t.Fatal(err)
+			}
+			mustCreate(t, first.Store, ask("que_2", keyed("a", "other", "h2")))
+			if _, err := first.Settle(ctx, "que_2", replied("Red")); err != nil {
+				t.Fatal(err)
+			}
+			if swept {
+				for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+					if _, err := first.FindKey(ctx, "a", "k"); errors.Is(err, pending.ErrGone) {
+						break
+					} else if time.Now().After(deadline) {
+						t.Fatalf("FindKey of the evicted key: %v", err)
+					}
+				}
+				time.Sleep(50 * time.Millisecond) // the janitor's deletion
+			}
+			first.stop()
+
+			second := startBoltStore(t, path, pending.Options{MaxRetained: 1})
+			var gone *pending.KeyGoneError
+			if q, err := second.FindKey(ctx, "a", "k"); !errors.As(err, &gone) || gone.ID != "que_1" || gone.RequestHash != "h1" {
+				t.Fatalf("FindKey of the evicted key after a restart = %+v, %v; want a KeyGoneError for que_1", q, err)
+			}
+		})
 	}
 }

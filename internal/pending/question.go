@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/questiond/questiond/internal/elicit"
 )
@@ -189,4 +191,23 @@ func cloneOutcome(o Outcome) Outcome {
 		o.Answers = answers
 	}
 	return o
+}
+
+// shareText makes an ended question keep each text once. elicit.NewForm
+// leads the first question shown with the message, so the message becomes
+// that text's prefix, sharing its bytes; the schema, which nothing reads
+// once a question has ended (the history and the page show the message and
+// the questions), is dropped. Callers own q's fields.
+func shareText(q *Question) {
+	q.Schema = nil
+	if len(q.Questions) > 0 && q.Message != "" && strings.HasPrefix(q.Questions[0].Question, q.Message) {
+		q.Message = q.Questions[0].Question[:len(q.Message)]
+	}
+}
+
+// sharesMessage reports whether q's message is the prefix of its first
+// question's text, in the same bytes (see shareText).
+func sharesMessage(q *Question) bool {
+	return q.Message != "" && len(q.Questions) > 0 && len(q.Questions[0].Question) >= len(q.Message) &&
+		unsafe.StringData(q.Message) == unsafe.StringData(q.Questions[0].Question)
 }

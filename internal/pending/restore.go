@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -58,6 +59,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			continue
 		}
 		e.q.Listing = nil
+		shareText(e.q)
 		o := cloneOutcome(*rec.Ended)
 		expires := o.At.Add(m.retention)
 		if !now.Before(expires) {
@@ -85,25 +87,63 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		return strings.Compare(a.q.ID, b.q.ID)
 	})
-	// The bound holds across restarts too: a store stopped before it deleted
-	// the records it evicted, or a smaller MaxRetained, keeps the newest.
-	evicted := max(0, len(ended)-m.maxRetained)
-	for _, e := range ended[:evicted] {
-		forgotten = append(forgotten, e.q.ID)
-	}
-	ended = ended[evicted:]
-	if len(forgotten) > 0 {
-		if err := m.journal.Delete(ctx, forgotten...); err != nil {
-			return nil, fmt.Errorf("open store: delete expired questions: %w", journalError(err))
+	// The bounds hold across restarts too: a store stopped before it
+	// deleted the records it evicted, or smaller bounds, keep the newest.
+	var keep, drop []GoneKey
+	for _, rec := range records {
+		if rec != nil && rec.Ended != nil && rec.IdempotencyKey != "" && !now.Before(rec.Ended.At.Add(m.retention)) {
+			keep = append(keep, GoneKey{Owner: rec.Owner, Key: rec.IdempotencyKey, ID: rec.ID, RequestHash: rec.RequestHash,
+				Until: rec.Ended.At.Add(m.retention).Add(m.keyRetention)})
 		}
+	}
+	m.mu.Lock()
+	for _, e := range ended {
+		m.listEnded(e)
+	}
+	evicted := 0
+	for _, owner := range slices.Sorted(maps.Keys(m.ended.byOwner)) {
+		for v := m.ended.victim(owner, m.maxRetainedPerAgent, m.maxRetained); v != nil; v = m.ended.victim(owner, m.maxRetainedPerAgent, m.maxRetained) {
+			m.ended.remove(v)
+			forgotten = append(forgotten, v.q.ID)
+			if v.q.IdempotencyKey != "" {
+				keep = append(keep, m.goneKeyOf(v, now))
+			}
+			evicted++
+		}
+	}
+	for el := m.ended.all.Front(); el != nil; el = el.Next() {
+		m.track(el.Value.(*entry)) // oldest expiry first: a key's newest question wins
+	}
+	m.mu.Unlock()
+	fresh := keep // stored with the deletions below
+	if kj, ok := m.journal.(KeyJournal); ok {
+		stored, err := kj.LoadGone(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", journalError(err))
+		}
+		keep = append(stored, keep...)
+	}
+	slices.SortStableFunc(keep, func(a, b GoneKey) int { return a.Until.Compare(b.Until) })
+	m.mu.Lock()
+	for _, g := range keep {
+		if !now.Before(g.Until) {
+			drop = append(drop, g)
+			continue
+		}
+		if _, live := m.keys[requestKey{g.Owner, g.Key}]; !live {
+			m.remember(g)
+		}
+	}
+	fresh = slices.DeleteFunc(fresh, func(g GoneKey) bool { return !now.Before(g.Until) })
+	drop = append(drop, m.goneDropped...)
+	m.goneDropped = nil
+	m.mu.Unlock()
+	if err := forgetRecords(ctx, m.journal, forgotten, fresh, drop); err != nil {
+		return nil, fmt.Errorf("open store: delete expired questions: %w", journalError(err))
 	}
 
 	var overdue []*entry
 	m.mu.Lock()
-	for _, e := range ended {
-		m.listEnded(e)
-		m.track(e) // oldest expiry first: a key's newest question wins
-	}
 	for _, e := range pending {
 		if d := e.q.Deadline; !d.IsZero() && !now.Before(d) {
 			// Listed without a timer: ended below, once all is in place.

@@ -17,6 +17,9 @@ type sessionEntries struct {
 // track makes e findable by id, by Idempotency-Key and by session. Callers
 // hold mu for writing.
 func (m *Store) track(e *entry) {
+	if e.charged == 0 {
+		m.charge(e) // Create admitted and charged it already; others count as they come
+	}
 	m.entries[e.q.ID] = e
 	m.indexKey(e)
 	se := m.sessions[e.q.SessionID]
@@ -68,7 +71,7 @@ func (m *Store) listPending(e *entry) {
 func (m *Store) listEnded(e *entry) {
 	m.seq++
 	e.endedAt = m.seq
-	m.ended = append(m.ended, e)
+	m.ended.push(e)
 }
 
 // listSession is List for a filter with a SessionID: the same answer, in the

@@ -223,6 +223,7 @@ func (m *Store) decide(e *entry, o Outcome) (reported, returned *Question) {
 	// Count no longer see e.
 	e.q.Form, e.q.Listing = nil, nil
 	reported, returned = e.snapshot(), e.snapshot()
+	shareText(e.q) // after the snapshots: OnEnd gets the question as it was asked
 	e.mu.Unlock()
 
 	m.pending.Remove(e.elem)
@@ -232,6 +233,7 @@ func (m *Store) decide(e *entry, o Outcome) (reported, returned *Question) {
 	// An ended entry is only replaced once expired, so this holds; checked
 	// anyway so that a stale entry can never be queued for a newer one's id.
 	if m.entries[e.q.ID] == e {
+		m.charge(e) // what it weighs now that it has ended
 		m.retain(e)
 	} else {
 		m.forgetSession(e)

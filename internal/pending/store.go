@@ -23,6 +23,20 @@ const DefaultRetention = time.Hour
 // default --max-pending holds questions.
 const DefaultMaxRetained = 10000
 
+// DefaultMaxRetainedPerAgent is how many ended questions of one agent stay
+// readable when Options.MaxRetainedPerAgent is zero: a tenth of the total,
+// so that one agent's churn leaves room for nine others' results.
+const DefaultMaxRetainedPerAgent = DefaultMaxRetained / 10
+
+// DefaultKeyRetention is how long the Idempotency-Key of a forgotten
+// question is remembered when Options.KeyRetention is zero (never less
+// than Retention).
+const DefaultKeyRetention = 24 * time.Hour
+
+// maxGonePerAgent bounds the forgotten questions' keys remembered for one
+// agent (a few hundred bytes each); beyond it that agent's oldest goes.
+const maxGonePerAgent = 20000
+
 // Options configure a Store. Zero values mean the defaults.
 type Options struct {
 	// Retention is how long an ended question stays readable through Get and
@@ -33,6 +47,23 @@ type Options struct {
 	// question ends, the one that ended first is forgotten at once, exactly
 	// as if its retention were over. Zero or less means DefaultMaxRetained.
 	MaxRetained int
+	// MaxRetainedPerAgent bounds the ended questions kept for one agent
+	// (Question.Owner; the unauthenticated owner "" has no bound of its
+	// own): beyond it that agent's oldest result is forgotten. Beyond
+	// MaxRetained, the agent holding the most results forgets its oldest,
+	// so no agent's churn evicts another's results first. Zero or less
+	// means DefaultMaxRetainedPerAgent.
+	MaxRetainedPerAgent int
+	// KeyRetention is how long the Idempotency-Key of a forgotten question
+	// is remembered (FindKey answers ErrGone for it). Zero or less means
+	// DefaultKeyRetention; it is never shorter than Retention.
+	KeyRetention time.Duration
+	// MaxBytes and MaxBytesPerAgent are byte budgets over pending and
+	// retained questions (see budget.go): the store's and each agent's
+	// (not the unauthenticated owner's). Zero or less means
+	// DefaultMaxBytes and DefaultMaxBytesPerAgent.
+	MaxBytes         int64
+	MaxBytesPerAgent int64
 	// OnEnd is called exactly once for every question that ends, with the
 	// ended copy, after the store's locks are released, in the goroutine that
 	// settled it (a timer goroutine for timeouts). Settle returns only after
@@ -67,26 +98,36 @@ type Options struct {
 // Create, Settle and SettleAll also wait for their commit, and pass ctx to
 // the journal. No journal call is made under mu or an entry's mu.
 type Store struct {
-	retention   time.Duration
-	maxRetained int
-	onEnd       func(*Question)
-	onObserve   func(*Question)
-	log         *zap.Logger
-	journal     Journal // nil: nothing persisted
+	retention           time.Duration
+	maxRetained         int
+	maxRetainedPerAgent int
+	keyRetention        time.Duration
+	maxGonePerAgent     int
+	maxBytes            int64
+	maxBytesPerAgent    int64
+	onEnd               func(*Question)
+	onObserve           func(*Question)
+	log                 *zap.Logger
+	journal             Journal // nil: nothing persisted
 
-	mu        sync.RWMutex
-	closed    bool
-	entries   map[string]*entry          // pending and retained ended questions
-	pending   *list.List                 // pending *entry in creation order, for List
-	sessions  map[string]*sessionEntries // the entries of each session, pending and ended
-	seq       uint64                     // ticks once per entry joining pending or ended, to order a session's entries like those lists
-	ended     []*entry                   // ended entries in expiry order (= ending order), at most maxRetained
-	evicted   []*entry                   // with a journal: entries evicted or swept whose records are still to delete
-	creating  map[string]chan struct{}   // ids whose creation is being committed; closed once it is over
-	keys      map[requestKey]*entry      // the live holder of each Idempotency-Key
-	keying    map[requestKey]struct{}    // keys whose creation is being committed
-	sweepDone chan struct{}              // while the janitor deletes records: closed when it is done
-	sweepSoon chan struct{}              // one token: records of evicted entries await deletion
+	mu          sync.RWMutex
+	closed      bool
+	entries     map[string]*entry            // pending and retained ended questions
+	pending     *list.List                   // pending *entry in creation order, for List
+	sessions    map[string]*sessionEntries   // the entries of each session, pending and ended
+	seq         uint64                       // ticks once per entry joining pending or ended, to order a session's entries like those lists
+	ended       retainedQueue                // retained ended entries in expiry order (= ending order), at most maxRetained
+	evicted     []*entry                     // with a journal: entries evicted or swept whose records are still to delete
+	creating    map[string]chan struct{}     // ids whose creation is being committed; closed once it is over
+	keys        map[requestKey]*entry        // the live holder of each Idempotency-Key
+	keying      map[requestKey]struct{}      // keys whose creation is being committed
+	gone        map[requestKey]*list.Element // the remembered keys of forgotten questions (*GoneKey in goneByOwner)
+	goneByOwner map[string]*list.List        // per owner, in the order forgotten (= expiry order)
+	goneDropped []GoneKey                    // with a journal: remembered keys dropped, to delete at the next sweep
+	bytes       int64                        // the budgets' count of every entry's weight (budget.go)
+	ownerBytes  map[string]int64             // the same per owner
+	sweepDone   chan struct{}                // while the janitor deletes records: closed when it is done
+	sweepSoon   chan struct{}                // one token: records of evicted entries await deletion
 
 	// Endings that Observe saw for ids whose creation is committing here,
 	// for createDurably to apply once it has indexed the question (under mu).
@@ -123,27 +164,49 @@ func New(opts Options) *Store {
 // newStore returns an empty store whose janitor is not yet running.
 func newStore(opts Options) *Store {
 	m := &Store{
-		retention:   opts.Retention,
-		maxRetained: opts.MaxRetained,
-		onEnd:       opts.OnEnd,
-		onObserve:   opts.OnObserve,
-		log:         opts.Logger,
-		journal:     opts.Journal,
-		entries:     make(map[string]*entry),
-		pending:     list.New(),
-		sessions:    make(map[string]*sessionEntries),
-		creating:    make(map[string]chan struct{}),
-		sweepSoon:   make(chan struct{}, 1),
-		keys:        make(map[requestKey]*entry),
-		keying:      make(map[requestKey]struct{}),
-		closing:     make(chan struct{}),
-		janitorDone: make(chan struct{}),
+		retention:           opts.Retention,
+		maxRetained:         opts.MaxRetained,
+		maxRetainedPerAgent: opts.MaxRetainedPerAgent,
+		keyRetention:        opts.KeyRetention,
+		maxGonePerAgent:     maxGonePerAgent,
+		maxBytes:            opts.MaxBytes,
+		maxBytesPerAgent:    opts.MaxBytesPerAgent,
+		gone:                make(map[requestKey]*list.Element),
+		goneByOwner:         make(map[string]*list.List),
+		ownerBytes:          make(map[string]int64),
+		onEnd:               opts.OnEnd,
+		onObserve:           opts.OnObserve,
+		log:                 opts.Logger,
+		journal:             opts.Journal,
+		entries:             make(map[string]*entry),
+		pending:             list.New(),
+		sessions:            make(map[string]*sessionEntries),
+		creating:            make(map[string]chan struct{}),
+		sweepSoon:           make(chan struct{}, 1),
+		keys:                make(map[requestKey]*entry),
+		keying:              make(map[requestKey]struct{}),
+		ended:               newRetainedQueue(),
+		closing:             make(chan struct{}),
+		janitorDone:         make(chan struct{}),
 	}
 	if m.retention <= 0 {
 		m.retention = DefaultRetention
 	}
 	if m.maxRetained <= 0 {
 		m.maxRetained = DefaultMaxRetained
+	}
+	if m.maxRetainedPerAgent <= 0 {
+		m.maxRetainedPerAgent = DefaultMaxRetainedPerAgent
+	}
+	if m.keyRetention <= 0 {
+		m.keyRetention = DefaultKeyRetention
+	}
+	m.keyRetention = max(m.keyRetention, m.retention)
+	if m.maxBytes <= 0 {
+		m.maxBytes = DefaultMaxBytes
+	}
+	if m.maxBytesPerAgent <= 0 {
+		m.maxBytesPerAgent = DefaultMaxBytesPerAgent
 	}
 	if m.log == nil {
 		m.log = zap.NewNop()
@@ -191,6 +254,9 @@ func (m *Store) Create(ctx context.Context, q *Question) error {
 	if m.keyTaken(q, time.Now()) {
 		return fmt.Errorf("create question %q: idempotency key in use: %w", q.ID, ErrExists)
 	}
+	if err := m.admit(e, time.Now()); err != nil {
+		return fmt.Errorf("create question %q: %w", q.ID, err)
+	}
 	m.index(e)
 	m.logCreated(e.q)
 	return nil
@@ -201,7 +267,7 @@ func (m *Store) Create(ctx context.Context, q *Question) error {
 // Settle do not see the question yet.
 func (m *Store) createDurably(ctx context.Context, e *entry) error {
 	id := e.q.ID
-	if err := m.reserve(ctx, e.q); err != nil {
+	if err := m.reserve(ctx, e); err != nil {
 		return err
 	}
 	defer m.commits.Done()
@@ -222,6 +288,7 @@ func (m *Store) createDurably(ctx context.Context, e *entry) error {
 	if err != nil {
 		m.mu.Lock()
 		delete(m.observedEndings, id)
+		m.release(e)
 		m.mu.Unlock()
 		return fmt.Errorf("create question %q: %w", id, journalError(err))
 	}
@@ -234,7 +301,8 @@ func (m *Store) createDurably(ctx context.Context, e *entry) error {
 // and registers the commit with Close. An expired question whose record the
 // janitor is deleting holds its id until the deletion is over, so that the
 // deletion cannot land after, and erase, the newcomer's record.
-func (m *Store) reserve(ctx context.Context, q *Question) error {
+func (m *Store) reserve(ctx context.Context, e *entry) error {
+	q := e.q
 	id := q.ID
 	for {
 		m.mu.Lock()
@@ -260,6 +328,10 @@ func (m *Store) reserve(ctx context.Context, q *Question) error {
 			case <-ctx.Done():
 				return fmt.Errorf("create question %q: %w", id, ctx.Err())
 			}
+		}
+		if err := m.admit(e, time.Now()); err != nil {
+			m.mu.Unlock()
+			return fmt.Errorf("create question %q: %w", id, err)
 		}
 		m.creating[id] = make(chan struct{})
 		if k, ok := keyOf(q); ok {
@@ -373,8 +445,8 @@ func (m *Store) PendingVersion() uint64 { return m.pendingVersion.Load() }
 // Callers hold mu (read or write).
 func (m *Store) eachRetained(f Filter, fn func(*entry)) {
 	now := time.Now()
-	for _, e := range m.ended {
-		if !e.expired(now) && f.Matches(e.q) {
+	for el := m.ended.all.Front(); el != nil; el = el.Next() {
+		if e := el.Value.(*entry); !e.expired(now) && f.Matches(e.q) {
 			fn(e)
 		}
 	}
@@ -409,7 +481,7 @@ func (m *Store) Close(ctx context.Context) error {
 		}
 		// Records of evicted entries not yet deleted stay in the journal;
 		// Open applies the bound again.
-		m.entries, m.pending, m.ended, m.evicted, m.keys = nil, nil, nil, nil, nil
+		m.entries, m.pending, m.ended, m.evicted, m.keys = nil, nil, newRetainedQueue(), nil, nil
 		m.mu.Unlock()
 		for _, e := range armed {
 			e.mu.Lock()

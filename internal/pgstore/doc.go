@@ -90,6 +90,13 @@
 // The per-agent counter is one row per agent token, not counted for the
 // unauthenticated owner (""), which has no limit.
 //
+// The byte budgets (pending.Options.MaxBytes, MaxBytesPerAgent) are each
+// replica's store's: every replica holds every question, so each counts the
+// cluster's bytes, and checks a creation before committing it; two replicas
+// creating at once may pass a budget by what they create meanwhile. The
+// Idempotency-Keys of forgotten questions are kept in gone_keys, written
+// with the deletion of their records (Journal.Forget) and read by Open.
+//
 // # Tailing
 //
 // A Tailer holds one connection that LISTENs on the changes channel; a

@@ -329,6 +329,20 @@ BEGIN
 	END LOOP;
 END $$;
 `,
+	// 8: the Idempotency-Keys of forgotten questions, remembered until a
+	// time (see pending.GoneKey), shared by the replicas: a retry under one
+	// of them is told its result is gone instead of asking again.
+	`
+CREATE TABLE gone_keys (
+	owner        text NOT NULL,
+	request_key  text NOT NULL,
+	question_id  text NOT NULL,
+	request_hash text NOT NULL,
+	until        timestamptz NOT NULL,
+	PRIMARY KEY (owner, request_key)
+);
+CREATE INDEX gone_keys_until ON gone_keys (until);
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

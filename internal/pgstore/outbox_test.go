@@ -400,6 +400,7 @@ func TestOutboxRecordsFromBeforeLeasesAreClaimed(t *testing.T) {
 DROP INDEX notify_outbox_owner; DROP INDEX notify_outbox_lease_until;
 ALTER TABLE notify_outbox DROP COLUMN owner, DROP COLUMN lease_until;
 DROP FUNCTION questiond_apply;
+DROP TABLE gone_keys;
 UPDATE questiond_schema SET version = 5;
 INSERT INTO notify_outbox (key, value) VALUES ('k/old', 'kept by version 5')`)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/daemon"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/sse"
@@ -195,10 +196,11 @@ func TestMetricsFollowARoundTrip(t *testing.T) {
 		"route":  func(v string) bool { return v == httpapi.RouteUnmatched || strings.HasPrefix(v, "/") },
 		"status": func(v string) bool { return len(v) == 3 && v >= "100" && v <= "599" },
 		"ending": oneOf("replied", "rejected", "timeout", "withdrawn", "disconnected", "shutdown"),
-		"limit":  oneOf("rate", "pending", "pending_per_agent", "streams", "mcp_sessions"),
+		"limit":  oneOf("rate", "pending", "pending_per_agent", "streams", "mcp_streams", "mcp_streams_per_agent", "mcp_sessions", "mcp_sessions_per_agent"),
 		"tool":   oneOf("ask_user_question", "ask_parent_question"),
 		"result": oneOf("accept", "decline", "cancel", "error"),
 		"op":     oneOf("put", "delete"),
+		"reason": oneOf(connguard.Reasons...),
 		"le":     func(string) bool { return true },
 		// questiond_build_info's: one series per process.
 		"goversion": func(v string) bool { return v == runtime.Version() },

@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -36,13 +37,15 @@ func TestWedgedHTTP2StreamsGiveBackTheirSlots(t *testing.T) {
 	cfg.Listener = ln
 	cfg.TLS = serverTLS
 	cfg.Events = sse.Options{Heartbeat: time.Hour, WriteTimeout: 300 * time.Millisecond, QueueLength: 4}
-	cfg.API.Auth = httpapi.Auth{OperatorPassword: metricsPassword}
+	cfg.API.Auth = httpapi.Auth{OperatorPassword: metricsPassword, AgentTokens: map[string]string{metricsAgent: metricsToken}}
 	const slots = 2
 	cfg.API.Limits.MaxStreams = slots
+	cfg.API.Limits.MaxMCPStreams = 1
 	d := running(t, cfg)
 	base := "https://" + d.Addr().String()
 
-	// Every operator stream slot taken by streams on one HTTP/2 connection.
+	// Every operator stream slot, and the agents' one MCP stream slot, taken
+	// by streams on one HTTP/2 connection.
 	var mu sync.Mutex
 	var local []string
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, Protocols: new(http.Protocols),
@@ -74,6 +77,14 @@ func TestWedgedHTTP2StreamsGiveBackTheirSlots(t *testing.T) {
 		}
 		nextEvent(t, readEvents(res.Body), "server.connected")
 	}
+	if status := openMCPStream(t, wedgedClient, base); status != http.StatusOK {
+		t.Fatalf("the agent's MCP stream: %d; want 200", status)
+	}
+	healthy := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	defer healthy.CloseIdleConnections()
+	if status := openMCPStream(t, healthy, base); status != http.StatusServiceUnavailable {
+		t.Fatalf("a second MCP stream at --max-mcp-streams 1: %d; want 503", status)
+	}
 	mu.Lock()
 	if len(local) != 1 {
 		t.Fatalf("%d connections; want the streams on one", len(local))
@@ -96,8 +107,6 @@ func TestWedgedHTTP2StreamsGiveBackTheirSlots(t *testing.T) {
 
 	// Their handlers return and their slots come back: a healthy operator
 	// gets a stream (503 while the wedged ones hold every slot).
-	healthy := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}}
-	defer healthy.CloseIdleConnections()
 	// The connection dies once it took no byte for --event-write-timeout,
 	// plus up to 5 s in which crypto/tls tries to say close_notify on it.
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -117,6 +126,49 @@ func TestWedgedHTTP2StreamsGiveBackTheirSlots(t *testing.T) {
 		}
 	}
 	eventually(t, "every stream over", func() bool { return d.Bus().Subscribers() == 0 })
+	// The MCP stream ended with its connection: its slot is free too.
+	if status := openMCPStream(t, healthy, base); status != http.StatusOK {
+		t.Fatalf("a healthy agent's MCP stream after the wedged connection died: %d; want 200", status)
+	}
+}
+
+// openMCPStream begins an MCP session as the agent and opens its event
+// stream (GET /mcp), which stays open until the test ends; it returns the
+// stream's status.
+func openMCPStream(t *testing.T, client *http.Client, base string) int {
+	t.Helper()
+	do := func(ctx context.Context, method, body string, header ...string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, method, base+"/mcp", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+metricsToken)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := do(t.Context(), http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	session := res.Header.Get("Mcp-Session-Id")
+	if res.StatusCode != http.StatusOK || session == "" {
+		t.Fatalf("MCP initialize: %d", res.StatusCode)
+	}
+	ids := []string{"Mcp-Session-Id", session, "MCP-Protocol-Version", "2025-06-18"}
+	res = do(t.Context(), http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, ids...)
+	res.Body.Close()
+	if res.StatusCode != http.StatusAccepted {
+		t.Fatalf("MCP initialized: %d", res.StatusCode)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	res = do(ctx, http.MethodGet, "", append(ids, "Accept", "text/event-stream")...)
+	t.Cleanup(func() { cancel(); res.Body.Close() })
+	return res.StatusCode
 }
 
 // selfSignedTLS is a server configuration with a fresh certificate for

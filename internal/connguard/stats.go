@@ -15,7 +15,8 @@ const (
 	// at MaxConns.
 	ReasonClosedMaxConns = "closed_max_connections"
 	// ReasonClosedPerAgent: an agent's idle connection closed to make room
-	// for a request of the same agent on another.
+	// for a request of the same agent on another, at MaxConnsPerAgent or at
+	// the agents' share of MaxConns.
 	ReasonClosedPerAgent = "closed_per_agent"
 	// ReasonAgentCap: a request refused (503) because its agent holds
 	// MaxConnsPerAgent connections, none of them idle.

@@ -50,6 +50,9 @@ func (g *Guard) Handler(next http.Handler) http.Handler {
 			// closes after the answer, at once.
 			_ = rc.SetReadDeadline(time.Now())
 		}
+		if bw.replaced {
+			g.counts.bodyTimeout.Add(1)
+		}
 	})
 }
 

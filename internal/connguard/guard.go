@@ -166,6 +166,8 @@ type Guard struct {
 	closing    bool // CloseAll was called
 	refused    int  // connections refused or closed for room since the last log line
 	loggedAt   time.Time
+
+	counts counts // for Stats, outside mu
 }
 
 // New returns a Guard, with MaxConns lowered to fit the open-file limit.
@@ -241,9 +243,11 @@ func (g *Guard) admit(nc net.Conn) *conn {
 	g.mu.Lock()
 	var victims []*conn
 	room := !g.closing
+	perAddr := 0 // victims[:perAddr] make room under MaxConnsPerAddr, the rest under MaxConns
 	if room && g.pendingOf(addr) >= g.opts.MaxConnsPerAddr {
 		if victim := g.oldest(g.pending[addr], now, func(*conn) bool { return true }); victim != nil {
 			victims = append(victims, victim)
+			perAddr = 1
 		}
 	}
 	if room && g.all.Len()-len(victims) >= g.opts.MaxConns {
@@ -256,6 +260,8 @@ func (g *Guard) admit(nc net.Conn) *conn {
 		for _, v := range victims {
 			g.forgetLocked(v)
 		}
+		g.counts.closedPerAddr.Add(uint64(perAddr))
+		g.counts.closedMaxConns.Add(uint64(len(victims) - perAddr))
 		c = &conn{Conn: nc, g: g, addr: addr, state: http.StateNew, since: now}
 		c.all = g.all.PushBack(c)
 		if g.pending[addr] == nil {
@@ -266,6 +272,9 @@ func (g *Guard) admit(nc net.Conn) *conn {
 	} else {
 		victims = nil
 		g.noteRefusalsLocked(1)
+		if !g.closing {
+			g.counts.refused.Add(1)
+		}
 	}
 	closing := g.closing
 	g.mu.Unlock()
@@ -461,12 +470,13 @@ func (g *Guard) admitCaller(c *conn, who Caller) error {
 		return nil
 	}
 	if !who.Operator {
-		full := ""
+		full, reason := "", &g.counts.agentsCap
 		switch {
 		case g.agentTotal >= g.opts.MaxConns-g.opts.OperatorReserve:
 			full = fmt.Sprintf("agents have %d open connections, all that %s less %s (%d) leaves them",
 				g.agentTotal, FlagMaxConns, FlagOperatorReserve, g.opts.MaxConns-g.opts.OperatorReserve)
 		case who.Agent != "" && g.agents[who.Agent] >= g.opts.MaxConnsPerAgent:
+			reason = &g.counts.agentCap
 			full = fmt.Sprintf("agent %q has %d open connections, the most %s allows; reuse them (keep-alive) or close some",
 				who.Agent, g.agents[who.Agent], FlagMaxConnsPerAgent)
 		}
@@ -476,9 +486,11 @@ func (g *Guard) admitCaller(c *conn, who Caller) error {
 			})
 			if victim == nil {
 				g.noteRefusalsLocked(1)
+				reason.Add(1)
 				return &CapError{Message: full}
 			}
 			g.forgetLocked(victim)
+			g.counts.closedPerAgent.Add(1)
 		}
 	}
 	g.leavePoolLocked(c)

@@ -238,6 +238,11 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 		ErrorLog:    zap.NewStdLog(d.log.Named("http")),
 		ConnState:   d.conns.ConnState,
 		ConnContext: d.conns.ConnContext,
+		// HTTP/2 (when cfg.TLS offers "h2"): a stream cut off while its
+		// connection takes no byte keeps its handler, and its stream slot,
+		// in a write until the connection dies; so it dies after as long
+		// as one event frame may take.
+		HTTP2: &http.HTTP2Config{WriteByteTimeout: cmp.Or(cfg.Events.WriteTimeout, sse.DefaultWriteTimeout)},
 	}
 	if cfg.TLS != nil {
 		d.http.TLSConfig = cfg.TLS

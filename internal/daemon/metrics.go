@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/metrics"
 )
@@ -37,7 +38,17 @@ func (d *Daemon) observe() {
 	if d.metrics == nil {
 		return
 	}
-	d.metrics.Observe(metrics.Sources{Pending: d.store.Count, Events: d.bus.Stats, MCPSessions: d.api.MCPSessions})
+	d.metrics.Observe(metrics.Sources{Pending: d.store.Count, Events: d.bus.Stats, MCPSessions: d.api.MCPSessions,
+		Conns: d.connStats})
+}
+
+// connStats reads the connection guard's counts. observe runs before the
+// guard is built; scrapes start after.
+func (d *Daemon) connStats() connguard.Stats {
+	if d.conns == nil {
+		return connguard.Stats{}
+	}
+	return d.conns.Stats()
 }
 
 // serveMetrics serves the metrics listener until Shutdown; failing to serve

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/daemon"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/sse"
@@ -199,6 +200,7 @@ func TestMetricsFollowARoundTrip(t *testing.T) {
 		"tool":   oneOf("ask_user_question", "ask_parent_question"),
 		"result": oneOf("accept", "decline", "cancel", "error"),
 		"op":     oneOf("put", "delete"),
+		"reason": oneOf(connguard.Reasons...),
 		"le":     func(string) bool { return true },
 		// questiond_build_info's: one series per process.
 		"goversion": func(v string) bool { return v == runtime.Version() },

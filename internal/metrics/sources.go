@@ -2,9 +2,11 @@ package metrics
 
 import (
 	"context"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
@@ -19,6 +21,9 @@ type Sources struct {
 	Events func() sse.Stats
 	// MCPSessions counts the live MCP sessions (httpapi.Server.MCPSessions).
 	MCPSessions func() int
+	// Conns returns what the connection guard refused or closed
+	// (connguard.Guard.Stats).
+	Conns func() connguard.Stats
 }
 
 // Observe adds the metrics read from src at scrape time. Call it once, when
@@ -38,6 +43,9 @@ var (
 		"Event subscribers cut off since start: full queue, write timeout, or shutdown's grace over.", nil, nil)
 	descMCPSessions = prometheus.NewDesc("questiond_mcp_sessions",
 		"MCP sessions live now on /mcp.", nil, nil)
+	descConnRefusals = prometheus.NewDesc("questiond_connection_refusals_total",
+		"Connections refused or closed, and requests ended, by the connection caps and the body read timeout, by reason ("+
+			strings.Join(connguard.Reasons, ", ")+").", []string{"reason"}, nil)
 )
 
 // sourceCollector reads Sources at scrape time, each once.
@@ -54,6 +62,9 @@ func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	if c.src.MCPSessions != nil {
 		ch <- descMCPSessions
+	}
+	if c.src.Conns != nil {
+		ch <- descConnRefusals
 	}
 }
 
@@ -73,6 +84,12 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.src.MCPSessions != nil {
 		ch <- prometheus.MustNewConstMetric(descMCPSessions, prometheus.GaugeValue, float64(c.src.MCPSessions()))
+	}
+	if c.src.Conns != nil {
+		st := c.src.Conns()
+		for _, reason := range connguard.Reasons { // every reason, at 0 from the start
+			ch <- prometheus.MustNewConstMetric(descConnRefusals, prometheus.CounterValue, float64(st[reason]), reason)
+		}
 	}
 }
 

@@ -1,11 +1,14 @@
 package sse_test
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -139,10 +142,80 @@ func TestPublishNeverWaitsForAWedgedHTTP2Connection(t *testing.T) {
 	// Every stream of the wedged connection was cut off by a Publish that
 	// found its queue full. (Their handlers stay blocked in net/http's
 	// write until the connection dies: the reset waits behind the wedged
-	// frame. That holds a goroutine, not the broker.)
+	// frame. That holds a goroutine, not the broker; the daemon closes such
+	// a connection with http.HTTP2Config.WriteByteTimeout, see its
+	// TestWedgedHTTP2StreamsGiveBackTheirSlots.)
 	if got := h.b.Stats().CutOff; got != streams {
 		t.Errorf("%d streams cut off; want %d", got, streams)
 	}
 	wedged.Close()
 	h.waitSubscribers(t, 1)
+}
+
+// Issue 22, HTTP/2 follow-up: a stream cut off on an HTTP/2 connection
+// whose client still reads the connection, but no longer that stream (its
+// flow-control window is closed), has its handler return at once: the cut-off
+// resets the stream (RST_STREAM is not held by the window) and the write
+// waiting for the window fails. The connection and its other stream go on.
+// (A connection that takes no byte at all is the server's to close: see
+// http.HTTP2Config.WriteByteTimeout, set by the daemon package.)
+func TestACutOffHTTP2StreamWithAClosedWindowReturns(t *testing.T) {
+	const queue = 8
+	h := newHarness(t, harnessConfig{
+		opts: sse.Options{WriteTimeout: time.Minute, QueueLength: queue, Heartbeat: time.Hour},
+		server: func(ts *httptest.Server) {
+			ts.Config.Protocols = new(http.Protocols)
+			ts.Config.Protocols.SetUnencryptedHTTP2(true)
+		},
+	})
+	tr := &http.Transport{Protocols: new(http.Protocols), HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: 64 << 10}}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	open := func() *http.Response {
+		t.Helper()
+		res, err := client.Get(h.ts.URL + "/event?directory=/p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ProtoMajor != 2 {
+			t.Fatalf("the stream is %s; want HTTP/2", res.Proto)
+		}
+		return res
+	}
+	unread := open() // never read: its window closes after 64 KiB
+	defer unread.Body.Close()
+	read := open()
+	defer read.Body.Close()
+	h.waitJoined(t, 2)
+	frames := bufio.NewReaderSize(read.Body, 1<<20)
+	nextData := func() string {
+		t.Helper()
+		for {
+			line, err := frames.ReadString('\n')
+			if err != nil {
+				t.Fatalf("the stream that reads ended: %v", err)
+			}
+			if strings.HasPrefix(line, "data: ") {
+				return line
+			}
+		}
+	}
+	nextData() // server.connected
+
+	for i := range 4 * queue {
+		if err := h.b.Publish(context.Background(), bigEvent(i)); err != nil {
+			t.Fatalf("publish %d: %v", i, err)
+		}
+		if got := seqOf(t, nextData()); got != i {
+			t.Fatalf("the reading stream got event %d, want %d", got, i)
+		}
+	}
+	if got := h.b.Stats().CutOff; got != 1 {
+		t.Fatalf("%d streams cut off; want the unread one", got)
+	}
+	h.waitSubscribers(t, 1) // the unread stream's handler returned
+	if _, err := io.Copy(io.Discard, unread.Body); err == nil {
+		t.Error("the cut-off stream ended cleanly; want it reset")
+	}
 }

@@ -43,7 +43,11 @@ const (
 	// over its per-address and per-agent caps), so this sets the rate of a
 	// reconnection storm (about stalledConns/stallRedial) that both
 	// processes pay for on the same two cores.
-	stallRedial    = 3 * time.Second
+	stallRedial = 3 * time.Second
+	// stallSources is how many loopback addresses bravo's anonymous stalled
+	// connections come from: 16 × --max-connections-per-address (256) is
+	// more than --max-connections (4096).
+	stallSources   = 16
 	mcpInitializes = 1000 // bravo's MCP initialize calls
 	// mcpDeadline bounds the time bravo's MCP calls may take: about 15 s on
 	// this 2-core machine under the whole attack; four times that is a
@@ -57,6 +61,11 @@ const (
 	maxPendingPerAgent = 16      // --max-pending-per-agent
 	maxRetained        = 16      // --max-retained: churn passes it, so eviction runs
 	shutdownTimeout    = 10 * time.Second
+	// maxConnections (--max-connections) is below stalledConns, so that the
+	// stalled connections meet the cap for sure and questiond must choose
+	// whom to close; alpha and the operator must still get in (the operator
+	// has --operator-reserved-connections).
+	maxConnections = 3072
 
 	// A held stalled connection costs questiond a goroutine (8 KiB stack,
 	// grown to 16 KiB by the read path), a 4 KiB bufio.Reader, a 4 KiB
@@ -135,6 +144,7 @@ func TestSoakHostileAgentHurtsNobody(t *testing.T) {
 		"--max-pending-per-agent", strconv.Itoa(maxPendingPerAgent),
 		"--max-retained", strconv.Itoa(maxRetained),
 		"--shutdown-timeout", shutdownTimeout.String(),
+		"--max-connections", strconv.Itoa(maxConnections),
 	)
 	pid := d.Cmd.Process.Pid
 	if got := childOpenFileLimit(t, pid); got < 2*stalledConns {
@@ -179,7 +189,7 @@ func TestSoakHostileAgentHurtsNobody(t *testing.T) {
 	attacks.Go(func() { initializeMCP(mcpCtx, bravo, d.Base, tally); close(mcpDone) })
 
 	listed := make(chan error, 1)
-	go func() { listed <- pollQuestions(ctx, operator, d.Base) }()
+	go func() { listed <- pollQuestions(t, ctx, operator, d.Base) }()
 
 	alpha := newClient(bearer(alphaToken))
 	attackStart := time.Now()
@@ -300,7 +310,7 @@ func roundTrip(alpha, operator *http.Client, base string, events *eventFollower,
 
 // pollQuestions is the operator's GET /question once a second until ctx
 // ends; every one must answer 200 within roundTripTimeout.
-func pollQuestions(ctx context.Context, operator *http.Client, base string) error {
+func pollQuestions(t *testing.T, ctx context.Context, operator *http.Client, base string) error {
 	n, slowest := 0, time.Duration(0)
 	for ctx.Err() == nil {
 		start := time.Now()
@@ -322,6 +332,7 @@ func pollQuestions(ctx context.Context, operator *http.Client, base string) erro
 	if n < 5 {
 		return fmt.Errorf("only %d lists answered", n)
 	}
+	t.Logf("operator: %d GET /question, slowest %s", n, slowest)
 	return nil
 }
 
@@ -362,9 +373,17 @@ func churn(ctx context.Context, bravo *http.Client, base string, tally *statusTa
 			pause(ctx, 10*time.Millisecond)
 			continue
 		}
-		start = time.Now()
-		code, _, err = call(bravo, http.MethodDelete, base+"/elicitations/"+q.ID, "")
-		tally.add("churn delete", time.Since(start), code, err)
+		// A DELETE on a keep-alive connection that questiond has just
+		// closed (bravo is over its connection cap) fails; bravo retries so
+		// that its churn goes on.
+		for try := 0; try < 3 && ctx.Err() == nil; try++ {
+			start = time.Now()
+			code, _, err = call(bravo, http.MethodDelete, base+"/elicitations/"+q.ID, "")
+			tally.add("churn delete", time.Since(start), code, err)
+			if err == nil {
+				break
+			}
+		}
 	}
 }
 
@@ -411,8 +430,11 @@ func (s *stallStats) String() string {
 // holdStalledConnections keeps stalledConns connections open that never
 // finish a request, of three kinds: bravo's request with a body that never
 // comes (questiond waits up to --body-read-timeout), headers that never
-// end, and nothing at all. A connection questiond closes is opened again
-// after stallRedial, as an attacker would.
+// end, and nothing at all. The anonymous ones come from stallSources
+// loopback addresses (all of 127.0.0.0/8 is this machine), so that
+// --max-connections-per-address does not stop them and --max-connections
+// is what they meet. A connection questiond closes is opened again after
+// stallRedial, as an attacker would.
 func holdStalledConnections(ctx context.Context, wg *sync.WaitGroup, addr string) *stallStats {
 	s := &stallStats{}
 	openings := []string{
@@ -423,7 +445,11 @@ func holdStalledConnections(ctx context.Context, wg *sync.WaitGroup, addr string
 	for i := range stalledConns {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				stallOnce(ctx, s, addr, openings[i%len(openings)])
+				from := net.IPv4(127, 0, 0, 1)
+				if kind := i % len(openings); kind != 0 {
+					from = net.IPv4(127, 0, 1, byte(1+i%stallSources))
+				}
+				stallOnce(ctx, s, from, addr, openings[i%len(openings)])
 				pause(ctx, stallRedial)
 			}
 		})
@@ -431,8 +457,8 @@ func holdStalledConnections(ctx context.Context, wg *sync.WaitGroup, addr string
 	return s
 }
 
-func stallOnce(ctx context.Context, s *stallStats, addr, opening string) {
-	c, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, "tcp", addr)
+func stallOnce(ctx context.Context, s *stallStats, from net.IP, addr, opening string) {
+	c, err := (&net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: from}}).DialContext(ctx, "tcp", addr)
 	if err != nil {
 		s.dialFailed.Add(1)
 		return

@@ -48,7 +48,7 @@ const (
 	stallRedial = 3 * time.Second
 	// stallSources is how many loopback addresses bravo's anonymous stalled
 	// connections come from: 16 × --max-connections-per-address (256) is
-	// more than --max-connections (4096).
+	// more than --max-connections (maxConnections).
 	stallSources   = 16
 	mcpInitializes = 1000 // bravo's MCP initialize calls
 	// mcpDeadline bounds the time bravo's MCP calls may take: 15-30 s on
@@ -233,7 +233,7 @@ func TestSoakHostileAgentHurtsNobody(t *testing.T) {
 		t.Errorf("alpha made only %d round trips in %s", rounds, time.Since(attackStart))
 	}
 	if n := stalled.peak.Load(); n < stalledConns/2 {
-		t.Errorf("bravo held at most %d stalled connections; the soak wants about %d open at once", stalled.peak.Load(), stalledConns)
+		t.Errorf("bravo held at most %d stalled connections; the soak wants about %d open at once", n, stalledConns)
 	}
 	if tally.get("mcp initialize") < mcpInitializes {
 		t.Errorf("bravo's MCP initialize calls answered: %d, want %d", tally.get("mcp initialize"), mcpInitializes)
@@ -639,7 +639,7 @@ type memoryWatch struct {
 
 // watchMemory samples questiond's memory every 100 ms; stop returns the
 // highest sample and the kernel's own peak (VmHWM, which catches what
-// happens between samples), read before the process exits.
+// happens between samples) as last read while the process was alive.
 func watchMemory(t *testing.T, pid int) memoryWatch {
 	t.Helper()
 	if _, err := readMemory(pid); err != nil {

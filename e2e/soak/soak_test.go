@@ -424,7 +424,10 @@ func initializeMCP(ctx context.Context, bravo *http.Client, base string, tally *
 			for ctx.Err() == nil && left.Add(-1) >= 0 {
 				for ctx.Err() == nil {
 					start := time.Now()
-					code, _, err := mcpInitialize(ctx, bravo, base, "bravo")
+					code, body, err := mcpInitialize(ctx, bravo, base, "bravo")
+					if code >= 500 {
+						tally.note(fmt.Sprintf("mcp initialize %d: %.160s", code, body))
+					}
 					if err != nil || code == http.StatusTooManyRequests {
 						tally.add("mcp initialize retried", time.Since(start), code, err)
 						pause(ctx, 50*time.Millisecond)
@@ -749,7 +752,7 @@ type statusTally struct {
 	mu      sync.Mutex
 	counts  map[string]int
 	slowest map[string]time.Duration
-	errors  []string // the first few transport errors
+	errors  []string // the first few transport errors and odd answers
 }
 
 func (s *statusTally) add(what string, took time.Duration, code int, err error) {
@@ -767,6 +770,15 @@ func (s *statusTally) add(what string, took time.Duration, code int, err error) 
 	s.counts[key]++
 }
 
+// note keeps one of the first few odd answers, to log.
+func (s *statusTally) note(what string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.errors) < 10 {
+		s.errors = append(s.errors, what)
+	}
+}
+
 func (s *statusTally) get(what string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -777,7 +789,7 @@ func (s *statusTally) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b, _ := json.Marshal(s.counts)
-	return fmt.Sprintf("%s; slowest %v; first errors: %q", b, s.slowest, s.errors)
+	return fmt.Sprintf("%s; slowest %v; first errors and odd answers: %q", b, s.slowest, s.errors)
 }
 
 // newClient is an HTTP client whose requests set is applied to, with its

@@ -6,60 +6,35 @@ package replicas
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/questiond/questiond/e2e/internal/daemonproc"
 	"github.com/questiond/questiond/internal/pgtest"
 )
 
 func TestMain(m *testing.M) {
 	code := pgtest.Run(m)
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
+	daemonproc.RemoveBinary()
 	os.Exit(code)
 }
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
-// binary builds cmd/questiond once for the package.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "questiond-replicas-")
-		if buildErr != nil {
-			return
-		}
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "questiond"), "../../cmd/questiond").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "questiond")
-}
+// binary is the questiond binary the replicas run.
+func binary(t *testing.T) string { return daemonproc.Binary(t) }
 
 // replica is one questiond process.
 type replica struct {
 	name   string
 	cmd    *exec.Cmd
 	base   string
-	exited chan struct{}
-	mu     sync.Mutex
-	logs   strings.Builder
+	exited <-chan struct{}
+	proc   *daemonproc.Process
 }
 
 // startReplica starts questiond on a random port with --store postgres on
@@ -72,56 +47,11 @@ func startReplica(t *testing.T, name, url string) *replica {
 // startProcess starts questiond with env added to the test's and args.
 func startProcess(t *testing.T, name string, env []string, args ...string) *replica {
 	t.Helper()
-	// A short keepalive: a retry that attaches to a wait sends its headers
-	// with the first keepalive byte.
-	cmd := exec.Command(binary(t), append([]string{"--addr", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug", "--keepalive", "500ms"}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := &replica{name: name, cmd: cmd, exited: make(chan struct{})}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			r.mu.Lock()
-			r.logs.Write(append(sc.Bytes(), '\n'))
-			r.mu.Unlock()
-			var entry struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &entry) == nil && entry.Msg == "questiond listening" {
-				addr <- entry.Addr
-			}
-		}
-		_ = cmd.Wait()
-		close(r.exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-r.exited
-		if t.Failed() {
-			t.Logf("replica %s logs:\n%s", name, r.log())
-		}
-	})
-	select {
-	case a := <-addr:
-		r.base = "http://" + a
-	case <-r.exited:
-		t.Fatalf("replica %s exited before listening:\n%s", name, r.log())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("replica %s did not start in 20 s:\n%s", name, r.log())
-	}
-	return r
+	p := daemonproc.Start(t, name, env, args...)
+	return &replica{name: name, cmd: p.Cmd, base: p.Base, exited: p.Exited, proc: p}
 }
 
-func (r *replica) log() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.logs.String()
-}
+func (r *replica) log() string { return r.proc.Log() }
 
 var client = &http.Client{Timeout: 30 * time.Second}
 

@@ -50,6 +50,7 @@ type config struct {
 	maxOptions        int
 	headerLimit       int
 	eventQueue        int
+	eventQueueBytes   int
 	eventWriteTimeout time.Duration
 	maxDirectories    int
 	cors              string
@@ -162,6 +163,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.Var(intValue[int]{&c.headerLimit}, "header-limit", "longest question header, in runes (`n`; 12 for OpenCode TUIs before 1.1.26)")
 	c.eventQueue = sse.DefaultQueueLength
 	fs.Var(intValue[int]{&c.eventQueue}, "event-queue", "frames (`n`) queued for one event subscriber before it is cut off as too slow")
+	c.eventQueueBytes = sse.DefaultQueueBytes
+	fs.Var(intValue[int]{&c.eventQueueBytes}, "event-queue-bytes", "bytes (`n`) of frames queued for one event subscriber before it is cut off as too slow (frames carry agents' text; one larger frame still goes to a subscriber with nothing queued)")
 	c.eventWriteTimeout = sse.DefaultWriteTimeout
 	fs.Var(durationValue{&c.eventWriteTimeout}, "event-write-timeout", "time (a `duration`) allowed to write one event frame before the subscriber is cut off")
 	c.maxDirectories = sse.DefaultMaxScopes
@@ -417,7 +420,7 @@ func (c *config) check() error {
 	}
 	counts := map[string]int64{
 		"max-body": c.maxBody, "max-properties": int64(c.maxProperties), "max-options": int64(c.maxOptions), "header-limit": int64(c.headerLimit),
-		"event-queue": int64(c.eventQueue), "max-directories": int64(c.maxDirectories),
+		"event-queue": int64(c.eventQueue), "event-queue-bytes": int64(c.eventQueueBytes), "max-directories": int64(c.maxDirectories),
 		"max-retained": int64(c.maxRetained), "notify-queue": int64(c.notifyQueue),
 		"max-connections": int64(c.maxConns), "max-connections-per-address": int64(c.maxConnsPerAddr), "max-connections-per-agent": int64(c.maxConnsPerAgent),
 	}

@@ -163,7 +163,7 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 	dcfg := daemon.Config{
 		Addr:     cfg.addr,
 		Logger:   log,
-		Events:   sse.Options{Heartbeat: cfg.heartbeat, WriteTimeout: cfg.eventWriteTimeout, QueueLength: cfg.eventQueue, MaxScopes: cfg.maxDirectories},
+		Events:   sse.Options{Heartbeat: cfg.heartbeat, WriteTimeout: cfg.eventWriteTimeout, QueueLength: cfg.eventQueue, QueueBytes: cfg.eventQueueBytes, MaxScopes: cfg.maxDirectories},
 		Store:    pending.Options{Retention: cfg.retention, MaxRetained: cfg.maxRetained},
 		Sessions: session.Options{Default: session.Capability(cfg.defaultCapability), MaxSessions: cfg.maxSessions, MaxSessionsPerAgent: cfg.sessionsPerAgent, ClaimHold: cfg.maxTimeout + cfg.retention},
 		API: httpapi.Options{

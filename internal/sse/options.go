@@ -13,6 +13,7 @@ const (
 	DefaultWriteTimeout = 10 * time.Second
 	DefaultCloseGrace   = time.Second
 	DefaultQueueLength  = 1024
+	DefaultQueueBytes   = 64 << 20
 	DefaultMaxScopes    = 1024
 	DefaultProject      = "global"
 )
@@ -25,10 +26,15 @@ type Options struct {
 	// to write what was queued for it (never more than WriteTimeout): one
 	// client that stopped reading cannot hold Close up for longer.
 	CloseGrace  time.Duration
-	QueueLength int         // frames held per subscriber before it is cut off
-	MaxScopes   int         // directories with a connected /event subscriber at once; more are refused (ErrTooManyScopes)
-	Project     string      // "project" of /global/event frames
-	Logger      *zap.Logger // nil means zap.NewNop()
+	QueueLength int // frames held per subscriber before it is cut off
+	// QueueBytes bounds the bytes of the frames held per subscriber: frames
+	// carry agents' text (a question's message may be a megabyte), so a
+	// client that stops reading must not pin QueueLength of them. A frame
+	// larger than it still goes to a subscriber with nothing queued.
+	QueueBytes int
+	MaxScopes  int         // directories with a connected /event subscriber at once; more are refused (ErrTooManyScopes)
+	Project    string      // "project" of /global/event frames
+	Logger     *zap.Logger // nil means zap.NewNop()
 }
 
 // withDefaults fills zero values and rejects negative ones.
@@ -42,6 +48,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("sse options: negative close grace %v", o.CloseGrace)
 	case o.QueueLength < 0:
 		return o, fmt.Errorf("sse options: negative queue length %d", o.QueueLength)
+	case o.QueueBytes < 0:
+		return o, fmt.Errorf("sse options: negative queue size %d", o.QueueBytes)
 	case o.MaxScopes < 0:
 		return o, fmt.Errorf("sse options: negative scope limit %d", o.MaxScopes)
 	}
@@ -57,6 +65,9 @@ func (o Options) withDefaults() (Options, error) {
 	o.CloseGrace = min(o.CloseGrace, o.WriteTimeout)
 	if o.QueueLength == 0 {
 		o.QueueLength = DefaultQueueLength
+	}
+	if o.QueueBytes == 0 {
+		o.QueueBytes = DefaultQueueBytes
 	}
 	if o.MaxScopes == 0 {
 		o.MaxScopes = DefaultMaxScopes

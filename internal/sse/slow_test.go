@@ -254,3 +254,50 @@ func TestNeverReadingClientDelaysNobody(t *testing.T) {
 	}
 	t.Logf("%d events to %d readers in %v, slowest publish %v", total, readers, elapsed, slowest)
 }
+
+// A client that stops reading is cut off once the frames queued for it
+// weigh QueueBytes, long before QueueLength frames: frames carry agents'
+// text, and a stalled stream must not pin a thousand megabyte questions.
+func TestClientThatStopsReadingIsCutOffAtTheQueuedBytes(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	left := make(chan struct{}, 16)
+	h := newHarness(t, harnessConfig{
+		// Neither the frame count nor the write deadline can act.
+		opts:  sse.Options{WriteTimeout: time.Hour, QueueLength: 100_000, QueueBytes: 1 << 20, Heartbeat: time.Hour, Logger: zap.New(core)},
+		setup: func(b *sse.Broker) { b.SetHooks(nil, func() { left <- struct{}{} }) },
+	})
+	dialStalled(t, h, "/event?directory=/p")
+	h.waitJoined(t, 1)
+	// What the kernel's socket buffers take before the writer blocks, plus
+	// 1 MiB queued: 2 000 events of 64 KiB (125 MiB) is far more.
+	for i := range 2000 {
+		if err := h.b.Publish(context.Background(), bigEvent(i)); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-left:
+			cut := logs.FilterMessage("event subscriber cut off").All()
+			if len(cut) != 1 || cut[0].ContextMap()["reason"] != "queue full: the client does not read fast enough" {
+				t.Fatalf("log: %v", logs.All())
+			}
+			t.Logf("cut off after %d events of 64 KiB", i+1)
+			return
+		default:
+		}
+	}
+	t.Fatal("a client that does not read was never cut off, with 125 MiB published to it")
+}
+
+// A frame larger than QueueBytes still reaches a subscriber that has
+// nothing queued: the bound is on what piles up, not on one question.
+func TestAFrameLargerThanTheQueueBytesStillGoesOut(t *testing.T) {
+	h := newHarness(t, harnessConfig{opts: sse.Options{QueueBytes: 16 << 10, Heartbeat: time.Hour}})
+	c := dialStream(t, h, "/event?directory=/p")
+	c.nextEvent(t)
+	if err := h.b.Publish(context.Background(), bigEvent(7)); err != nil {
+		t.Fatal(err)
+	}
+	if got := seqOf(t, c.next(t)); got != 7 {
+		t.Fatalf("got event %d, want 7", got)
+	}
+}

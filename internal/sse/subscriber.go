@@ -35,8 +35,8 @@ const recycleCap = 16
 
 // subscriber is one connected client. Publishers append frames to its queue
 // and wake its writer, the only goroutine that writes to the client. The
-// queue grows on demand up to Options.QueueLength, so an idle subscriber
-// costs a few hundred bytes.
+// queue grows on demand up to Options.QueueLength frames and QueueBytes
+// bytes, so an idle subscriber costs a few hundred bytes.
 //
 // A subscriber is served one of two ways. On an HTTP/1.1 connection it takes
 // over (conn mode, see conn.go), its handler returns once the prelude is
@@ -63,7 +63,9 @@ type subscriber struct {
 	mu        sync.Mutex
 	state     subState
 	queue     [][]byte
-	taken     int       // frames of the batch being written; they count against the bound
+	queued    int       // bytes in queue
+	taken     int       // frames of the batch being written; they count against the bounds
+	takenSize int       // bytes of the batch being written
 	deadline  time.Time // the write deadline last set
 	finishBy  time.Time // when subFinishing: the end of the close grace
 	deadlines bool      // out accepts write deadlines
@@ -99,14 +101,16 @@ func (s *subscriber) enqueue(f []byte, heartbeat bool) (cut bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	held := len(s.queue) + s.taken
+	size := s.queued + s.takenSize
 	switch {
 	case s.state != subActive, heartbeat && held > 0:
 		return false
-	case held >= s.broker.opts.QueueLength:
+	case held >= s.broker.opts.QueueLength, held > 0 && size+len(f) > s.broker.opts.QueueBytes:
 		s.stopLocked()
 		return true
 	}
 	s.queue = append(s.queue, f)
+	s.queued += len(f)
 	s.notify()
 	s.unparkLocked()
 	return false
@@ -123,7 +127,8 @@ func (s *subscriber) take(park bool) ([][]byte, subState) {
 	}
 	batch := s.queue
 	s.queue = nil
-	s.taken = len(batch)
+	s.taken, s.takenSize = len(batch), s.queued
+	s.queued = 0
 	if park && len(batch) == 0 && s.state == subActive {
 		s.parked = true
 	}
@@ -134,7 +139,7 @@ func (s *subscriber) take(park bool) ([][]byte, subState) {
 func (s *subscriber) written(batch [][]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.taken = 0
+	s.taken, s.takenSize = 0, 0
 	if s.queue == nil && cap(batch) <= recycleCap {
 		clear(batch)
 		s.queue = batch[:0]
@@ -178,7 +183,7 @@ func (s *subscriber) stopLocked() {
 		return
 	}
 	s.state = subStopped
-	s.queue = nil
+	s.queue, s.queued = nil, 0
 	if s.conn != nil {
 		_ = s.conn.SetDeadline(time.Now()) // fails only once closed
 	} else {
@@ -277,7 +282,7 @@ func (s *subscriber) end() {
 	}
 	s.ended = true
 	s.state = subStopped
-	s.queue = nil
+	s.queue, s.queued = nil, 0
 }
 
 // log says something about s, naming its scope and client.

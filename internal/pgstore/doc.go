@@ -132,7 +132,14 @@
 // replica, do not wait. A resync announces what it applies, creations first; a question
 // it held pending whose record is gone (ended elsewhere and deleted by
 // retention while the replica was cut off) ends here as rejected, and so
-// does one whose ending the tail reads after its record was deleted. The
-// Announce callback runs on the tail's goroutine: it must never make a read
+// does one whose ending the tail reads after its record was deleted. A
+// forgetting (KindForgot, logged by the replica whose deletion removed the
+// record; after the question's ending in the log, since a record is
+// deleted only once it has ended) makes every other replica forget the
+// result and remember its Idempotency-Key as gone
+// (pending.Store.ObserveForgotten, which reads and writes only what the
+// replica holds): a result one replica evicted is not served by another,
+// and a retry under its key is told it is gone on every replica. A resync
+// forgets the results it holds whose records are gone. The Announce callback runs on the tail's goroutine: it must never make a read
 // that catches up with the log (Mirror.Peek reads what the replica holds).
 package pgstore

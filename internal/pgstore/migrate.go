@@ -343,6 +343,14 @@ CREATE TABLE gone_keys (
 );
 CREATE INDEX gone_keys_until ON gone_keys (until);
 `,
+	// 9: a forgetting is a change too ('forgot', logged with the deletion
+	// of the question's record), so that every replica forgets the result
+	// one of them evicted (a byte budget, a retention bound) and remembers
+	// its Idempotency-Key as gone. Replicas of an older questiond skip it.
+	`
+ALTER TABLE changes DROP CONSTRAINT changes_kind_check;
+ALTER TABLE changes ADD CONSTRAINT changes_kind_check CHECK (kind IN ('asked', 'ended', 'forgot'));
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -90,11 +90,23 @@
 // The per-agent counter is one row per agent token, not counted for the
 // unauthenticated owner (""), which has no limit.
 //
-// The byte budgets (pending.Options.MaxBytes, MaxBytesPerAgent) are each
-// replica's store's: every replica holds every question, so each counts the
-// cluster's bytes, and checks a creation before committing it; two replicas
-// creating at once may pass a budget by what they create meanwhile. The
-// Idempotency-Keys of forgotten questions are kept in gone_keys, written
+// The byte budgets (pending.Options.MaxBytes, MaxBytesPerAgent) are checked
+// twice: by the replica's store, against what it holds (every question of
+// the cluster, as far as its tail has read), and then exactly, for the
+// whole cluster, by questiond_apply in the creation's transaction, against
+// counters kept beside the questions (migration 10): each record's weight
+// (pending.Weigh), each agent's bytes in its pending_owners row, the total
+// in the one row of held_bytes. A creation beyond a budget there first
+// forgets its agent's oldest results (their records deleted, their
+// forgetting logged, their keys kept in gone_keys, all in its transaction)
+// if that makes room, else is refused with a *pending.BudgetError wrapping
+// pending.ErrFull; two replicas creating at once cannot pass a budget
+// together. An ending changes its question's weight (its answers count,
+// its questions once) without a check, as in a store. held_bytes is one
+// row: unlike the pending counters (striped), every batch that creates or
+// ends takes its lock, last, until its commit, so batches of different
+// replicas commit one after another (each still carries every change that
+// queued meanwhile). The Idempotency-Keys of forgotten questions are kept in gone_keys, written
 // with the deletion of their records (Journal.Forget) and read by Open.
 //
 // # Tailing

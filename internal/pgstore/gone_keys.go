@@ -20,11 +20,9 @@ var _ pending.KeyJournal = (*Journal)(nil)
 // forgetSQL deletes the records with ids ($1) and logs a forgetting
 // (KindForgot) of each one it deleted, in its transaction: every replica's
 // tail then forgets the result too (Follow). A record another replica
-// deleted first is logged once, by that replica.
-const forgetSQL = `
-WITH gone AS (DELETE FROM questions WHERE id = ANY($1) RETURNING id)
-INSERT INTO changes (seq, question_id, kind, xid)
-SELECT nextval('changes_seq'), id, '` + KindForgot + `', pg_current_xact_id()::text::bigint FROM gone`
+// deleted first is logged once, by that replica. It subtracts their
+// weights from the byte counters (migration 10).
+const forgetSQL = "SELECT questiond_forget($1)"
 
 // Forget deletes the records with ids, logging their forgetting, stores
 // keep and deletes drop and every key past its time, in one transaction.

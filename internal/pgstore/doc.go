@@ -13,9 +13,9 @@
 // one-change functions questiond_ask and questiond_end stay for replicas
 // of an older questiond during an upgrade.) The row carries
 // a number from a sequence (seq) and the id of its transaction (xid,
-// pg_current_xact_id). The log's order is (xid, seq). Transactions take
-// no lock in common, so their commits share WAL flushes (group commit); a
-// sequence alone would not do for a reader, since numbers are handed out
+// pg_current_xact_id). The log's order is (xid, seq). The order needs
+// no lock in common (only the total byte counter is one: see below), so
+// commits may share WAL flushes (group commit); a sequence alone would not do for a reader, since numbers are handed out
 // before commit and commits land in any order: a reader that passed
 // number 6 would never see a 5 that committed after it.
 //

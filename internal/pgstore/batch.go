@@ -119,9 +119,11 @@ func (j *Journal) outcome(q *pending.Question, o changeOutcome) error {
 }
 
 // batchRetries bounds how often a batch that lost a deadlock (to a
-// replica upgrading from the one-change functions, or two asks wrapping
-// around full stripes) is sent again; it was rolled back whole.
-const batchRetries = 3
+// replica upgrading from the one-change functions, two asks wrapping
+// around full stripes, a creation forgetting results another replica is
+// deleting) or that met a result being deleted (40001, migration 10) is
+// sent again, a few milliseconds later; it was rolled back whole.
+const batchRetries = 4
 
 // commitBatch commits group's changes in one transaction and sends each
 // member its outcome.
@@ -134,7 +136,8 @@ func (s *Store) commitBatch(ctx context.Context, group []*queuedChange) {
 		outcomes, err = s.applyBatch(ctx, group)
 		var pgErr *pgconn.PgError
 		if attempt < batchRetries && errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") {
-			s.log.Debug("a batch of changes lost a deadlock; sending it again", zap.Int("changes", len(group)))
+			s.log.Debug("a batch of changes lost a deadlock; sending it again", zap.Int("changes", len(group)), zap.String("code", pgErr.Code))
+			time.Sleep(time.Duration(attempt) * 5 * time.Millisecond) // for the rival to commit
 			continue
 		}
 		break

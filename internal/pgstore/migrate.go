@@ -539,10 +539,10 @@ BEGIN
 				freed := freed + w;
 			END LOOP;
 			IF cb + p_weights[r.i] > max_owner_bytes THEN
-				-- A result it counted on is being deleted by another transaction.
-				codes[r.i] := 6;
-				held[r.i] := cb;
-				CONTINUE;
+				-- A result it counted on is being deleted by another
+				-- transaction (a replica's sweep): the batch is sent again,
+				-- and then finds it gone and counted.
+				RAISE EXCEPTION 'a result to forget is being deleted elsewhere' USING ERRCODE = '40001';
 			END IF;
 		END IF;
 		UPDATE pending_owners SET n = n + 1, bytes = bytes + p_weights[r.i] WHERE owner = owners[r.i];
@@ -597,13 +597,7 @@ BEGIN
 				total := total - w;
 			END LOOP;
 			IF total + p_weights[i] > max_bytes THEN
-				codes[i] := 5;
-				held[i] := total;
-				UPDATE pending_stripes SET n = n - 1 WHERE stripe = stripes[i];
-				IF owners[i] <> '' THEN
-					UPDATE pending_owners SET n = n - 1, bytes = bytes - p_weights[i] WHERE owner = owners[i];
-				END IF;
-				CONTINUE;
+				RAISE EXCEPTION 'a result to forget is being deleted elsewhere' USING ERRCODE = '40001';
 			END IF;
 		END IF;
 		total := total + p_weights[i];

@@ -38,6 +38,9 @@ func (d *Daemon) openPostgres(ctx context.Context, cfg Config) error {
 	// The API's limits on pending questions hold for the whole cluster:
 	// the database enforces them too, against creations on other replicas.
 	opts.MaxPending, opts.MaxPendingPerAgent = cfg.API.Limits.MaxPending, cfg.API.Limits.MaxPendingPerAgent
+	// So do the byte budgets (see pgstore.Options).
+	opts.MaxBytes, opts.MaxBytesPerAgent = cfg.Store.MaxBytes, cfg.Store.MaxBytesPerAgent
+	opts.KeyRetention = max(cfg.Store.KeyRetention, cfg.Store.Retention)
 	db, err := waitForPostgres(ctx, d.log, func() (*pgstore.Store, error) {
 		return pgstore.Open(ctx, cfg.DatabaseURL, opts)
 	})

@@ -89,6 +89,10 @@ func weigh(q *Question) int64 {
 	return int64(n)
 }
 
+// Weigh is what q counts against the byte budgets, as the store counts it:
+// for a journal that enforces the budgets across stores sharing it.
+func Weigh(q *Question) int64 { return weigh(q) }
+
 // contentSize is about what one answer in a result holds, without
 // encoding it: text and lists of text by their length, anything else (a
 // number, a boolean) as a word or two.

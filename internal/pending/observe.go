@@ -169,3 +169,29 @@ func (e *entry) snapshotLocked() *Question {
 	defer e.mu.Unlock()
 	return e.snapshot()
 }
+
+// ObserveForgotten applies a forgetting that another store sharing its
+// journal committed: the record of question id was deleted there (its
+// retention ended, or a byte budget or a retention bound evicted it), so
+// this store forgets the result too and remembers its Idempotency-Key as
+// gone, as if it had evicted it itself, without writing to the journal:
+// the deletion is there already. A question pending here, or one this
+// store is deleting itself, is left alone. It reports whether it forgot
+// the question.
+func (m *Store) ObserveForgotten(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	e, held := m.entries[id]
+	if !held || e.outcome == nil || e.sweeping {
+		return false
+	}
+	if _, creating := m.creating[id]; creating {
+		return false
+	}
+	m.ended.remove(e)
+	m.forget(e)
+	return true
+}

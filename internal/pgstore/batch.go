@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -21,7 +22,7 @@ const notifySQL = "SELECT set_config('synchronous_commit', 'off', true), pg_noti
 // applySQL commits a batch of creations and endings (migration 7): a row
 // per item, its change's number (0 if refused) and why it was refused,
 // with the transaction's id.
-const applySQL = "SELECT out_item, out_seq, out_refused, pg_current_xact_id()::text::bigint FROM questiond_apply($1, $2, $3, $4, $5, $6, $7, $8)"
+const applySQL = "SELECT out_item, out_seq, out_refused, pg_current_xact_id()::text::bigint FROM questiond_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
 
 // maxBatch bounds the changes one call of questiond_apply commits.
 const maxBatch = 256
@@ -32,6 +33,8 @@ const (
 	refusedTotal      = 2 // the limit of pending questions
 	refusedOwner      = 3 // the agent's limit of pending questions
 	refusedNotPending = 4 // an ending of a question that has ended, or is gone
+	refusedBytes      = 5 // the total byte budget (seq: the bytes held)
+	refusedAgentBytes = 6 // the agent's byte budget (seq: the bytes it holds)
 )
 
 // batcher gathers the creations and endings of a store's journals that
@@ -103,6 +106,12 @@ func (j *Journal) outcome(q *pending.Question, o changeOutcome) error {
 		return fmt.Errorf("create question %q: questiond holds %d pending questions, its limit: %w", q.ID, j.s.opts.MaxPending, pending.ErrFull)
 	case refusedOwner:
 		return fmt.Errorf("create question %q: agent %q has %d pending questions, its limit: %w", q.ID, q.Owner, j.s.opts.MaxPendingPerAgent, pending.ErrFull)
+	case refusedBytes, refusedAgentBytes:
+		budget := &pending.BudgetError{Budget: pending.BudgetTotal, Agent: q.Owner, Limit: j.s.maxBytes(), Held: o.seq, Need: pending.Weigh(q)}
+		if o.refused == refusedAgentBytes {
+			budget.Budget, budget.Limit = pending.BudgetAgent, j.s.maxBytesPerAgent()
+		}
+		return fmt.Errorf("create question %q: %w: %w", q.ID, budget, pending.ErrFull)
 	case refusedTaken:
 		return fmt.Errorf("create question %q: the id, or the idempotency key, is taken: %w", q.ID, pending.ErrExists)
 	}
@@ -110,9 +119,11 @@ func (j *Journal) outcome(q *pending.Question, o changeOutcome) error {
 }
 
 // batchRetries bounds how often a batch that lost a deadlock (to a
-// replica upgrading from the one-change functions, or two asks wrapping
-// around full stripes) is sent again; it was rolled back whole.
-const batchRetries = 3
+// replica upgrading from the one-change functions, two asks wrapping
+// around full stripes, a creation forgetting results another replica is
+// deleting) or that met a result being deleted (40001, migration 10) is
+// sent again, a few milliseconds later; it was rolled back whole.
+const batchRetries = 4
 
 // commitBatch commits group's changes in one transaction and sends each
 // member its outcome.
@@ -125,7 +136,8 @@ func (s *Store) commitBatch(ctx context.Context, group []*queuedChange) {
 		outcomes, err = s.applyBatch(ctx, group)
 		var pgErr *pgconn.PgError
 		if attempt < batchRetries && errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001") {
-			s.log.Debug("a batch of changes lost a deadlock; sending it again", zap.Int("changes", len(group)))
+			s.log.Debug("a batch of changes lost a deadlock; sending it again", zap.Int("changes", len(group)), zap.String("code", pgErr.Code))
+			time.Sleep(time.Duration(attempt) * 5 * time.Millisecond) // for the rival to commit
 			continue
 		}
 		break
@@ -162,14 +174,17 @@ func (s *Store) applyBatch(ctx context.Context, group []*queuedChange) ([]change
 	n := len(group)
 	ids, records, owners, keys := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	created, ended := make([]pgtype.Timestamptz, n), make([]pgtype.Timestamptz, n)
+	weights := make([]int64, n)
 	for i, c := range group {
 		ids[i], records[i], owners[i], keys[i] = c.q.ID, c.record, c.q.Owner, c.q.IdempotencyKey
+		weights[i] = pending.Weigh(c.q)
 		created[i] = pgtype.Timestamptz{Time: c.q.CreatedAt, Valid: true}
 		if c.q.Ended != nil {
 			ended[i] = pgtype.Timestamptz{Time: c.q.Ended.At, Valid: true}
 		}
 	}
-	args := []any{ids, records, owners, keys, created, ended, int64(s.opts.MaxPending), int64(s.opts.MaxPendingPerAgent)}
+	args := []any{ids, records, owners, keys, created, ended, int64(s.opts.MaxPending), int64(s.opts.MaxPendingPerAgent),
+		weights, s.maxBytes(), s.maxBytesPerAgent(), pgtype.Timestamptz{Time: time.Now().Add(s.keyRetention()), Valid: true}}
 	types := conn.Conn().TypeMap()
 	params, formats := make([][]byte, len(args)), make([]int16, len(args))
 	for i, a := range args {
@@ -258,4 +273,26 @@ func parseAlso(err error, b []byte) (int64, error) {
 		return 0, err
 	}
 	return strconv.ParseInt(string(b), 10, 64)
+}
+
+// The byte budgets and key retention the database applies (Options).
+func (s *Store) maxBytes() int64 {
+	if s.opts.MaxBytes > 0 {
+		return s.opts.MaxBytes
+	}
+	return pending.DefaultMaxBytes
+}
+
+func (s *Store) maxBytesPerAgent() int64 {
+	if s.opts.MaxBytesPerAgent > 0 {
+		return s.opts.MaxBytesPerAgent
+	}
+	return pending.DefaultMaxBytesPerAgent
+}
+
+func (s *Store) keyRetention() time.Duration {
+	if s.opts.KeyRetention > 0 {
+		return s.opts.KeyRetention
+	}
+	return pending.DefaultKeyRetention
 }

@@ -13,9 +13,9 @@
 // one-change functions questiond_ask and questiond_end stay for replicas
 // of an older questiond during an upgrade.) The row carries
 // a number from a sequence (seq) and the id of its transaction (xid,
-// pg_current_xact_id). The log's order is (xid, seq). Transactions take
-// no lock in common, so their commits share WAL flushes (group commit); a
-// sequence alone would not do for a reader, since numbers are handed out
+// pg_current_xact_id). The log's order is (xid, seq). The order needs
+// no lock in common (only the total byte counter is one: see below), so
+// commits may share WAL flushes (group commit); a sequence alone would not do for a reader, since numbers are handed out
 // before commit and commits land in any order: a reader that passed
 // number 6 would never see a 5 that committed after it.
 //
@@ -90,11 +90,23 @@
 // The per-agent counter is one row per agent token, not counted for the
 // unauthenticated owner (""), which has no limit.
 //
-// The byte budgets (pending.Options.MaxBytes, MaxBytesPerAgent) are each
-// replica's store's: every replica holds every question, so each counts the
-// cluster's bytes, and checks a creation before committing it; two replicas
-// creating at once may pass a budget by what they create meanwhile. The
-// Idempotency-Keys of forgotten questions are kept in gone_keys, written
+// The byte budgets (pending.Options.MaxBytes, MaxBytesPerAgent) are checked
+// twice: by the replica's store, against what it holds (every question of
+// the cluster, as far as its tail has read), and then exactly, for the
+// whole cluster, by questiond_apply in the creation's transaction, against
+// counters kept beside the questions (migration 10): each record's weight
+// (pending.Weigh), each agent's bytes in its pending_owners row, the total
+// in the one row of held_bytes. A creation beyond a budget there first
+// forgets its agent's oldest results (their records deleted, their
+// forgetting logged, their keys kept in gone_keys, all in its transaction)
+// if that makes room, else is refused with a *pending.BudgetError wrapping
+// pending.ErrFull; two replicas creating at once cannot pass a budget
+// together. An ending changes its question's weight (its answers count,
+// its questions once) without a check, as in a store. held_bytes is one
+// row: unlike the pending counters (striped), every batch that creates or
+// ends takes its lock, last, until its commit, so batches of different
+// replicas commit one after another (each still carries every change that
+// queued meanwhile). The Idempotency-Keys of forgotten questions are kept in gone_keys, written
 // with the deletion of their records (Journal.Forget) and read by Open.
 //
 // # Tailing
@@ -132,7 +144,14 @@
 // replica, do not wait. A resync announces what it applies, creations first; a question
 // it held pending whose record is gone (ended elsewhere and deleted by
 // retention while the replica was cut off) ends here as rejected, and so
-// does one whose ending the tail reads after its record was deleted. The
-// Announce callback runs on the tail's goroutine: it must never make a read
+// does one whose ending the tail reads after its record was deleted. A
+// forgetting (KindForgot, logged by the replica whose deletion removed the
+// record; after the question's ending in the log, since a record is
+// deleted only once it has ended) makes every other replica forget the
+// result and remember its Idempotency-Key as gone
+// (pending.Store.ObserveForgotten, which reads and writes only what the
+// replica holds): a result one replica evicted is not served by another,
+// and a retry under its key is told it is gone on every replica. A resync
+// forgets the results it holds whose records are gone. The Announce callback runs on the tail's goroutine: it must never make a read
 // that catches up with the log (Mirror.Peek reads what the replica holds).
 package pgstore

@@ -47,6 +47,13 @@ func (s *Store) Follow(m *pending.Store, j *Journal, opts TailOptions) *Mirror {
 	j.trackOwn.Store(true)
 	tail := s.Tail(j.LoadedSeq(), func(c Change) {
 		defer j.appliedOwn(c.Kind, c.ID, c.Xid)
+		if c.Kind == KindForgot {
+			// Forgotten by whichever replica deleted the record: forgotten
+			// here too, its Idempotency-Key remembered as gone. Not
+			// announced: a forgotten result is no event.
+			m.ObserveForgotten(c.ID)
+			return
+		}
 		if c.Question == nil {
 			// Forgotten (retention) since. An ending still ends the
 			// question here, as a resync would: a replica that lagged
@@ -73,13 +80,14 @@ func (s *Store) Follow(m *pending.Store, j *Journal, opts TailOptions) *Mirror {
 // questions pending in m are applied, and questions pending in m whose
 // records are gone (ended elsewhere, then deleted by retention while this
 // replica was cut off) end here too, rejected, since how they ended is
-// lost. It returns the log position the records cover. What it applies is
+// lost; results it holds whose records are gone are forgotten. It returns
+// the log position the records cover. What it applies is
 // told to announce.
 func (s *Store) resync(ctx context.Context, m *pending.Store, j *Journal, announce func(*pending.Question)) (int64, error) {
 	// Listed before the records are read: every question m holds was
 	// committed before it was listed, so the records hold it unless it was
 	// deleted. One created here meanwhile is not in this list.
-	held, err := m.List(ctx, pending.Filter{})
+	held, err := m.List(ctx, pending.Filter{Ended: true})
 	if err != nil {
 		return 0, err
 	}
@@ -113,6 +121,11 @@ func (s *Store) resync(ctx context.Context, m *pending.Store, j *Journal, announ
 	}
 	for _, q := range held {
 		if stored[q.ID] {
+			continue
+		}
+		if q.Ended != nil {
+			// Forgotten elsewhere while this replica was behind.
+			m.ObserveForgotten(q.ID)
 			continue
 		}
 		s.log.Warn("change log: a pending question's record was deleted while this replica was behind; ending it here as rejected", zap.String("id", q.ID))

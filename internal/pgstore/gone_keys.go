@@ -17,18 +17,28 @@ import (
 // forgets next.
 var _ pending.KeyJournal = (*Journal)(nil)
 
-// Forget deletes the records with ids, stores keep and deletes drop and
-// every key past its time, in one transaction. Changes stay in the log, as
-// for Delete.
+// forgetSQL deletes the records with ids ($1) and logs a forgetting
+// (KindForgot) of each one it deleted, in its transaction: every replica's
+// tail then forgets the result too (Follow). A record another replica
+// deleted first is logged once, by that replica. It subtracts their
+// weights from the byte counters (migration 10).
+const forgetSQL = "SELECT questiond_forget($1)"
+
+// Forget deletes the records with ids, logging their forgetting, stores
+// keep and deletes drop and every key past its time, in one transaction.
+// The questions' earlier changes stay in the log, as for Delete.
 func (j *Journal) Forget(ctx context.Context, ids []string, keep, drop []pending.GoneKey) error {
 	if len(ids) == 0 && len(keep) == 0 && len(drop) == 0 {
 		return nil
 	}
 	ctx, cancel := writeContext(ctx)
 	defer cancel()
+	if len(ids) > 0 {
+		defer j.s.announce()
+	}
 	err := pgx.BeginFunc(ctx, j.s.pool, func(tx pgx.Tx) error {
 		if len(ids) > 0 {
-			if _, err := tx.Exec(ctx, "DELETE FROM questions WHERE id = ANY($1)", ids); err != nil {
+			if _, err := tx.Exec(ctx, forgetSQL, ids); err != nil {
 				return err
 			}
 		}

@@ -40,9 +40,9 @@ func (s *Store) Import(ctx context.Context, questions []*pending.Question, sessi
 				endedAt = q.Ended.At
 			}
 			tag, err := tx.Exec(ctx, `
-INSERT INTO questions (id, record, owner, request_key, ended, created_at, ended_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-				q.ID, string(record), q.Owner, q.IdempotencyKey, q.Ended != nil, q.CreatedAt, endedAt)
+INSERT INTO questions (id, record, owner, request_key, ended, created_at, ended_at, weight)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
+				q.ID, string(record), q.Owner, q.IdempotencyKey, q.Ended != nil, q.CreatedAt, endedAt, pending.Weigh(q))
 			if err != nil {
 				return fmt.Errorf("question %q: %w", q.ID, err)
 			}
@@ -69,6 +69,14 @@ WHERE q.id = r.id`); err != nil {
 		if _, err := tx.Exec(ctx, `
 INSERT INTO pending_owners (owner, n) SELECT owner, count(*) FROM questions WHERE NOT ended AND owner <> '' GROUP BY owner
 ON CONFLICT (owner) DO UPDATE SET n = EXCLUDED.n`); err != nil {
+			return err
+		}
+		// So do the byte counters (migration 10), pending and ended alike;
+		// nothing is checked: the budgets bound what agents create.
+		if _, err := tx.Exec(ctx, `
+INSERT INTO pending_owners (owner, n) SELECT DISTINCT owner, 0 FROM questions WHERE owner <> '' ON CONFLICT DO NOTHING;
+UPDATE pending_owners o SET bytes = coalesce((SELECT sum(weight) FROM questions q WHERE q.owner = o.owner), 0);
+UPDATE held_bytes SET n = (SELECT coalesce(sum(weight), 0) FROM questions)`); err != nil {
 			return err
 		}
 		if len(asked) > 0 {

@@ -183,6 +183,11 @@ func (j *Journal) put(ctx context.Context, db querier, q *pending.Question) erro
 	} else {
 		err = db.QueryRow(ctx, endSQL, q.ID, string(record), q.Ended.At).Scan(&seq, &xid)
 	}
+	if err == nil && seq > 0 {
+		// The one-change functions predate the byte counters: weigh the
+		// record after them (counted, not checked: see migration 10).
+		err = db.QueryRow(ctx, "SELECT 1 FROM questiond_weigh($1, $2)", q.ID, pending.Weigh(q)).Scan(new(int))
+	}
 	return j.changed(q, seq, xid, err)
 }
 
@@ -208,16 +213,18 @@ func (j *Journal) changed(q *pending.Question, seq, xid int64, err error) error 
 	return questionsError("store question "+q.ID, err)
 }
 
-// Delete forgets the records with these ids. Their changes stay in the log
-// until pruned: a tailer that reads an ending whose record is gone ends the
-// question where it is still pending (Follow).
+// Delete forgets the records with these ids and logs their forgetting (see
+// forgetSQL). Their earlier changes stay in the log until pruned: a tailer
+// that reads an ending whose record is gone ends the question where it is
+// still pending (Follow).
 func (j *Journal) Delete(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	ctx, cancel := writeContext(ctx)
 	defer cancel()
-	if _, err := j.s.pool.Exec(ctx, "DELETE FROM questions WHERE id = ANY($1)", ids); err != nil {
+	defer j.s.announce()
+	if _, err := j.s.pool.Exec(ctx, forgetSQL, ids); err != nil {
 		return questionsError("delete questions", err)
 	}
 	return nil

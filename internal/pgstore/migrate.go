@@ -343,6 +343,295 @@ CREATE TABLE gone_keys (
 );
 CREATE INDEX gone_keys_until ON gone_keys (until);
 `,
+	// 9: a forgetting is a change too ('forgot', logged with the deletion
+	// of the question's record), so that every replica forgets the result
+	// one of them evicted (a byte budget, a retention bound) and remembers
+	// its Idempotency-Key as gone. Replicas of an older questiond skip it.
+	`
+ALTER TABLE changes DROP CONSTRAINT changes_kind_check;
+ALTER TABLE changes ADD CONSTRAINT changes_kind_check CHECK (kind IN ('asked', 'ended', 'forgot'));
+`,
+	// 10: the byte budgets (pending.Options.MaxBytes, MaxBytesPerAgent) are
+	// cluster-wide, kept as counters beside the questions: each question's
+	// weight (pending.Weigh of its record; about its record's length for
+	// those stored before), each agent's bytes in its pending_owners row,
+	// the total in held_bytes. questiond_apply's new form checks and counts
+	// them; questiond_forget subtracts what it deletes. A deletion made by
+	// an older questiond during an upgrade is subtracted by a trigger.
+	//
+	// Lock order, as in version 7 with the total last: the ended questions'
+	// rows by id, the agents' counters by owner, the stripes, held_bytes.
+	// A creation that makes room by forgetting its agent's oldest results
+	// deletes their rows after that (a concurrent deletion of the same
+	// rows may deadlock with it: the batch is sent again).
+	`
+ALTER TABLE questions ADD COLUMN weight bigint NOT NULL DEFAULT 0;
+UPDATE questions SET weight = 1024 + octet_length(record::text);
+ALTER TABLE pending_owners ADD COLUMN bytes bigint NOT NULL DEFAULT 0;
+INSERT INTO pending_owners (owner, n) SELECT DISTINCT owner, 0 FROM questions WHERE owner <> '' ON CONFLICT DO NOTHING;
+UPDATE pending_owners o SET bytes = coalesce((SELECT sum(weight) FROM questions q WHERE q.owner = o.owner), 0);
+CREATE TABLE held_bytes (
+	one boolean PRIMARY KEY DEFAULT true CHECK (one),
+	n   bigint NOT NULL
+);
+INSERT INTO held_bytes SELECT true, coalesce(sum(weight), 0) FROM questions;
+
+-- Deletions not counted by questiond_forget or questiond_apply (which set
+-- questiond.counted in their transaction) are subtracted here.
+CREATE FUNCTION questiond_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF OLD.weight <> 0 AND coalesce(current_setting('questiond.counted', true), '') <> 'on' THEN
+		IF OLD.owner <> '' THEN
+			UPDATE pending_owners SET bytes = bytes - OLD.weight WHERE owner = OLD.owner;
+		END IF;
+		UPDATE held_bytes SET n = n - OLD.weight;
+	END IF;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER questions_deleted AFTER DELETE ON questions FOR EACH ROW EXECUTE FUNCTION questiond_deleted();
+
+-- questiond_forget deletes the records with p_ids, logs each one's
+-- forgetting ('forgot') and subtracts their weights.
+CREATE FUNCTION questiond_forget(p_ids text[]) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+	r record;
+	total bigint := 0;
+BEGIN
+	PERFORM set_config('questiond.counted', 'on', true);
+	FOR r IN
+		WITH gone AS (DELETE FROM questions WHERE id = ANY(p_ids) RETURNING id, owner, weight),
+		logged AS (
+			INSERT INTO changes (seq, question_id, kind, xid)
+			SELECT nextval('changes_seq'), id, 'forgot', pg_current_xact_id()::text::bigint FROM gone
+		)
+		SELECT owner, sum(weight) AS w FROM gone GROUP BY owner ORDER BY owner
+	LOOP
+		IF r.owner <> '' THEN
+			UPDATE pending_owners SET bytes = bytes - r.w WHERE owner = r.owner;
+		END IF;
+		total := total + r.w;
+	END LOOP;
+	IF total <> 0 THEN
+		UPDATE held_bytes SET n = n - total;
+	END IF;
+	PERFORM set_config('questiond.counted', '', true);
+END $$;
+
+-- questiond_weigh sets a stored question's weight and counts the
+-- difference, checking no budget: for records written several at once by
+-- the one-change functions (a restore, an import).
+CREATE FUNCTION questiond_weigh(p_id text, p_weight bigint) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+	who text;
+	old bigint;
+BEGIN
+	SELECT owner, weight INTO who, old FROM questions WHERE id = p_id FOR UPDATE;
+	IF who IS NULL OR old = p_weight THEN
+		RETURN;
+	END IF;
+	UPDATE questions SET weight = p_weight WHERE id = p_id;
+	IF who <> '' THEN
+		INSERT INTO pending_owners AS o (owner, n, bytes) VALUES (who, 0, p_weight - old)
+		ON CONFLICT (owner) DO UPDATE SET bytes = o.bytes + EXCLUDED.bytes;
+	END IF;
+	UPDATE held_bytes SET n = n + p_weight - old;
+END $$;
+
+-- questiond_forget_oldest forgets p_owner's oldest result (in ending
+-- order) inside a creation's transaction, to make room for it: deletes
+-- its record, logs its forgetting, remembers its Idempotency-Key until
+-- p_until, and subtracts its weight from the agent's counter (the caller
+-- holds its row); the caller subtracts it from the total. It returns the
+-- weight, or NULL when the agent holds no result.
+CREATE FUNCTION questiond_forget_oldest(p_owner text, p_until timestamptz) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+	v_id text;
+	v_key text;
+	v_hash text;
+	w bigint;
+BEGIN
+	PERFORM set_config('questiond.counted', 'on', true);
+	DELETE FROM questions WHERE id = (
+		SELECT id FROM questions WHERE owner = p_owner AND ended ORDER BY ended_at, id LIMIT 1 FOR UPDATE SKIP LOCKED
+	) RETURNING id, request_key, coalesce(record->>'requestHash', ''), weight INTO v_id, v_key, v_hash, w;
+	PERFORM set_config('questiond.counted', '', true);
+	IF v_id IS NULL THEN
+		RETURN NULL;
+	END IF;
+	INSERT INTO changes (seq, question_id, kind, xid) VALUES (nextval('changes_seq'), v_id, 'forgot', pg_current_xact_id()::text::bigint);
+	IF v_key <> '' THEN
+		INSERT INTO gone_keys AS g (owner, request_key, question_id, request_hash, until)
+		VALUES (p_owner, v_key, v_id, v_hash, p_until)
+		ON CONFLICT (owner, request_key) DO UPDATE SET question_id = EXCLUDED.question_id, request_hash = EXCLUDED.request_hash, until = EXCLUDED.until
+		WHERE g.until < EXCLUDED.until;
+	END IF;
+	IF p_owner <> '' THEN
+		UPDATE pending_owners SET bytes = bytes - w WHERE owner = p_owner;
+	END IF;
+	RETURN w;
+END $$;
+
+-- questiond_apply as in version 7, with each record's weight (p_weights),
+-- the byte budgets (max_bytes, max_owner_bytes; 0: none) and how long the
+-- key of a result forgotten to make room is remembered (p_gone_until).
+-- More refusals: 5 the total byte budget, 6 the agent's (out_seq then
+-- carries the bytes held). A creation beyond a byte budget first forgets
+-- its agent's oldest results if that makes room, as a replica's store
+-- does, and is refused otherwise, forgetting nothing.
+CREATE FUNCTION questiond_apply(p_ids text[], p_records text[], p_owners text[], p_keys text[], p_created timestamptz[], p_ended timestamptz[], max_total bigint, max_owner bigint,
+	p_weights bigint[], max_bytes bigint, max_owner_bytes bigint, p_gone_until timestamptz)
+RETURNS TABLE (out_item int, out_seq bigint, out_refused smallint) LANGUAGE plpgsql AS $$
+DECLARE
+	items int := coalesce(array_length(p_ids, 1), 0);
+	codes smallint[] := array_fill(0::smallint, ARRAY[items]);
+	stripes int[] := array_fill(NULL::int, ARRAY[items]);
+	deltas bigint[] := array_fill(0::bigint, ARRAY[items]);
+	held bigint[] := array_fill(0::bigint, ARRAY[items]);
+	owners text[] := p_owners;
+	r record;
+	k int;
+	who text;
+	old bigint;
+	s bigint;
+	cn bigint;
+	cb bigint;
+	reclaim bigint;
+	freed bigint := 0;
+	w bigint;
+	total bigint;
+BEGIN
+	FOR r IN SELECT i FROM generate_subscripts(p_ids, 1) i WHERE p_ended[i] IS NOT NULL ORDER BY p_ids[i], i LOOP
+		SELECT q.weight INTO old FROM questions q WHERE q.id = p_ids[r.i] AND NOT q.ended FOR UPDATE;
+		UPDATE questions SET record = p_records[r.i]::json, ended = true, ended_at = p_ended[r.i], weight = p_weights[r.i]
+		WHERE id = p_ids[r.i] AND NOT ended
+		RETURNING questions.owner, questions.stripe INTO who, k;
+		IF FOUND THEN
+			owners[r.i] := who;
+			stripes[r.i] := k;
+			deltas[r.i] := p_weights[r.i] - old;
+		ELSE
+			codes[r.i] := 4;
+		END IF;
+	END LOOP;
+	FOR r IN SELECT i FROM generate_subscripts(p_ids, 1) i WHERE codes[i] = 0 AND owners[i] <> ''
+			ORDER BY owners[i], p_ended[i] IS NULL, i LOOP
+		IF p_ended[r.i] IS NOT NULL THEN
+			UPDATE pending_owners SET n = n - 1, bytes = bytes + deltas[r.i] WHERE owner = owners[r.i];
+			CONTINUE;
+		END IF;
+		INSERT INTO pending_owners (owner, n) VALUES (owners[r.i], 0) ON CONFLICT DO NOTHING;
+		SELECT o.n, o.bytes INTO cn, cb FROM pending_owners o WHERE o.owner = owners[r.i] FOR UPDATE;
+		IF max_owner > 0 AND cn >= max_owner THEN
+			codes[r.i] := 3;
+			CONTINUE;
+		END IF;
+		IF max_owner_bytes > 0 AND cb + p_weights[r.i] > max_owner_bytes THEN
+			SELECT coalesce(sum(q.weight), 0) INTO reclaim FROM questions q WHERE q.owner = owners[r.i] AND q.ended;
+			IF cb - reclaim + p_weights[r.i] > max_owner_bytes THEN
+				codes[r.i] := 6;
+				held[r.i] := cb;
+				CONTINUE;
+			END IF;
+			WHILE cb + p_weights[r.i] > max_owner_bytes LOOP
+				w := questiond_forget_oldest(owners[r.i], p_gone_until);
+				EXIT WHEN w IS NULL;
+				cb := cb - w;
+				freed := freed + w;
+			END LOOP;
+			IF cb + p_weights[r.i] > max_owner_bytes THEN
+				-- A result it counted on is being deleted by another
+				-- transaction (a replica's sweep): the batch is sent again,
+				-- and then finds it gone and counted.
+				RAISE EXCEPTION 'a result to forget is being deleted elsewhere' USING ERRCODE = '40001';
+			END IF;
+		END IF;
+		UPDATE pending_owners SET n = n + 1, bytes = bytes + p_weights[r.i] WHERE owner = owners[r.i];
+	END LOOP;
+	FOR r IN SELECT i, CASE WHEN p_ended[i] IS NULL THEN abs(hashtext(p_ids[i])) % 32 ELSE stripes[i] END AS st
+			FROM generate_subscripts(p_ids, 1) i WHERE codes[i] = 0 ORDER BY 2, 1 LOOP
+		IF p_ended[r.i] IS NOT NULL THEN
+			UPDATE pending_stripes SET n = n - 1 WHERE stripe = r.st;
+			CONTINUE;
+		END IF;
+		FOR j IN 0..31 LOOP
+			k := (r.st + j) % 32;
+			UPDATE pending_stripes SET n = n + 1
+			WHERE stripe = k AND (max_total <= 0 OR n < questiond_stripe_cap(k, max_total));
+			EXIT WHEN FOUND;
+			k := -1;
+		END LOOP;
+		IF k < 0 THEN
+			codes[r.i] := 2;
+			IF owners[r.i] <> '' THEN
+				UPDATE pending_owners SET n = n - 1, bytes = bytes - p_weights[r.i] WHERE owner = owners[r.i];
+			END IF;
+		ELSE
+			stripes[r.i] := k;
+		END IF;
+	END LOOP;
+	-- The total, last: what the endings changed, what was forgotten, then
+	-- each creation in turn.
+	SELECT h.n INTO total FROM held_bytes h FOR UPDATE;
+	total := total - freed;
+	FOR i IN 1..items LOOP
+		IF codes[i] = 0 AND p_ended[i] IS NOT NULL THEN
+			total := total + deltas[i];
+		END IF;
+	END LOOP;
+	FOR i IN 1..items LOOP
+		CONTINUE WHEN codes[i] <> 0 OR p_ended[i] IS NOT NULL;
+		IF max_bytes > 0 AND total + p_weights[i] > max_bytes THEN
+			SELECT coalesce(sum(q.weight), 0) INTO reclaim FROM questions q WHERE q.owner = owners[i] AND q.ended;
+			IF total - reclaim + p_weights[i] > max_bytes THEN
+				codes[i] := 5;
+				held[i] := total;
+				UPDATE pending_stripes SET n = n - 1 WHERE stripe = stripes[i];
+				IF owners[i] <> '' THEN
+					UPDATE pending_owners SET n = n - 1, bytes = bytes - p_weights[i] WHERE owner = owners[i];
+				END IF;
+				CONTINUE;
+			END IF;
+			WHILE total + p_weights[i] > max_bytes LOOP
+				w := questiond_forget_oldest(owners[i], p_gone_until);
+				EXIT WHEN w IS NULL;
+				total := total - w;
+			END LOOP;
+			IF total + p_weights[i] > max_bytes THEN
+				RAISE EXCEPTION 'a result to forget is being deleted elsewhere' USING ERRCODE = '40001';
+			END IF;
+		END IF;
+		total := total + p_weights[i];
+	END LOOP;
+	UPDATE held_bytes SET n = total;
+	FOR r IN SELECT i FROM generate_subscripts(p_ids, 1) i WHERE codes[i] = 0 AND p_ended[i] IS NULL ORDER BY i LOOP
+		INSERT INTO questions (id, record, owner, request_key, created_at, stripe, weight)
+		VALUES (p_ids[r.i], p_records[r.i]::json, p_owners[r.i], p_keys[r.i], p_created[r.i], stripes[r.i], p_weights[r.i])
+		ON CONFLICT DO NOTHING;
+		IF NOT FOUND THEN
+			codes[r.i] := 1;
+			UPDATE pending_stripes SET n = n - 1 WHERE stripe = stripes[r.i];
+			IF p_owners[r.i] <> '' THEN
+				UPDATE pending_owners SET n = n - 1, bytes = bytes - p_weights[r.i] WHERE owner = p_owners[r.i];
+			END IF;
+			UPDATE held_bytes SET n = n - p_weights[r.i];
+		END IF;
+	END LOOP;
+	FOR i IN 1..items LOOP
+		s := 0;
+		IF codes[i] = 0 THEN
+			s := nextval('changes_seq');
+			INSERT INTO changes (seq, question_id, kind, xid)
+			VALUES (s, p_ids[i], CASE WHEN p_ended[i] IS NULL THEN 'asked' ELSE 'ended' END, pg_current_xact_id()::text::bigint);
+		ELSIF codes[i] IN (5, 6) THEN
+			s := held[i];
+		END IF;
+		out_item := i;
+		out_seq := s;
+		out_refused := codes[i];
+		RETURN NEXT;
+	END LOOP;
+END $$;
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -399,7 +399,13 @@ func TestOutboxRecordsFromBeforeLeasesAreClaimed(t *testing.T) {
 	_, err := s.Pool().Exec(ctx, `
 DROP INDEX notify_outbox_owner; DROP INDEX notify_outbox_lease_until;
 ALTER TABLE notify_outbox DROP COLUMN owner, DROP COLUMN lease_until;
-DROP FUNCTION questiond_apply;
+DROP FUNCTION questiond_apply(text[], text[], text[], text[], timestamptz[], timestamptz[], bigint, bigint, bigint[], bigint, bigint, timestamptz);
+DROP FUNCTION questiond_apply(text[], text[], text[], text[], timestamptz[], timestamptz[], bigint, bigint);
+DROP TRIGGER questions_deleted ON questions;
+DROP FUNCTION questiond_deleted, questiond_forget, questiond_forget_oldest, questiond_weigh;
+DROP TABLE held_bytes;
+ALTER TABLE questions DROP COLUMN weight;
+ALTER TABLE pending_owners DROP COLUMN bytes;
 DROP TABLE gone_keys;
 UPDATE questiond_schema SET version = 5;
 INSERT INTO notify_outbox (key, value) VALUES ('k/old', 'kept by version 5')`)

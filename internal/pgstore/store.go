@@ -33,6 +33,17 @@ type Options struct {
 	// whole cluster, and of one agent (owner), in the database itself: a
 	// creation beyond them fails with pending.ErrFull. Zero: no bound.
 	MaxPending, MaxPendingPerAgent int
+	// MaxBytes and MaxBytesPerAgent are the byte budgets over pending and
+	// retained questions (pending.Options' of the same names), enforced in
+	// the database too, for the whole cluster: a creation beyond one, once
+	// its agent's oldest results are forgotten if that makes room, fails
+	// with a *pending.BudgetError wrapping pending.ErrFull. Zero or less:
+	// pending.DefaultMaxBytes and DefaultMaxBytesPerAgent.
+	MaxBytes, MaxBytesPerAgent int64
+	// KeyRetention is how long the Idempotency-Key of a result the
+	// database forgets to make room is remembered (gone_keys); zero or
+	// less: pending.DefaultKeyRetention.
+	KeyRetention time.Duration
 	// OutboxLease is how long a replica holds its undelivered
 	// notifications without renewing them (see Outbox); zero means
 	// DefaultOutboxLease.

@@ -17,6 +17,10 @@ import (
 const (
 	KindAsked = "asked"
 	KindEnded = "ended"
+	// KindForgot: the question's record was deleted (retention, or an
+	// eviction to keep within a bound or a byte budget), and its result
+	// is forgotten.
+	KindForgot = "forgot"
 )
 
 // safeSQL is the log position every tailer may read up to: the oldest
@@ -33,12 +37,12 @@ type Change struct {
 	Seq int64
 	// Xid is the id of the transaction that made the change.
 	Xid  int64
-	Kind string // KindAsked or KindEnded
+	Kind string // KindAsked, KindEnded or KindForgot
 	// ID is the question's id, there even when its record is not.
 	ID string
 	// Question is the question as the change left it: pending for
 	// KindAsked, ended for KindEnded. Nil when its record has been deleted
-	// (retention) since.
+	// (retention) since, and for KindForgot.
 	Question *pending.Question
 }
 
@@ -456,7 +460,7 @@ func (t *Tailer) read(ctx context.Context, conn *pgx.Conn, from int64) (batch, e
 			continue // no changes: the one row carries the position
 		}
 		c := Change{Seq: *seq, Xid: *xid, Kind: *kind, ID: *id}
-		if record != nil {
+		if record != nil && c.Kind != KindForgot {
 			q, err := pending.DecodeRecord([]byte(*record))
 			if err != nil {
 				// A record this replica cannot read is skipped, loudly;

@@ -206,6 +206,9 @@ func runBinary(b *testing.B, cfg *binariesSettings, bin binary, store string, ag
 		if err := p.stop(); err != nil && r.err == nil {
 			r.err = err
 		}
+		if r.err != nil {
+			fmt.Fprintf(os.Stderr, "%s's output ended with:\n%s\n", bin.name, p.output)
+		}
 	}()
 	base := "http://" + p.addr
 	opClient := newClient(base, agents+16)

@@ -160,11 +160,21 @@ type binariesRun struct {
 	roundTrips    int
 	elapsed       time.Duration
 	latencies     []time.Duration
+	cpu           time.Duration // the server's CPU time (user and system) over the timed part
 	rssKiB        int64
 	err           error // why the run ended early, if it did
 }
 
 func (r binariesRun) perSecond() float64 { return float64(r.roundTrips) / r.elapsed.Seconds() }
+
+// cpuPerRoundTrip is the server's CPU time per round trip, in µs: what a
+// round trip costs it, whatever share of the machine it got meanwhile.
+func (r binariesRun) cpuPerRoundTrip() float64 {
+	if r.roundTrips == 0 {
+		return 0
+	}
+	return float64(r.cpu.Microseconds()) / float64(r.roundTrips)
+}
 
 func (r binariesRun) quantile(q float64) time.Duration {
 	if len(r.latencies) == 0 {
@@ -179,8 +189,8 @@ func (r binariesRun) summary() string {
 	if r.err != nil {
 		return fmt.Sprintf("FAILED after %d round trips: %v (load %s)", r.roundTrips, r.err, r.load)
 	}
-	return fmt.Sprintf("%.0f round trips/s, p50 %v, p99 %v, RSS %d MiB (load %s)",
-		r.perSecond(), r.quantile(0.5).Round(10*time.Microsecond), r.quantile(0.99).Round(10*time.Microsecond), r.rssKiB/1024, r.load)
+	return fmt.Sprintf("%.0f round trips/s, server CPU %.0f µs each, p50 %v, p99 %v, RSS %d MiB (load %s)",
+		r.perSecond(), r.cpuPerRoundTrip(), r.quantile(0.5).Round(10*time.Microsecond), r.quantile(0.99).Round(10*time.Microsecond), r.rssKiB/1024, r.load)
 }
 
 // runBinary starts bin with store, warms it up with two round trips per
@@ -232,9 +242,9 @@ func runBinary(b *testing.B, cfg *binariesSettings, bin binary, store string, ag
 		return r
 	}
 	deadline := time.Now().Add(cfg.duration)
-	start := time.Now()
+	start, cpuBefore := time.Now(), cpuTime(b, p.pid())
 	r.roundTrips, r.latencies, r.err = roundTripsUntil(op, clients, func(int) bool { return time.Now().After(deadline) })
-	r.elapsed = time.Since(start)
+	r.elapsed, r.cpu = time.Since(start), cpuTime(b, p.pid())-cpuBefore
 	if kib, err := residentKiB(p.pid()); err == nil {
 		r.rssKiB = kib
 	}
@@ -275,6 +285,26 @@ func roundTripsUntil(op *operator, clients []*client, stop func(done int) bool) 
 	return int(made.Load()), latencies, nil
 }
 
+// clockTick is the unit of /proc/<pid>/stat's CPU times (USER_HZ, 100 on
+// every Linux architecture Go supports but alpha).
+const clockTick = 10 * time.Millisecond
+
+// cpuTime is the CPU time process pid has used so far, user and system.
+func cpuTime(b *testing.B, pid int) time.Duration {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The command name, in parentheses, may hold spaces: count after it.
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		b.Fatalf("/proc/%d/stat: utime %q, stime %q", pid, fields[11], fields[12])
+	}
+	return time.Duration(utime+stime) * clockTick
+}
+
 func loadAverage() string {
 	data, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
@@ -310,12 +340,18 @@ func binariesTable(cfg *binariesSettings, all []binariesRun) string {
 		fmt.Fprintf(&b, " %s / %s |", bin.name, first)
 	}
 	for _, bin := range cfg.binaries {
+		fmt.Fprintf(&b, " %s CPU µs per round trip |", bin.name)
+	}
+	for _, bin := range cfg.binaries[1:] {
+		fmt.Fprintf(&b, " CPU %s / %s |", bin.name, first)
+	}
+	for _, bin := range cfg.binaries {
 		fmt.Fprintf(&b, " %s p50 / p99 ms |", bin.name)
 	}
 	for _, bin := range cfg.binaries {
 		fmt.Fprintf(&b, " %s RSS MiB |", bin.name)
 	}
-	b.WriteString("\n|---|---:|" + strings.Repeat("---:|", 4*len(cfg.binaries)-1) + "\n")
+	b.WriteString("\n|---|---:|" + strings.Repeat("---:|", 6*len(cfg.binaries)-2) + "\n")
 	for _, store := range cfg.stores {
 		for _, agents := range cfg.agents {
 			medians := map[string]float64{}
@@ -327,6 +363,14 @@ func binariesTable(cfg *binariesSettings, all []binariesRun) string {
 			}
 			for _, bin := range cfg.binaries[1:] {
 				fmt.Fprintf(&b, " **%.3f** |", medians[bin.name]/medians[first])
+			}
+			cpu := map[string]float64{}
+			for _, bin := range cfg.binaries {
+				cpu[bin.name] = medianOf(pick(all, bin.name, store, agents), binariesRun.cpuPerRoundTrip)
+				fmt.Fprintf(&b, " %.0f |", cpu[bin.name])
+			}
+			for _, bin := range cfg.binaries[1:] {
+				fmt.Fprintf(&b, " %.3f |", cpu[bin.name]/cpu[first])
 			}
 			for _, bin := range cfg.binaries {
 				runs := pick(all, bin.name, store, agents)
@@ -340,7 +384,7 @@ func binariesTable(cfg *binariesSettings, all []binariesRun) string {
 			b.WriteString("\n")
 		}
 	}
-	b.WriteString("\nEvery run, in the order run (round trips/s, load average at its start):\n\n")
+	b.WriteString("\nEvery run, in the order run (round trips/s, the server's CPU µs per round trip, load average at its start):\n\n")
 	for _, store := range cfg.stores {
 		for _, agents := range cfg.agents {
 			fmt.Fprintf(&b, "- %s, %d agents:", store, agents)
@@ -355,7 +399,7 @@ func binariesTable(cfg *binariesSettings, all []binariesRun) string {
 						fmt.Fprintf(&b, "%s failed after %d (%v) @%s", sep, r.roundTrips, r.err, r.load)
 						continue
 					}
-					fmt.Fprintf(&b, "%s %.0f @%s", sep, r.perSecond(), r.load)
+					fmt.Fprintf(&b, "%s %.0f (%.0f µs) @%s", sep, r.perSecond(), r.cpuPerRoundTrip(), r.load)
 				}
 				b.WriteString(";")
 			}

@@ -3,6 +3,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -39,6 +40,12 @@ const (
 // limiter's own work (its key, its counters) in what is measured, which
 // --rate-limit 0 would skip.
 const binariesRateLimit = "1000000000"
+
+// connectionCapLog is in the line questiond logs (at most once a minute)
+// when one of its connection caps (--max-connections, -per-address,
+// -per-agent) closed or refused connections; binaries before those caps
+// never log it.
+const connectionCapLog = "a connection cap was reached"
 
 // binariesTokens is how many agent tokens every binary is configured with,
 // one per agent of the largest run: each agent is a client of its own, as
@@ -162,7 +169,8 @@ type binariesRun struct {
 	latencies     []time.Duration
 	cpu           time.Duration // the server's CPU time (user and system) over the timed part
 	rssKiB        int64
-	err           error // why the run ended early, if it did
+	capped        string // the server's log line saying a connection cap closed or refused connections, if any
+	err           error  // why the run ended early, if it did
 }
 
 func (r binariesRun) perSecond() float64 { return float64(r.roundTrips) / r.elapsed.Seconds() }
@@ -205,7 +213,11 @@ func runBinary(b *testing.B, cfg *binariesSettings, bin binary, store string, ag
 	cmd.Env = append(environWithout("QUESTIOND_"),
 		"QUESTIOND_AGENT_TOKENS="+strings.Join(cfg.tokens, ","),
 		"QUESTIOND_OPERATOR_PASSWORD="+cfg.password)
+	var capped atomic.Value
 	p := startProcess(b, bin.name, cmd, nil, func(line []byte) string {
+		if bytes.Contains(line, []byte(connectionCapLog)) {
+			capped.CompareAndSwap(nil, string(line))
+		}
 		var entry struct{ Msg, Addr string }
 		if json.Unmarshal(line, &entry) != nil || entry.Msg != "questiond listening" {
 			return ""
@@ -215,6 +227,10 @@ func runBinary(b *testing.B, cfg *binariesSettings, bin binary, store string, ag
 	defer func() {
 		if err := p.stop(); err != nil && r.err == nil {
 			r.err = err
+		}
+		if line, ok := capped.Load().(string); ok {
+			r.capped = line
+			fmt.Fprintf(os.Stderr, "%s: %s\n", bin.name, line)
 		}
 		if r.err != nil {
 			fmt.Fprintf(os.Stderr, "%s's output ended with:\n%s\n", bin.name, p.output)
@@ -405,6 +421,15 @@ func binariesTable(cfg *binariesSettings, all []binariesRun) string {
 			}
 			b.WriteString("\n")
 		}
+	}
+	var capped []string
+	for _, r := range all {
+		if r.capped != "" {
+			capped = append(capped, fmt.Sprintf("%s %s %d agents run %d", r.binary, r.store, r.agents, r.run))
+		}
+	}
+	if len(capped) > 0 {
+		fmt.Fprintf(&b, "\nRuns in which the server logged that a connection cap closed or refused connections (%q): %s.\n", connectionCapLog, strings.Join(capped, "; "))
 	}
 	return b.String()
 }

@@ -12,7 +12,7 @@ TUI_ARTIFACTS ?= artifacts/tui
 UI_ARTIFACTS ?= artifacts/ui
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test check quick unit postgres tui ui fuzz compat compat-postgres bench bench-opencode lint clean
+.PHONY: all build run test check quick unit postgres tui ui fuzz compat compat-postgres bench bench-opencode bench-compare lint clean
 
 # A bare `make` builds the binary; `make test` is the whole suite.
 .DEFAULT_GOAL := build
@@ -99,6 +99,14 @@ bench:
 # BENCH_ARGS go to bench/cmd/sidebyside: BENCH_ARGS='-duration 1s -rounds 1'.
 bench-opencode:
 	./bench/opencode.sh $(BENCH_ARGS)
+
+# Round trips per second of questiond built from two revisions, each run as
+# a process with agent tokens and an operator password, the two taking turns
+# at 1, 64 and 512 agents on bolt and memory (about 12 min here); prints the
+# Markdown table BENCHMARKS.md keeps. AFTER defaults to HEAD; settings in
+# bench/compare.sh (QUESTIOND_BENCH_RUNS, _DURATION, _AGENTS, _STORES, _FLAGS).
+bench-compare:
+	GO="$(GO)" ./bench/compare.sh $(or $(BEFORE),$(error BEFORE=<rev> is required)) $(or $(AFTER),HEAD)
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -30,6 +30,9 @@ type client struct {
 	base      string
 	transport *http.Transport
 	http      *http.Client
+	// authorization, when set, is sent as the Authorization header of
+	// every request: an agent's bearer token or the operator's password.
+	authorization string
 }
 
 // newClient keeps up to conns connections open to the server, so a
@@ -47,6 +50,12 @@ func newClient(base string, conns int) *client {
 
 func (c *client) close() { c.transport.CloseIdleConnections() }
 
+func (c *client) authorize(req *http.Request) {
+	if c.authorization != "" {
+		req.Header.Set("Authorization", c.authorization)
+	}
+}
+
 // exchange sends one request, checks the status and decodes the JSON answer
 // into into (when not nil). The body is always read to the end so the
 // connection goes back to the pool.
@@ -62,6 +71,7 @@ func (c *client) exchange(ctx context.Context, method, path string, body []byte,
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	c.authorize(req)
 	res, err := c.http.Do(req)
 	if err != nil {
 		return err
@@ -153,6 +163,7 @@ func (c *client) subscribe(ctx context.Context) (*eventStream, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.authorize(req)
 	res, err := c.http.Do(req)
 	if err != nil {
 		return nil, err

@@ -17,12 +17,16 @@ type Frame struct {
 }
 
 // Frames sends every frame of body to the returned channel (buffered by
-// size), and closes it when body ends. Comments and retry lines are left
-// out; a last frame without its blank line is sent too.
+// size), and closes it when body ends; body is closed then if it is an
+// io.Closer. Comments and retry lines are left out; a last frame without
+// its blank line is sent too.
 func Frames(body io.Reader, size int) <-chan Frame {
 	frames := make(chan Frame, size)
 	go func() {
 		defer close(frames)
+		if c, ok := body.(io.Closer); ok {
+			defer c.Close()
+		}
 		r := bufio.NewReaderSize(body, 64<<10)
 		var f Frame
 		var data []string
@@ -56,7 +60,8 @@ func Frames(body io.Reader, size int) <-chan Frame {
 }
 
 // Events sends the data of every frame of body that is JSON for a T to
-// the returned channel (buffered by size), and closes it when body ends.
+// the returned channel (buffered by size), and closes it when body ends
+// (closing body as Frames does).
 func Events[T any](body io.Reader, size int) <-chan T {
 	events := make(chan T, size)
 	go func() {
@@ -72,9 +77,9 @@ func Events[T any](body io.Reader, size int) <-chan T {
 }
 
 // Next returns the next event from events that match accepts, skipping the
-// others; it fails the test if none comes within timeout or the stream
-// ends first.
-func Next[T any](tb testing.TB, events <-chan T, timeout time.Duration, match func(T) bool) T {
+// others; it fails the test, naming the event as what, if none comes within
+// timeout (a hang guard, not a speed limit) or the stream ends first.
+func Next[T any](tb testing.TB, events <-chan T, timeout time.Duration, what string, match func(T) bool) T {
 	tb.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -82,14 +87,13 @@ func Next[T any](tb testing.TB, events <-chan T, timeout time.Duration, match fu
 		select {
 		case e, ok := <-events:
 			if !ok {
-				tb.Fatal("the event stream ended before the awaited event")
+				tb.Fatalf("the stream ended before %s", what)
 			}
 			if match(e) {
 				return e
 			}
 		case <-deadline.C:
-			var zero T
-			tb.Fatalf("no awaited event (%T) within %v", zero, timeout)
+			tb.Fatalf("no %s within %v", what, timeout)
 		}
 	}
 }

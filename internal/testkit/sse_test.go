@@ -29,7 +29,7 @@ func TestFramesAndEvents(t *testing.T) {
 		N    int
 	}
 	events := testkit.Events[event](strings.NewReader(stream), 8)
-	if e := testkit.Next(t, events, time.Second, func(e event) bool { return e.Type == "b" }); e.N != 2 {
+	if e := testkit.Next(t, events, time.Second, "b", func(e event) bool { return e.Type == "b" }); e.N != 2 {
 		t.Fatalf("next b = %+v", e)
 	}
 	if e := <-events; e.Type != "c" {

@@ -106,7 +106,7 @@ func startLiveWith(t *testing.T, opts httpapi.Options) *liveServer {
 		// the test; a short keep-alive puts leading whitespace in POST /elicit bodies.
 		Events:      sse.Options{Heartbeat: 50 * time.Millisecond},
 		Logger:      zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
-		StopTimeout: 5 * time.Second,
+		FailureTimeout: 5 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)

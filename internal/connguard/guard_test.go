@@ -25,6 +25,7 @@ import (
 	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testserver"
 )
 
@@ -43,16 +44,7 @@ func start(t *testing.T, cfg testserver.Config) *testserver.Server {
 	t.Helper()
 	cfg.Logger = zaptest.NewLogger(t)
 	cfg.Events = sse.Options{Heartbeat: time.Hour}
-	s, err := testserver.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Errorf("stopping: %v", err)
-		}
-	})
-	return s
+	return testkit.Serve(t, cfg)
 }
 
 func withCredentials() httpapi.Options {
@@ -398,7 +390,7 @@ func TestAnAgentAtItsConnectionCapCannotTakeTheOperatorsReserve(t *testing.T) {
 // A shutdown does not wait for a request whose body is half-sent: Stop
 // returns at once, without error, and the connection is closed.
 func TestStopDoesNotWaitForAHalfSentBody(t *testing.T) {
-	s, err := testserver.Start(testserver.Config{Logger: zaptest.NewLogger(t), StopTimeout: 5 * time.Second,
+	s, err := testserver.Start(testserver.Config{Logger: zaptest.NewLogger(t), FailureTimeout: 5 * time.Second,
 		Conns: connguard.Options{BodyReadTimeout: time.Minute}})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testserver"
 )
 
@@ -34,16 +35,7 @@ func start(t *testing.T, cfg testserver.Config) *testserver.Server {
 	t.Helper()
 	cfg.Logger = zaptest.NewLogger(t)
 	cfg.Events = sse.Options{Heartbeat: time.Hour}
-	s, err := testserver.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Errorf("stopping: %v", err)
-		}
-	})
-	return s
+	return testkit.Serve(t, cfg)
 }
 
 func send(t *testing.T, method, url, body string) (int, string) {

@@ -78,7 +78,6 @@ type Process struct {
 	err    error         // Wait's result, set before exited is closed
 
 	stopOnce sync.Once
-	stopErr  error
 }
 
 // Start starts cmd (its Stdout and Stderr are the launcher's) and waits
@@ -180,12 +179,14 @@ func (p *Process) Kill() {
 // Stop ends the process gracefully (Options.Stdin closed, then SIGTERM),
 // kills it if that takes longer than the stop timeout, and returns why it
 // did not exit cleanly: it had exited on its own already, it exited with
-// an error, or it had to be killed. Every call returns the first's result.
+// an error, or it had to be killed. Only the first call stops and reports;
+// later ones return nil.
 func (p *Process) Stop() error {
+	var err error
 	p.stopOnce.Do(func() {
 		select {
 		case <-p.exited:
-			p.stopErr = fmt.Errorf("%s exited while still in use (%v); its output ended with:\n%s", p.Name, p.err, p.output.tail())
+			err = fmt.Errorf("%s exited while still in use (%v); its output ended with:\n%s", p.Name, p.err, p.output.tail())
 			return
 		default:
 		}
@@ -193,16 +194,16 @@ func (p *Process) Stop() error {
 			_ = p.opts.Stdin.Close()
 		}
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		err, ok := p.Wait(p.opts.StopTimeout)
+		exitErr, ok := p.Wait(p.opts.StopTimeout)
 		switch {
 		case !ok:
 			p.Kill()
-			p.stopErr = fmt.Errorf("%s did not exit within %v of SIGTERM, killed; its output ended with:\n%s", p.Name, p.opts.StopTimeout, p.output.tail())
-		case err != nil:
-			p.stopErr = fmt.Errorf("%s: exit after SIGTERM: %v; its output ended with:\n%s", p.Name, err, p.output.tail())
+			err = fmt.Errorf("%s did not exit within %v of SIGTERM, killed; its output ended with:\n%s", p.Name, p.opts.StopTimeout, p.output.tail())
+		case exitErr != nil:
+			err = fmt.Errorf("%s: exit after SIGTERM: %v; its output ended with:\n%s", p.Name, exitErr, p.output.tail())
 		}
 	})
-	return p.stopErr
+	return err
 }
 
 // Output is what the process wrote so far (its last 4 MiB), complete lines

@@ -4,62 +4,31 @@
 package replicas
 
 import (
-	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/questiond/questiond/internal/pgtest"
+	"github.com/questiond/questiond/internal/testkit"
+	"github.com/questiond/questiond/internal/testkit/launch"
 )
 
-func TestMain(m *testing.M) {
-	code := pgtest.Run(m)
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
-
-// binary builds cmd/questiond once for the package.
-func binary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "questiond-replicas-")
-		if buildErr != nil {
-			return
-		}
-		if out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "questiond"), "../../cmd/questiond").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return filepath.Join(binDir, "questiond")
-}
+// binary is cmd/questiond, built once for every suite (testkit.Binary).
+func binary(t *testing.T) string { return testkit.Binary(t) }
 
 // replica is one questiond process.
 type replica struct {
-	name   string
-	cmd    *exec.Cmd
-	base   string
-	exited chan struct{}
-	mu     sync.Mutex
-	logs   strings.Builder
+	name string
+	base string
+	proc *launch.Process
 }
 
 // startReplica starts questiond on a random port with --store postgres on
@@ -76,52 +45,21 @@ func startProcess(t *testing.T, name string, env []string, args ...string) *repl
 	// with the first keepalive byte.
 	cmd := exec.Command(binary(t), append([]string{"--addr", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug", "--keepalive", "500ms"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
-	stderr, err := cmd.StderrPipe()
+	p, err := launch.Start(cmd, launch.Options{Name: "replica " + name, StartTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := &replica{name: name, cmd: cmd, exited: make(chan struct{})}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			r.mu.Lock()
-			r.logs.Write(append(sc.Bytes(), '\n'))
-			r.mu.Unlock()
-			var entry struct{ Msg, Addr string }
-			if json.Unmarshal(sc.Bytes(), &entry) == nil && entry.Msg == "questiond listening" {
-				addr <- entry.Addr
-			}
-		}
-		_ = cmd.Wait()
-		close(r.exited)
-	}()
+	r := &replica{name: name, base: p.URL, proc: p}
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-r.exited
+		p.Kill()
 		if t.Failed() {
 			t.Logf("replica %s logs:\n%s", name, r.log())
 		}
 	})
-	select {
-	case a := <-addr:
-		r.base = "http://" + a
-	case <-r.exited:
-		t.Fatalf("replica %s exited before listening:\n%s", name, r.log())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("replica %s did not start in 20 s:\n%s", name, r.log())
-	}
 	return r
 }
 
-func (r *replica) log() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.logs.String()
-}
+func (r *replica) log() string { return r.proc.Output() }
 
 var client = &http.Client{Timeout: 30 * time.Second}
 
@@ -182,12 +120,8 @@ func (r *replica) streamAt(t *testing.T, path, userAgent string) *stream {
 	s := &stream{events: make(chan event, 1000)}
 	go func() {
 		defer close(s.events)
-		sc := bufio.NewScanner(res.Body)
-		for sc.Scan() {
-			data, ok := strings.CutPrefix(sc.Text(), "data: ")
-			if !ok {
-				continue
-			}
+		for f := range testkit.Frames(res.Body, 0) {
+			data := f.Data
 			var e event
 			var global struct{ Payload *event }
 			if json.Unmarshal([]byte(data), &global) == nil && global.Payload != nil {

@@ -2,13 +2,10 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -20,6 +17,7 @@ import (
 	"github.com/questiond/questiond/bench/bare"
 	"github.com/questiond/questiond/internal/opencodenpm"
 	"github.com/questiond/questiond/internal/testenv"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // TestMain lets startBare re-run this test binary as the bare server, as
@@ -163,18 +161,7 @@ func TestRunFailsWhenOpencodeCannotBeInstalled(t *testing.T) {
 // table, both servers list the same bytes, and nothing fails.
 func TestRunQuestiondBesideBare(t *testing.T) {
 	testenv.Heavy(t, "builds questiond and runs it and the bare server as processes")
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		testenv.Missing(t, "the go command", "put the Go toolchain on PATH")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "questiond")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(ctx, gobin, "build", "-o", bin, "github.com/questiond/questiond/cmd/questiond")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin, dir := testkit.Binary(t), t.TempDir()
 	cfg := &config{questiond: bin, work: dir, conns: 4, rounds: 2, pending: 5, subscribers: 3,
 		duration: 100 * time.Millisecond, settle: 10 * time.Millisecond}
 	var out bytes.Buffer

@@ -97,3 +97,17 @@ func Next[T any](tb testing.TB, events <-chan T, timeout time.Duration, what str
 		}
 	}
 }
+
+// Data sends the data of every frame of body to the returned channel
+// (buffered by size), and closes it when body ends (closing body as Frames
+// does).
+func Data(body io.Reader, size int) <-chan string {
+	data := make(chan string, size)
+	go func() {
+		defer close(data)
+		for f := range Frames(body, 0) {
+			data <- f.Data
+		}
+	}()
+	return data
+}

@@ -24,6 +24,13 @@ func TestFramesAndEvents(t *testing.T) {
 			t.Errorf("frame %d = %q, want %q", i, frames[i], want[i])
 		}
 	}
+	var data []string
+	for d := range testkit.Data(strings.NewReader(stream), 0) {
+		data = append(data, d)
+	}
+	if strings.Join(data, "|") != "{\"type\":\"a\",\n\"n\":1}|{\"type\":\"b\",\"n\":2}|not json|{\"type\":\"c\",\"n\":3}" {
+		t.Errorf("data %q", data)
+	}
 	type event struct {
 		Type string
 		N    int

@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +20,7 @@ import (
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testserver"
 )
 
@@ -271,18 +270,8 @@ func watch(t *testing.T, base string) *events {
 	go func() {
 		defer close(done)
 		defer close(e.frames)
-		defer res.Body.Close()
-		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<22)
-		for sc.Scan() {
-			data, ok := strings.CutPrefix(sc.Text(), "data: ")
-			if !ok {
-				continue
-			}
-			var f event
-			if json.Unmarshal([]byte(data), &f) == nil {
-				e.frames <- f
-			}
+		for f := range testkit.Events[event](res.Body, 0) {
+			e.frames <- f
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })

@@ -1,13 +1,11 @@
 package mcpelicit_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/questiond/questiond/client"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testserver"
 )
 
@@ -79,16 +78,8 @@ func watch(t *testing.T, base string) *operator {
 	go func() {
 		defer close(done)
 		defer close(o.frames)
-		defer res.Body.Close()
-		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<22)
-		for sc.Scan() {
-			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var f frame
-				if json.Unmarshal([]byte(data), &f) == nil {
-					o.frames <- f
-				}
-			}
+		for f := range testkit.Events[frame](res.Body, 0) {
+			o.frames <- f
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })

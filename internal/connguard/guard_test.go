@@ -172,16 +172,7 @@ func TestStreamsAndLongWaitsOutliveTheBodyReadTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stream.Body.Close()
-	events := make(chan string, 16)
-	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(stream.Body)
-		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "data:") {
-				events <- line
-			}
-		}
-	}()
+	events := testkit.Data(stream.Body, 16)
 	answer := make(chan string, 1)
 	go func() {
 		res, err := http.Post(s.URL+"/elicit", "application/json", strings.NewReader(form))
@@ -502,16 +493,7 @@ func watch(t *testing.T, s *testserver.Server) <-chan string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = stream.Body.Close() })
-	events := make(chan string, 16)
-	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(stream.Body)
-		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "data:") {
-				events <- line
-			}
-		}
-	}()
+	events := testkit.Data(stream.Body, 16)
 	return events
 }
 

@@ -21,18 +21,10 @@ import (
 // its URL and a client of it.
 func startDaemon(t *testing.T) (string, *client.Client) {
 	t.Helper()
-	server, err := testserver.Start(testserver.Config{
+	server := testkit.Serve(t, testserver.Config{
 		Events:      sse.Options{Heartbeat: time.Hour},
 		Logger:      zaptest.NewLogger(t),
 		DatabaseURL: databaseURL(t),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := server.Stop(); err != nil {
-			t.Errorf("stopping questiond: %v", err)
-		}
 	})
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(transport.CloseIdleConnections)

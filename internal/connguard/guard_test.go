@@ -500,30 +500,17 @@ func watch(t *testing.T, s *testserver.Server) <-chan string {
 // next waits for an event of type typ and returns its question id.
 func next(t *testing.T, events <-chan string, typ string) string {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case line, ok := <-events:
-			if !ok {
-				t.Fatalf("the event stream ended before %s", typ)
-			}
-			if !strings.Contains(line, `"`+typ+`"`) {
-				continue
-			}
-			var ev struct {
-				Payload struct {
-					Properties struct {
-						ID        string
-						RequestID string `json:"requestID"`
-					} `json:"properties"`
-				} `json:"payload"`
-			}
-			_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data:")), &ev)
-			return ev.Payload.Properties.ID + ev.Payload.Properties.RequestID
-		case <-timeout:
-			t.Fatalf("no %s on the stream", typ)
-		}
+	line := testkit.Next(t, events, 10*time.Second, typ, func(line string) bool { return strings.Contains(line, `"`+typ+`"`) })
+	var ev struct {
+		Payload struct {
+			Properties struct {
+				ID        string
+				RequestID string `json:"requestID"`
+			} `json:"properties"`
+		} `json:"payload"`
 	}
+	_ = json.Unmarshal([]byte(line), &ev)
+	return ev.Payload.Properties.ID + ev.Payload.Properties.RequestID
 }
 
 // An MCP session's event stream (GET /mcp) and a tool call's long wait on

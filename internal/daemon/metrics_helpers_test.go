@@ -155,20 +155,7 @@ func readEvents(body io.ReadCloser) <-chan sseEvent {
 
 func nextEvent(t *testing.T, events <-chan sseEvent, typ string) sseEvent {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case e, ok := <-events:
-			if !ok {
-				t.Fatalf("the event stream ended before %s", typ)
-			}
-			if e.Type == typ {
-				return e
-			}
-		case <-timeout:
-			t.Fatalf("no %s event", typ)
-		}
-	}
+	return testkit.Next(t, events, 10*time.Second, typ+" event", func(e sseEvent) bool { return e.Type == typ })
 }
 
 // eventually polls cond until it holds, for state that settles on another

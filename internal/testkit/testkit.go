@@ -10,8 +10,11 @@ package testkit
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -109,4 +112,26 @@ func DatabaseURL(tb testing.TB) string {
 		return ""
 	}
 	return pgtest.Database(tb)
+}
+
+// SendJSON sends body as application/json with method to url and returns
+// the status and the body of the answer; it fails the test if there is no
+// answer.
+func SendJSON(tb testing.TB, method, url, body string) (int, string) {
+	tb.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res.StatusCode, string(data)
 }

@@ -40,21 +40,7 @@ func start(t *testing.T, cfg testserver.Config) *testserver.Server {
 
 func send(t *testing.T, method, url, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, string(data)
+	return testkit.SendJSON(t, method, url, body)
 }
 
 // askAndWait sends POST /elicit, which waits for the question's end, and

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -34,20 +33,7 @@ func TestMain(m *testing.M) {
 
 func send(t *testing.T, method, url string, body []byte) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, string(data)
+	return testkit.SendJSON(t, method, url, string(body))
 }
 
 // The bare server lists exactly the bytes it was seeded with, in order, and

@@ -281,20 +281,7 @@ func watch(t *testing.T, base string) *events {
 // next returns the next frame of type typ, skipping others.
 func (e *events) next(t *testing.T, typ string) event {
 	t.Helper()
-	timeout := time.After(15 * time.Second)
-	for {
-		select {
-		case f, ok := <-e.frames:
-			if !ok {
-				t.Fatalf("the event stream ended before %s", typ)
-			}
-			if f.Type == typ {
-				return f
-			}
-		case <-timeout:
-			t.Fatalf("no %s event within 15s", typ)
-		}
-	}
+	return testkit.Next(t, e.frames, 15*time.Second, typ+" event", func(f event) bool { return f.Type == typ })
 }
 
 // asked waits for the next question.asked and returns the question.

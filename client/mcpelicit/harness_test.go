@@ -81,20 +81,7 @@ func watch(t *testing.T, base string) *operator {
 // next waits for the next event of type typ.
 func (o *operator) next(typ string) frame {
 	o.t.Helper()
-	timeout := time.After(15 * time.Second)
-	for {
-		select {
-		case f, ok := <-o.frames:
-			if !ok {
-				o.t.Fatalf("the event stream ended before %s", typ)
-			}
-			if f.Type == typ {
-				return f
-			}
-		case <-timeout:
-			o.t.Fatalf("no %s within 15s", typ)
-		}
-	}
+	return testkit.Next(o.t, o.frames, 15*time.Second, typ, func(f frame) bool { return f.Type == typ })
 }
 
 // asked waits for the next question.

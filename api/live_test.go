@@ -30,6 +30,7 @@ import (
 	"github.com/questiond/questiond/api"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testserver"
 )
 
@@ -92,7 +93,7 @@ func startLive(t *testing.T, auth httpapi.Auth, limits httpapi.Limits) *liveServ
 func startLiveWith(t *testing.T, opts httpapi.Options) *liveServer {
 	t.Helper()
 	auth := opts.Auth
-	server, err := testserver.Start(testserver.Config{
+	server := testkit.Serve(t, testserver.Config{
 		API: httpapi.Options{
 			Version:      "test",
 			OpenAPI:      api.JSON(),
@@ -104,17 +105,9 @@ func startLiveWith(t *testing.T, opts httpapi.Options) *liveServer {
 		},
 		// A short heartbeat puts server.heartbeat frames on every stream within
 		// the test; a short keep-alive puts leading whitespace in POST /elicit bodies.
-		Events:      sse.Options{Heartbeat: 50 * time.Millisecond},
-		Logger:      zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
-		StopTimeout: 5 * time.Second,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := server.Stop(); err != nil {
-			t.Errorf("stopping questiond: %v", err)
-		}
+		Events:         sse.Options{Heartbeat: 50 * time.Millisecond},
+		Logger:         zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)),
+		FailureTimeout: 5 * time.Second,
 	})
 
 	doc := loadDoc(t)

@@ -3,7 +3,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -214,12 +213,12 @@ func runBinary(b *testing.B, cfg *binariesSettings, bin binary, store string, ag
 		"QUESTIOND_AGENT_TOKENS="+strings.Join(cfg.tokens, ","),
 		"QUESTIOND_OPERATOR_PASSWORD="+cfg.password)
 	var capped atomic.Value
-	p := startProcess(b, bin.name, cmd, nil, func(line []byte) string {
-		if bytes.Contains(line, []byte(connectionCapLog)) {
-			capped.CompareAndSwap(nil, string(line))
+	p := startProcess(b, bin.name, cmd, nil, func(line string) string {
+		if strings.Contains(line, connectionCapLog) {
+			capped.CompareAndSwap(nil, line)
 		}
 		var entry struct{ Msg, Addr string }
-		if json.Unmarshal(line, &entry) != nil || entry.Msg != "questiond listening" {
+		if json.Unmarshal([]byte(line), &entry) != nil || entry.Msg != "questiond listening" {
 			return ""
 		}
 		return entry.Addr
@@ -233,7 +232,7 @@ func runBinary(b *testing.B, cfg *binariesSettings, bin binary, store string, ag
 			fmt.Fprintf(os.Stderr, "%s: %s\n", bin.name, line)
 		}
 		if r.err != nil {
-			fmt.Fprintf(os.Stderr, "%s's output ended with:\n%s\n", bin.name, p.output)
+			fmt.Fprintf(os.Stderr, "%s's output ended with:\n%s\n", bin.name, p.Output())
 		}
 	}()
 	base := "http://" + p.addr

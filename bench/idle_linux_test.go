@@ -43,7 +43,7 @@ const (
 // run of a sub-benchmark, whatever b.N is; ns/op is only how long it took.
 func BenchmarkIdleSubscribers(b *testing.B) {
 	testenv.Heavy(b, "runs server processes holding up to 10 000 connections")
-	bin := buildQuestiond(b, b.TempDir())
+	bin := questiondBinary(b)
 	for _, n := range idleCounts {
 		needOpenFiles(b, n)
 		perSubscriber := make(map[string]float64)
@@ -77,7 +77,7 @@ func BenchmarkIdleSubscribers(b *testing.B) {
 // cleanly when stopped.
 func TestIdleSubscribers(t *testing.T) {
 	testenv.Heavy(t, "builds questiond and runs server processes")
-	bin := buildQuestiond(t, t.TempDir())
+	bin := questiondBinary(t)
 	for _, srv := range processServers {
 		t.Run(srv.name, func(t *testing.T) {
 			m := measureIdle(t, srv.start(t, bin, 50), 20)
@@ -104,10 +104,7 @@ func TestIdleSubscribersServerDies(t *testing.T) {
 		t.Fatalf("while the server runs: %v", err)
 	}
 
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-p.exited
+	p.Kill()
 	if err := stillOpen(conns); err == nil {
 		t.Fatal("subscribers of a killed server still look open")
 	}

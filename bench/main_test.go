@@ -4,9 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
-
-	"github.com/questiond/questiond/internal/pgtest"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // Leak sources this guards: event-stream readers, operator reply workers,
@@ -19,11 +17,5 @@ func TestMain(m *testing.M) {
 	if which := os.Getenv(serveEnv); which != "" {
 		os.Exit(serveChild(which))
 	}
-	goleak.VerifyTestMain(withPostgres{m})
+	testkit.Main(m)
 }
-
-// withPostgres runs the tests, then stops the PostgreSQL server the store
-// benchmarks started, if any.
-type withPostgres struct{ m *testing.M }
-
-func (w withPostgres) Run() int { return pgtest.Run(w.m) }

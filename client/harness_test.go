@@ -1,7 +1,6 @@
 package client_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +20,7 @@ import (
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testserver"
 )
 
@@ -274,18 +273,8 @@ func watch(t *testing.T, base string) *events {
 	go func() {
 		defer close(done)
 		defer close(e.frames)
-		defer res.Body.Close()
-		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<22)
-		for sc.Scan() {
-			data, ok := strings.CutPrefix(sc.Text(), "data: ")
-			if !ok {
-				continue
-			}
-			var f event
-			if json.Unmarshal([]byte(data), &f) == nil {
-				e.frames <- f
-			}
+		for f := range testkit.Events[event](res.Body, 0) {
+			e.frames <- f
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -295,20 +284,7 @@ func watch(t *testing.T, base string) *events {
 // next returns the next frame of type typ, skipping others.
 func (e *events) next(t *testing.T, typ string) event {
 	t.Helper()
-	timeout := time.After(15 * time.Second)
-	for {
-		select {
-		case f, ok := <-e.frames:
-			if !ok {
-				t.Fatalf("the event stream ended before %s", typ)
-			}
-			if f.Type == typ {
-				return f
-			}
-		case <-timeout:
-			t.Fatalf("no %s event within 15s", typ)
-		}
-	}
+	return testkit.Next(t, e.frames, 15*time.Second, typ+" event", func(f event) bool { return f.Type == typ })
 }
 
 // asked waits for the next question.asked and returns the question.

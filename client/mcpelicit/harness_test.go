@@ -1,13 +1,11 @@
 package mcpelicit_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/questiond/questiond/client"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testserver"
 )
 
@@ -22,18 +21,10 @@ import (
 // its URL and a client of it.
 func startDaemon(t *testing.T) (string, *client.Client) {
 	t.Helper()
-	server, err := testserver.Start(testserver.Config{
+	server := testkit.Serve(t, testserver.Config{
 		Events:      sse.Options{Heartbeat: time.Hour},
 		Logger:      zaptest.NewLogger(t),
 		DatabaseURL: databaseURL(t),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := server.Stop(); err != nil {
-			t.Errorf("stopping questiond: %v", err)
-		}
 	})
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	t.Cleanup(transport.CloseIdleConnections)
@@ -79,16 +70,8 @@ func watch(t *testing.T, base string) *operator {
 	go func() {
 		defer close(done)
 		defer close(o.frames)
-		defer res.Body.Close()
-		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<22)
-		for sc.Scan() {
-			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var f frame
-				if json.Unmarshal([]byte(data), &f) == nil {
-					o.frames <- f
-				}
-			}
+		for f := range testkit.Events[frame](res.Body, 0) {
+			o.frames <- f
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -98,20 +81,7 @@ func watch(t *testing.T, base string) *operator {
 // next waits for the next event of type typ.
 func (o *operator) next(typ string) frame {
 	o.t.Helper()
-	timeout := time.After(15 * time.Second)
-	for {
-		select {
-		case f, ok := <-o.frames:
-			if !ok {
-				o.t.Fatalf("the event stream ended before %s", typ)
-			}
-			if f.Type == typ {
-				return f
-			}
-		case <-timeout:
-			o.t.Fatalf("no %s within 15s", typ)
-		}
-	}
+	return testkit.Next(o.t, o.frames, 15*time.Second, typ, func(f frame) bool { return f.Type == typ })
 }
 
 // asked waits for the next question.

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -34,7 +32,7 @@ func TestShutdownDoesNotWaitForSilentConnections(t *testing.T) {
 	time.Sleep(50 * time.Millisecond) // let the server accept it
 	start := time.Now()
 	if err := p.stop(t, syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM exit: %v\n%s", err, p.logs.String())
+		t.Fatalf("SIGTERM exit: %v\n%s", err, p.Output())
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("shutdown took %s with one silent connection open", took)
@@ -56,7 +54,7 @@ func TestShutdownDoesNotWaitForAHalfSentBody(t *testing.T) {
 	time.Sleep(200 * time.Millisecond) // the request is in, its body half-sent
 	start := time.Now()
 	if err := p.stop(t, syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM exit with a half-sent body: %v\n%s", err, p.logs.String())
+		t.Fatalf("SIGTERM exit with a half-sent body: %v\n%s", err, p.Output())
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("shutdown took %s with a half-sent body open (--shutdown-timeout 5s)", took)
@@ -71,34 +69,9 @@ func startLimited(t *testing.T, files int, password string, args ...string) *dae
 	cmd := exec.Command("sh", append([]string{"-c", shell, sharedBinary(t), "--addr", "127.0.0.1:0", "--log-format", "json"}, args...)...)
 	cmd.Env = append(os.Environ(), "QUESTIOND_OPERATOR_PASSWORD="+password,
 		"QUESTIOND_AGENT_TOKENS=alpha=alpha-token-0123456789")
-	stderr, err := cmd.StderrPipe()
+	p, err := launchDaemon(t, cmd)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &daemonProcess{cmd: cmd, exited: make(chan error, 1), logs: &syncBuffer{}}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Bytes()
-			p.logs.Write(append(line, '\n'))
-			var entry struct{ Msg, Addr string }
-			if json.Unmarshal(line, &entry) == nil && entry.Msg == "questiond listening" {
-				addr <- entry.Addr
-			}
-		}
-		p.exited <- cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.exited })
-	select {
-	case a := <-addr:
-		p.base = "http://" + a
-	case <-time.After(15 * time.Second):
-		t.Fatalf("daemon did not start within 15s: %s", p.logs.String())
 	}
 	return p
 }
@@ -140,7 +113,7 @@ func TestStalledConnectionsUnderALowFileLimitDoNotLockOutTheOperator(t *testing.
 		req.Header.Set("Authorization", auth)
 		res, err := client.Do(req)
 		if err != nil {
-			t.Fatalf("GET %s with %d stalled connections open: %v\n%s", path, len(conns), err, tail(p.logs.String()))
+			t.Fatalf("GET %s with %d stalled connections open: %v\n%s", path, len(conns), err, tail(p.Output()))
 		}
 		_, _ = io.Copy(io.Discard, res.Body)
 		res.Body.Close()
@@ -150,7 +123,7 @@ func TestStalledConnectionsUnderALowFileLimitDoNotLockOutTheOperator(t *testing.
 	}
 	start := time.Now()
 	if err := p.stop(t, syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM exit: %v\n%s", err, tail(p.logs.String()))
+		t.Fatalf("SIGTERM exit: %v\n%s", err, tail(p.Output()))
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("shutdown took %s", took)

@@ -60,7 +60,7 @@ func TestShutdownEndsWaitingMCPToolCalls(t *testing.T) {
 	}
 	start := time.Now()
 	if err := first.stop(t, syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM exit: %v\n%s", err, first.logs.String())
+		t.Fatalf("SIGTERM exit: %v\n%s", err, first.Output())
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("stopping took %s with an MCP call waiting", took)

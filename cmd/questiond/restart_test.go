@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -18,41 +17,18 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/internal/testenv"
+	"github.com/questiond/questiond/internal/testkit"
+	"github.com/questiond/questiond/internal/testkit/launch"
 )
 
 // daemonProcess is the real questiond binary running on a random port.
 type daemonProcess struct {
-	cmd    *exec.Cmd
-	base   string
-	exited chan error
-	logs   *syncBuffer
+	*launch.Process
+	base string
 }
 
-var (
-	builtOnce sync.Once
-	builtBin  string
-	builtErr  error
-)
-
-// sharedBinary builds cmd/questiond once for all process tests.
-func sharedBinary(t *testing.T) string {
-	t.Helper()
-	builtOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "questiond-bin-")
-		if err != nil {
-			builtErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "questiond")
-		if out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput(); err != nil {
-			builtErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if builtErr != nil {
-		t.Fatal(builtErr)
-	}
-	return builtBin
-}
+// sharedBinary is cmd/questiond, built once for all process tests.
+func sharedBinary(t *testing.T) string { return testkit.Binary(t) }
 
 // startProcess starts the binary with args and waits for its listening line.
 func startProcess(t *testing.T, args ...string) *daemonProcess {
@@ -67,53 +43,31 @@ func startProcess(t *testing.T, args ...string) *daemonProcess {
 func tryStartProcess(t *testing.T, args ...string) (*daemonProcess, error) {
 	t.Helper()
 	cmd := exec.Command(sharedBinary(t), append([]string{"--addr", "127.0.0.1:0", "--log-format", "json"}, args...)...)
-	stderr, err := cmd.StderrPipe()
+	return launchDaemon(t, cmd)
+}
+
+// launchDaemon starts cmd, the binary with --addr and JSON logs; it is
+// killed when the test ends.
+func launchDaemon(t *testing.T, cmd *exec.Cmd) (*daemonProcess, error) {
+	t.Helper()
+	p, err := testkit.TryLaunch(t, cmd, launch.Options{Name: "daemon", StartTimeout: 15 * time.Second})
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &daemonProcess{cmd: cmd, exited: make(chan error, 1), logs: &syncBuffer{}}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Bytes()
-			p.logs.Write(append(line, '\n'))
-			var entry struct{ Msg, Addr string }
-			if json.Unmarshal(line, &entry) == nil && entry.Msg == "questiond listening" {
-				addr <- entry.Addr
-			}
-		}
-		p.exited <- cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.exited })
-	select {
-	case a := <-addr:
-		p.base = "http://" + a
-		return p, nil
-	case err := <-p.exited:
-		return nil, fmt.Errorf("daemon exited before listening (%v): %s", err, p.logs.String())
-	case <-time.After(15 * time.Second):
-		return nil, fmt.Errorf("daemon did not start within 15s: %s", p.logs.String())
-	}
+	return &daemonProcess{Process: p, base: p.URL}, nil
 }
 
 // stop sends sig and waits for the process to exit.
 func (p *daemonProcess) stop(t *testing.T, sig os.Signal) error {
 	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
+	if err := p.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-p.exited:
-		return err
-	case <-time.After(15 * time.Second):
+	err, ok := p.Wait(15 * time.Second)
+	if !ok {
 		t.Fatalf("daemon did not exit within 15s of %v", sig)
-		return nil
 	}
+	return err
 }
 
 // call sends a JSON request and decodes a JSON answer into out (if not nil).
@@ -182,7 +136,7 @@ func TestRestartKeepsPendingQuestions(t *testing.T) {
 		ids = append(ids, e.ID)
 	}
 	if err := first.stop(t, syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM exit: %v\n%s", err, first.logs.String())
+		t.Fatalf("SIGTERM exit: %v\n%s", err, first.Output())
 	}
 	time.Sleep(1100 * time.Millisecond) // let the third question's deadline pass while questiond is down
 
@@ -207,16 +161,16 @@ func TestRestartKeepsPendingQuestions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stream.Body.Close()
-	sc := bufio.NewScanner(stream.Body)
+	type announcement struct {
+		Type       string
+		Properties struct{ ID string }
+	}
+	events := testkit.Events[announcement](stream.Body, 8)
 	var announced []string
-	for len(announced) < 3 && sc.Scan() {
-		if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-			var f struct {
-				Type       string
-				Properties struct{ ID string }
-			}
-			_ = json.Unmarshal([]byte(line), &f)
-			announced = append(announced, f.Type+" "+f.Properties.ID)
+	for f := range events {
+		announced = append(announced, f.Type+" "+f.Properties.ID)
+		if len(announced) == 3 {
+			break
 		}
 	}
 	want := []string{"server.connected ", "question.asked " + ids[0], "question.asked " + ids[1]}
@@ -337,8 +291,7 @@ func TestCrashLosesNothingAcknowledged(t *testing.T) {
 		}(w)
 	}
 	time.Sleep(1500 * time.Millisecond) // traffic runs against the real process
-	_ = p.cmd.Process.Kill()
-	<-p.exited
+	p.Kill()
 	close(stop)
 	wg.Wait()
 	if len(created) < 50 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 func TestMaxRetainedSetting(t *testing.T) {
@@ -76,19 +77,5 @@ func TestMaxRetainedDaemon(t *testing.T) {
 
 func sendJSON(t *testing.T, method, url, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, string(data)
+	return testkit.SendJSON(t, method, url, body)
 }

@@ -23,7 +23,7 @@ func TestRestartKeepsSessionCapabilities(t *testing.T) {
 		}
 	}
 	if err := first.stop(t, syscall.SIGTERM); err != nil {
-		t.Fatalf("SIGTERM exit: %v\n%s", err, first.logs.String())
+		t.Fatalf("SIGTERM exit: %v\n%s", err, first.Output())
 	}
 
 	second := startProcess(t, "--data-dir", dataDir)

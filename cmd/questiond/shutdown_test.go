@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/questiond/questiond/internal/testenv"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // bigQuestions creates n pending questions whose question.asked frames are
@@ -79,25 +78,7 @@ func operatorStream(t *testing.T, p *daemonProcess) <-chan frame {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("GET /event: %s", res.Status)
 	}
-	frames := make(chan frame, 64)
-	go func() {
-		defer close(frames)
-		defer res.Body.Close()
-		r := bufio.NewReaderSize(res.Body, 64<<10)
-		for {
-			line, err := r.ReadString('\n')
-			if data, ok := strings.CutPrefix(line, "data: "); ok {
-				var f frame
-				if json.Unmarshal([]byte(data), &f) == nil {
-					frames <- f
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return frames
+	return testkit.Events[frame](res.Body, 64)
 }
 
 // TestShutdownWithAStalledStreamAnswersEveryone is the whole shutdown on the
@@ -177,7 +158,7 @@ func TestShutdownWithAStalledStreamAnswersEveryone(t *testing.T) {
 
 	start := time.Now()
 	if err := p.stop(t, syscall.SIGTERM); err != nil {
-		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logs.String())
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.Output())
 	}
 	took := time.Since(start)
 	if took >= timeout {
@@ -209,7 +190,7 @@ func TestShutdownWithAStalledStreamAnswersEveryone(t *testing.T) {
 	// The stalled stream is cut off by its own close grace (the broker's
 	// warning) or, if that races the daemon's deadline for all streams, by
 	// the daemon (its warning): either way it is logged, and not an error.
-	logs := p.logs.String()
+	logs := p.Output()
 	if !strings.Contains(logs, "event subscriber cut off") && !strings.Contains(logs, "event streams cut off") {
 		t.Errorf("no warning that the stalled stream was cut off:\n%s", logs)
 	}
@@ -226,7 +207,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	if status, err := p.call(http.MethodGet, "/global/health", "", nil); err != nil || status != http.StatusOK {
 		t.Fatalf("health: %d %v", status, err)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	waitForLog(t, p, `"msg":"shutting down"`)
@@ -238,8 +219,8 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	if err == nil {
 		t.Error("the process exited 0 after a second signal cut its shutdown short")
 	}
-	if !strings.Contains(p.logs.String(), "exiting at once") {
-		t.Errorf("the second signal was not logged:\n%s", p.logs.String())
+	if !strings.Contains(p.Output(), "exiting at once") {
+		t.Errorf("the second signal was not logged:\n%s", p.Output())
 	}
 }
 
@@ -247,9 +228,9 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 func waitForLog(t *testing.T, p *daemonProcess, text string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(p.logs.String(), text) {
+	for !strings.Contains(p.Output(), text) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the daemon never logged %s:\n%s", text, p.logs.String())
+			t.Fatalf("the daemon never logged %s:\n%s", text, p.Output())
 		}
 		time.Sleep(10 * time.Millisecond) // polling a real process's log; nothing to synchronise on
 	}

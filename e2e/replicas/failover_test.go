@@ -43,10 +43,10 @@ func TestKilledReplicaAgentResumesElsewhere(t *testing.T) {
 	if e := streamC.next(t, "C"); e.Type != "question.asked" || e.Properties.ID != id || id == "" {
 		t.Fatalf("C's stream: %+v; want question.asked of %q", e, id)
 	}
-	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := a.proc.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-a.exited
+	<-a.proc.Exited()
 	if _, err := io.ReadAll(first.Body); err == nil {
 		// The body may end cleanly or with a reset; either way no result came.
 		t.Log("A's response ended without a result, as expected")

@@ -26,10 +26,10 @@ func TestMigrateFromBolt(t *testing.T) {
 	if code, body := single.call(t, http.MethodPut, "/sessions/ses_quiet", `{"questionCapability":"none"}`); code/100 != 2 {
 		t.Fatalf("put session: %d %s", code, body)
 	}
-	if err := single.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := single.proc.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	<-single.exited
+	<-single.proc.Exited()
 
 	migrate := func() string {
 		cmd := exec.Command(binary(t), "migrate", "--data-dir", dataDir)

@@ -103,19 +103,19 @@ func TestKilledReplicasWebhookNotificationsAreDeliveredOnce(t *testing.T) {
 		t.Fatalf("after B started: %d of %d notifications held, %d by one replica; want all, by A", held, count, owners)
 	}
 
-	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := a.proc.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-a.exited
+	<-a.proc.Exited()
 	killed := time.Now()
 	hook.setOpen()
 	within(t, "B delivers A's notifications", func() bool { events, _ := hook.tally(); return events == count })
 	t.Logf("A's %d notifications delivered by B %v after A was killed (lease %s)", count, time.Since(killed).Round(10*time.Millisecond), lease)
 	within(t, "the outbox is emptied", func() bool { return outboxRows(t, url, "true") == 0 })
-	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := b.proc.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	<-b.exited
+	<-b.proc.Exited()
 	if events, most := hook.tally(); events != count || most != 1 {
 		t.Fatalf("the webhook accepted %d events, one %d times; want %d, each once", events, most, count)
 	}

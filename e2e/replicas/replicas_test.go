@@ -4,7 +4,6 @@
 package replicas
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,26 +14,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/questiond/questiond/e2e/internal/daemonproc"
 	"github.com/questiond/questiond/internal/pgtest"
+	"github.com/questiond/questiond/internal/testkit"
+	"github.com/questiond/questiond/internal/testkit/launch"
 )
 
-func TestMain(m *testing.M) {
-	code := pgtest.Run(m)
-	daemonproc.RemoveBinary()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
 
-// binary is the questiond binary the replicas run.
-func binary(t *testing.T) string { return daemonproc.Binary(t) }
+// binary is cmd/questiond, built once for every suite (testkit.Binary).
+func binary(t *testing.T) string { return testkit.Binary(t) }
 
 // replica is one questiond process.
 type replica struct {
-	name   string
-	cmd    *exec.Cmd
-	base   string
-	exited <-chan struct{}
-	proc   *daemonproc.Process
+	name string
+	base string
+	proc *launch.Process
 }
 
 // startReplica starts questiond on a random port with --store postgres on
@@ -47,11 +41,25 @@ func startReplica(t *testing.T, name, url string) *replica {
 // startProcess starts questiond with env added to the test's and args.
 func startProcess(t *testing.T, name string, env []string, args ...string) *replica {
 	t.Helper()
-	p := daemonproc.Start(t, name, env, args...)
-	return &replica{name: name, cmd: p.Cmd, base: p.Base, exited: p.Exited, proc: p}
+	// A short keepalive: a retry that attaches to a wait sends its headers
+	// with the first keepalive byte.
+	cmd := exec.Command(binary(t), append([]string{"--addr", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug", "--keepalive", "500ms"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	p, err := launch.Start(cmd, launch.Options{Name: "replica " + name, StartTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{name: name, base: p.URL, proc: p}
+	t.Cleanup(func() {
+		p.Kill()
+		if t.Failed() {
+			t.Logf("replica %s logs:\n%s", name, r.log())
+		}
+	})
+	return r
 }
 
-func (r *replica) log() string { return r.proc.Log() }
+func (r *replica) log() string { return r.proc.Output() }
 
 var client = &http.Client{Timeout: 30 * time.Second}
 
@@ -112,12 +120,8 @@ func (r *replica) streamAt(t *testing.T, path, userAgent string) *stream {
 	s := &stream{events: make(chan event, 1000)}
 	go func() {
 		defer close(s.events)
-		sc := bufio.NewScanner(res.Body)
-		for sc.Scan() {
-			data, ok := strings.CutPrefix(sc.Text(), "data: ")
-			if !ok {
-				continue
-			}
+		for f := range testkit.Frames(res.Body, 0) {
+			data := f.Data
 			var e event
 			var global struct{ Payload *event }
 			if json.Unmarshal([]byte(data), &global) == nil && global.Payload != nil {

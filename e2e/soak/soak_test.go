@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,15 +24,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/questiond/questiond/e2e/internal/daemonproc"
 	"github.com/questiond/questiond/internal/testenv"
+	"github.com/questiond/questiond/internal/testkit"
+	"github.com/questiond/questiond/internal/testkit/launch"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	daemonproc.RemoveBinary()
-	os.Exit(code)
-}
 
 const (
 	// attackDuration is how long bravo attacks while alpha asks. With the
@@ -149,10 +145,7 @@ func TestSoakHostileAgentHurtsNobody(t *testing.T) {
 	testenv.Heavy(t, "a one-minute soak of the real binary")
 	raiseOpenFileLimit(t, 2*stalledConns+1024)
 
-	d := daemonproc.Start(t, "soak", []string{
-		"QUESTIOND_AGENT_TOKENS=alpha=" + alphaToken + ",bravo=" + bravoToken,
-		"QUESTIOND_OPERATOR_PASSWORD=" + operatorPassword,
-	},
+	cmd := exec.Command(testkit.Binary(t), "--addr", "127.0.0.1:0", "--log-format", "json",
 		"--log-level", "info", // not debug: every refusal logged would be most of the test's memory
 		"--store", "bolt", "--data-dir", t.TempDir(), "--metrics-addr", "off",
 		"--max-body", strconv.Itoa(maxBody),
@@ -162,15 +155,19 @@ func TestSoakHostileAgentHurtsNobody(t *testing.T) {
 		"--shutdown-timeout", shutdownTimeout.String(),
 		"--max-connections", strconv.Itoa(maxConnections),
 	)
-	pid := d.Cmd.Process.Pid
+	cmd.Env = append(os.Environ(),
+		"QUESTIOND_AGENT_TOKENS=alpha="+alphaToken+",bravo="+bravoToken,
+		"QUESTIOND_OPERATOR_PASSWORD="+operatorPassword)
+	d := testkit.Launch(t, cmd, launch.Options{Name: "soak"})
+	pid := d.Pid()
 	if got := childOpenFileLimit(t, pid); got < 2*stalledConns {
 		t.Fatalf("questiond may open %d files; the soak needs room for %d stalled connections and everyone else", got, stalledConns)
 	}
-	addr := strings.TrimPrefix(d.Base, "http://")
+	addr := strings.TrimPrefix(d.URL, "http://")
 
 	mem := watchMemory(t, pid)
 	operator := newClient(func(r *http.Request) { r.SetBasicAuth("opencode", operatorPassword) })
-	events := followEvents(t, operator, d.Base)
+	events := followEvents(t, operator, d.URL)
 
 	// The attack lasts attackDuration, or until bravo's MCP calls are all
 	// made if that takes longer (at most mcpDeadline): on a slow machine
@@ -197,22 +194,22 @@ func TestSoakHostileAgentHurtsNobody(t *testing.T) {
 	tally := &statusTally{counts: map[string]int{}, slowest: map[string]time.Duration{}}
 	var bigHeld atomic.Int64
 	for range bigWorkers {
-		attacks.Go(func() { askBig(ctx, bravo, d.Base, &bigHeld, tally) })
+		attacks.Go(func() { askBig(ctx, bravo, d.URL, &bigHeld, tally) })
 	}
 	for range churnWorkers {
-		attacks.Go(func() { churn(ctx, bravo, d.Base, tally) })
+		attacks.Go(func() { churn(ctx, bravo, d.URL, tally) })
 	}
-	attacks.Go(func() { initializeMCP(mcpCtx, bravo, d.Base, tally); close(mcpDone) })
+	attacks.Go(func() { initializeMCP(mcpCtx, bravo, d.URL, tally); close(mcpDone) })
 
 	listed := make(chan error, 1)
-	go func() { listed <- pollQuestions(t, ctx, operator, d.Base) }()
+	go func() { listed <- pollQuestions(t, ctx, operator, d.URL) }()
 
 	alpha := newClient(bearer(alphaToken))
 	attackStart := time.Now()
 	rounds, slowest := 0, time.Duration(0)
 	for ctx.Err() == nil {
 		start := time.Now()
-		if err := roundTrip(alpha, operator, d.Base, events, rounds); err != nil {
+		if err := roundTrip(alpha, operator, d.URL, events, rounds); err != nil {
 			t.Errorf("alpha's round trip %d (%s into the attack): %v", rounds, time.Since(start), err)
 			break
 		}
@@ -247,24 +244,24 @@ func TestSoakHostileAgentHurtsNobody(t *testing.T) {
 	}
 	// Bravo holds every MCP session its own cap allows
 	// (--max-mcp-sessions-per-agent): alpha still opens one.
-	code, body, err := mcpInitialize(context.Background(), alpha, d.Base, "alpha")
+	code, body, err := mcpInitialize(context.Background(), alpha, d.URL, "alpha")
 	if err != nil || code != http.StatusOK {
 		t.Errorf("alpha's MCP initialize after bravo's 1 000: %d %.200s %v, want 200", code, body, err)
 	}
 
 	// SIGTERM while bravo's stalled connections are still held.
 	start := time.Now()
-	if err := d.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-d.Exited:
+	case <-d.Exited():
 	case <-time.After(shutdownTimeout + 5*time.Second):
 		t.Fatalf("questiond did not exit within %s of SIGTERM (--shutdown-timeout %s)", time.Since(start), shutdownTimeout)
 	}
 	took := time.Since(start)
-	t.Logf("SIGTERM to exit: %s, status %v; questiond used %s of CPU", took, d.Cmd.ProcessState, d.Cmd.ProcessState.UserTime()+d.Cmd.ProcessState.SystemTime())
-	if code := d.Cmd.ProcessState.ExitCode(); code != 0 {
+	t.Logf("SIGTERM to exit: %s, status %v; questiond used %s of CPU", took, cmd.ProcessState, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+	if code := cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("questiond exited with status %d after SIGTERM, want 0", code)
 	}
 	if took > shutdownTimeout {

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,21 +14,19 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/questiond/questiond/internal/testkit/launch"
 )
 
 // daemon is questiond running as a process on a loopback port. Its log (JSON
 // lines, every start appended) is the artifact questiond.log.
 type daemon struct {
-	t        *testing.T
-	opts     daemonOptions
-	addr     string // host:port, kept across restarts
-	URL      string
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	waitErr  error
-	logPath  string
-	starts   int
-	stopping bool
+	t       *testing.T
+	opts    daemonOptions
+	addr    string // host:port, kept across restarts
+	URL     string
+	proc    *launch.Process
+	logPath string
 }
 
 type daemonOptions struct {
@@ -65,41 +62,13 @@ func (d *daemon) start() {
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	stderr, err := cmd.StderrPipe()
+	p, err := launch.Start(cmd, launch.Options{Name: "questiond", Log: logFile, StartTimeout: 20 * time.Second})
 	if err != nil {
-		d.t.Fatal(err)
+		logFile.Close()
+		d.t.Fatalf("%v\nlog: %s", err, d.logPath)
 	}
-	if err := cmd.Start(); err != nil {
-		d.t.Fatal(err)
-	}
-	d.cmd, d.exited, d.starts = cmd, make(chan struct{}), d.starts+1
-	listening := make(chan string, 1)
-	go func() {
-		defer logFile.Close()
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			logFile.Write(append(line, '\n'))
-			var entry struct{ Msg, Addr string }
-			if json.Unmarshal(line, &entry) == nil && entry.Msg == "questiond listening" {
-				select {
-				case listening <- entry.Addr:
-				default:
-				}
-			}
-		}
-		d.waitErr = cmd.Wait()
-		close(d.exited)
-	}()
-	select {
-	case addr := <-listening:
-		d.addr, d.URL = addr, "http://"+addr
-	case <-d.exited:
-		d.t.Fatalf("questiond exited before listening (%v); log: %s", d.waitErr, d.logPath)
-	case <-time.After(20 * time.Second):
-		d.t.Fatalf("questiond did not listen within 20s; log: %s", d.logPath)
-	}
+	go func() { <-p.Exited(); logFile.Close() }()
+	d.proc, d.addr, d.URL = p, p.Addr, p.URL
 }
 
 // restart stops questiond with SIGTERM (a graceful shutdown) and starts it
@@ -112,25 +81,23 @@ func (d *daemon) restart() {
 
 func (d *daemon) stop() {
 	d.t.Helper()
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := d.proc.Signal(syscall.SIGTERM); err != nil {
 		d.t.Fatal(err)
 	}
-	select {
-	case <-d.exited:
-		if d.waitErr != nil {
-			d.t.Fatalf("questiond exited with %v after SIGTERM; log: %s", d.waitErr, d.logPath)
-		}
-	case <-time.After(20 * time.Second):
+	err, ok := d.proc.Wait(20 * time.Second)
+	if !ok {
 		d.t.Fatalf("questiond did not exit within 20s of SIGTERM; log: %s", d.logPath)
+	}
+	if err != nil {
+		d.t.Fatalf("questiond exited with %v after SIGTERM; log: %s", err, d.logPath)
 	}
 }
 
 func (d *daemon) kill() {
-	if d.cmd == nil {
+	if d.proc == nil {
 		return
 	}
-	_ = d.cmd.Process.Kill()
-	<-d.exited
+	d.proc.Kill()
 }
 
 // cleanEnv is this process's environment without the variables that would

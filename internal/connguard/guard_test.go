@@ -25,6 +25,7 @@ import (
 	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testserver"
 )
 
@@ -43,16 +44,7 @@ func start(t *testing.T, cfg testserver.Config) *testserver.Server {
 	t.Helper()
 	cfg.Logger = zaptest.NewLogger(t)
 	cfg.Events = sse.Options{Heartbeat: time.Hour}
-	s, err := testserver.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Errorf("stopping: %v", err)
-		}
-	})
-	return s
+	return testkit.Serve(t, cfg)
 }
 
 func withCredentials() httpapi.Options {
@@ -180,16 +172,7 @@ func TestStreamsAndLongWaitsOutliveTheBodyReadTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stream.Body.Close()
-	events := make(chan string, 16)
-	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(stream.Body)
-		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "data:") {
-				events <- line
-			}
-		}
-	}()
+	events := testkit.Data(stream.Body, 16)
 	answer := make(chan string, 1)
 	go func() {
 		res, err := http.Post(s.URL+"/elicit", "application/json", strings.NewReader(form))
@@ -398,7 +381,7 @@ func TestAnAgentAtItsConnectionCapCannotTakeTheOperatorsReserve(t *testing.T) {
 // A shutdown does not wait for a request whose body is half-sent: Stop
 // returns at once, without error, and the connection is closed.
 func TestStopDoesNotWaitForAHalfSentBody(t *testing.T) {
-	s, err := testserver.Start(testserver.Config{Logger: zaptest.NewLogger(t), StopTimeout: 5 * time.Second,
+	s, err := testserver.Start(testserver.Config{Logger: zaptest.NewLogger(t), FailureTimeout: 5 * time.Second,
 		Conns: connguard.Options{BodyReadTimeout: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
@@ -510,46 +493,24 @@ func watch(t *testing.T, s *testserver.Server) <-chan string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = stream.Body.Close() })
-	events := make(chan string, 16)
-	go func() {
-		defer close(events)
-		sc := bufio.NewScanner(stream.Body)
-		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "data:") {
-				events <- line
-			}
-		}
-	}()
+	events := testkit.Data(stream.Body, 16)
 	return events
 }
 
 // next waits for an event of type typ and returns its question id.
 func next(t *testing.T, events <-chan string, typ string) string {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case line, ok := <-events:
-			if !ok {
-				t.Fatalf("the event stream ended before %s", typ)
-			}
-			if !strings.Contains(line, `"`+typ+`"`) {
-				continue
-			}
-			var ev struct {
-				Payload struct {
-					Properties struct {
-						ID        string
-						RequestID string `json:"requestID"`
-					} `json:"properties"`
-				} `json:"payload"`
-			}
-			_ = json.Unmarshal([]byte(strings.TrimPrefix(line, "data:")), &ev)
-			return ev.Payload.Properties.ID + ev.Payload.Properties.RequestID
-		case <-timeout:
-			t.Fatalf("no %s on the stream", typ)
-		}
+	line := testkit.Next(t, events, 10*time.Second, typ, func(line string) bool { return strings.Contains(line, `"`+typ+`"`) })
+	var ev struct {
+		Payload struct {
+			Properties struct {
+				ID        string
+				RequestID string `json:"requestID"`
+			} `json:"properties"`
+		} `json:"payload"`
 	}
+	_ = json.Unmarshal([]byte(line), &ev)
+	return ev.Payload.Properties.ID + ev.Payload.Properties.RequestID
 }
 
 // An MCP session's event stream (GET /mcp) and a tool call's long wait on

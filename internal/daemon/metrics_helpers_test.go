@@ -1,8 +1,6 @@
 package daemon_test
 
 import (
-	"bufio"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // stallListener hands out connections whose writes block, for the clients
@@ -150,38 +150,12 @@ type sseEvent struct {
 // readEvents sends every event of body to the returned channel until body
 // is closed.
 func readEvents(body io.ReadCloser) <-chan sseEvent {
-	ch := make(chan sseEvent, 64)
-	go func() {
-		defer close(ch)
-		sc := bufio.NewScanner(body)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			data, ok := strings.CutPrefix(sc.Text(), "data: ")
-			var e sseEvent
-			if ok && json.Unmarshal([]byte(data), &e) == nil {
-				ch <- e
-			}
-		}
-	}()
-	return ch
+	return testkit.Events[sseEvent](body, 64)
 }
 
 func nextEvent(t *testing.T, events <-chan sseEvent, typ string) sseEvent {
 	t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case e, ok := <-events:
-			if !ok {
-				t.Fatalf("the event stream ended before %s", typ)
-			}
-			if e.Type == typ {
-				return e
-			}
-		case <-timeout:
-			t.Fatalf("no %s event", typ)
-		}
-	}
+	return testkit.Next(t, events, 10*time.Second, typ+" event", func(e sseEvent) bool { return e.Type == typ })
 }
 
 // eventually polls cond until it holds, for state that settles on another

@@ -18,6 +18,7 @@ import (
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/pgtest"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testserver"
 )
 
@@ -69,15 +70,7 @@ func newHarnessWith(t *testing.T, tu tuning, log *zap.Logger) *harness {
 	if tu.database != "" {
 		cfg.DatabaseURL = tu.database
 	}
-	srv, err := testserver.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Errorf("stopping questiond: %v", err)
-		}
-	})
+	srv := testkit.Serve(t, cfg)
 	return &harness{t: t, URL: srv.URL, store: srv.Store, bus: srv.Bus, api: srv.API}
 }
 

@@ -1,30 +1,21 @@
 package httpapi_test
 
 import (
-	"os"
 	"testing"
 
-	"go.uber.org/goleak"
-
-	"github.com/questiond/questiond/internal/pgtest"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // Leak sources this guards: event stream handlers and their writer goroutines,
 // POST /elicit waiters, store timers, and httptest servers left open.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(withPostgres{m})
+	testkit.Main(m)
 }
-
-// withPostgres runs the tests, then stops the PostgreSQL server they
-// started, if any.
-type withPostgres struct{ m *testing.M }
-
-func (w withPostgres) Run() int { return pgtest.Run(w.m) }
 
 // onPostgres reports whether the suite runs on the PostgreSQL store
 // (QUESTIOND_TEST_STORE=postgres): every harness without a journal of its
 // own gets a fresh database, as a replica of one.
-func onPostgres() bool { return os.Getenv("QUESTIOND_TEST_STORE") == "postgres" }
+func onPostgres() bool { return testkit.OnPostgres() }
 
 // memoryOnly skips a test of what only the memory store does (ending every
 // pending question at shutdown) when the suite runs on PostgreSQL.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testserver"
 )
 
@@ -34,35 +35,12 @@ func start(t *testing.T, cfg testserver.Config) *testserver.Server {
 	t.Helper()
 	cfg.Logger = zaptest.NewLogger(t)
 	cfg.Events = sse.Options{Heartbeat: time.Hour}
-	s, err := testserver.Start(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Stop(); err != nil {
-			t.Errorf("stopping: %v", err)
-		}
-	})
-	return s
+	return testkit.Serve(t, cfg)
 }
 
 func send(t *testing.T, method, url, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, string(data)
+	return testkit.SendJSON(t, method, url, body)
 }
 
 // askAndWait sends POST /elicit, which waits for the question's end, and

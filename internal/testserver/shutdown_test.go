@@ -1,9 +1,7 @@
 package testserver_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testserver"
 )
 
@@ -39,40 +38,13 @@ func operatorStream(t *testing.T, s *testserver.Server) <-chan event {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("GET /event: %s", res.Status)
 	}
-	events := make(chan event, 64)
-	go func() {
-		defer close(events)
-		defer res.Body.Close()
-		sc := bufio.NewScanner(res.Body)
-		for sc.Scan() {
-			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var e event
-				if json.Unmarshal([]byte(data), &e) == nil {
-					events <- e
-				}
-			}
-		}
-	}()
-	return events
+	return testkit.Events[event](res.Body, 64)
 }
 
 // nextOf returns the next event of type typ.
 func nextOf(t *testing.T, events <-chan event, typ string) event {
 	t.Helper()
-	timeout := time.After(10 * time.Second) // a hang guard, not a speed limit
-	for {
-		select {
-		case e, ok := <-events:
-			if !ok {
-				t.Fatalf("the stream ended before %s", typ)
-			}
-			if e.Type == typ {
-				return e
-			}
-		case <-timeout:
-			t.Fatalf("no %s within 10s", typ)
-		}
-	}
+	return testkit.Next(t, events, 10*time.Second, typ, func(e event) bool { return e.Type == typ })
 }
 
 // Defect: with the durable store, an MCP tool call's question was withdrawn

@@ -129,8 +129,8 @@ func run(cfg *config, servers string, out io.Writer) error {
 	for _, t := range targets {
 		// Each must still be running: one that died mid-run measured nothing.
 		select {
-		case <-t.proc.exited:
-			return fmt.Errorf("%s exited during the run (%v); see %s", t.name, t.proc.err, t.proc.log)
+		case <-t.proc.Exited():
+			return fmt.Errorf("%s exited during the run (%v); see %s", t.name, t.proc.Err(), t.proc.log)
 		default:
 		}
 	}

@@ -2,13 +2,9 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -20,6 +16,7 @@ import (
 	"github.com/questiond/questiond/bench/bare"
 	"github.com/questiond/questiond/internal/opencodenpm"
 	"github.com/questiond/questiond/internal/testenv"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // TestMain lets startBare re-run this test binary as the bare server, as
@@ -36,20 +33,7 @@ func TestMain(m *testing.M) {
 
 func send(t *testing.T, method, url string, body []byte) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, string(data)
+	return testkit.SendJSON(t, method, url, string(body))
 }
 
 // The bare server lists exactly the bytes it was seeded with, in order, and
@@ -163,18 +147,7 @@ func TestRunFailsWhenOpencodeCannotBeInstalled(t *testing.T) {
 // table, both servers list the same bytes, and nothing fails.
 func TestRunQuestiondBesideBare(t *testing.T) {
 	testenv.Heavy(t, "builds questiond and runs it and the bare server as processes")
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		testenv.Missing(t, "the go command", "put the Go toolchain on PATH")
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "questiond")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(ctx, gobin, "build", "-o", bin, "github.com/questiond/questiond/cmd/questiond")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin, dir := testkit.Binary(t), t.TempDir()
 	cfg := &config{questiond: bin, work: dir, conns: 4, rounds: 2, pending: 5, subscribers: 3,
 		duration: 100 * time.Millisecond, settle: 10 * time.Millisecond}
 	var out bytes.Buffer

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,8 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/questiond/questiond/internal/testkit/launch"
 )
 
 const (
@@ -24,86 +24,38 @@ const (
 // process is one server under test running as a process of its own, so that
 // its resident memory is its alone and not the load generator's.
 type process struct {
-	name   string
-	cmd    *exec.Cmd
-	log    string        // file holding its stdout and stderr
-	exited chan struct{} // closed once Wait has returned
-	err    error         // Wait's result, set before exited is closed
+	*launch.Process
+	name string
+	log  string // file holding its stdout and stderr
 }
 
 // startProcess starts cmd with its output going to logPath and, when
 // addrIn is not nil, waits until addrIn finds the address it listens on in
-// a line of it. The kernel kills the process if this one dies first.
+// a line of it (launch.Start). The kernel kills the process if this one
+// dies first.
 func startProcess(name string, cmd *exec.Cmd, logPath string, addrIn func(line string) string) (*process, string, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, "", err
 	}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = stopTimeout
-	p := &process{name: name, cmd: cmd, log: logPath, exited: make(chan struct{})}
-	if err := cmd.Start(); err != nil {
+	p, err := launch.Start(cmd, launch.Options{Name: name, AddrIn: addrIn, NoAddr: addrIn == nil, Log: logFile,
+		StartTimeout: startTimeout, StopTimeout: stopTimeout})
+	if err != nil {
 		logFile.Close()
-		return nil, "", fmt.Errorf("starting %s: %w", name, err)
+		return nil, "", fmt.Errorf("%w\n(all of it in %s)", err, logPath)
 	}
-	addrs := make(chan string, 1)
 	go func() {
-		defer logFile.Close()
-		lines := bufio.NewScanner(pr)
-		lines.Buffer(make([]byte, 64<<10), 1<<20)
-		for lines.Scan() {
-			fmt.Fprintln(logFile, lines.Text())
-			if addrIn != nil {
-				if addr := addrIn(lines.Text()); addr != "" {
-					select {
-					case addrs <- addr:
-					default:
-					}
-				}
-			}
-		}
-		_, _ = io.Copy(logFile, pr) // a line too long for the scanner
+		<-p.Exited()
+		logFile.Close()
 	}()
-	go func() {
-		p.err = cmd.Wait()
-		pw.Close()
-		close(p.exited)
-	}()
-	if addrIn == nil {
-		return p, "", nil
-	}
-	select {
-	case addr := <-addrs:
-		return p, addr, nil
-	case <-p.exited:
-		return nil, "", fmt.Errorf("%s exited before listening (%v); see %s", name, p.err, logPath)
-	case <-time.After(startTimeout):
-		p.stop()
-		return nil, "", fmt.Errorf("%s did not say where it listens within %v; see %s", name, startTimeout, logPath)
-	}
+	return &process{Process: p, name: name, log: logPath}, p.Addr, nil
 }
 
-func (p *process) pid() int { return p.cmd.Process.Pid }
+func (p *process) pid() int { return p.Pid() }
 
 // stop ends the process with SIGTERM, or SIGKILL after stopTimeout, and
-// says whether it had died on its own before.
-func (p *process) stop() error {
-	select {
-	case <-p.exited:
-		return fmt.Errorf("%s exited while in use (%v); see %s", p.name, p.err, p.log)
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(stopTimeout):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-	return nil
-}
+// says why it did not exit cleanly (it had died on its own before, say).
+func (p *process) stop() error { return p.Stop() }
 
 // waitHTTP polls url until it answers 200, the process exits or the
 // start timeout is over. Each try gets a few seconds: OpenCode accepts
@@ -122,8 +74,8 @@ func waitHTTP(p *process, url string) error {
 			}
 		}
 		select {
-		case <-p.exited:
-			return fmt.Errorf("%s exited before answering (%v); see %s", p.name, p.err, p.log)
+		case <-p.Exited():
+			return fmt.Errorf("%s exited before answering (%v); see %s", p.name, p.Err(), p.log)
 		case <-ctx.Done():
 			return fmt.Errorf("%s did not answer %s within %v; see %s", p.name, url, startTimeout, p.log)
 		case <-time.After(250 * time.Millisecond):

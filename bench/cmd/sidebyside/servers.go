@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/bench/bare"
+	"github.com/questiond/questiond/internal/testkit/launch"
 )
 
 // target is one server under test, started and ready.
@@ -63,13 +64,7 @@ func startQuestiond(cfg *config, name, store string) (*target, error) {
 		"--addr", "127.0.0.1:0", "--log-format", "json", "--rate-limit", "0",
 		"--max-streams", fmt.Sprint(cfg.subscribers+100))
 	cmd.Env = environWithout("QUESTIOND_", "OPENCODE_SERVER_")
-	p, addr, err := startProcess(name, cmd, filepath.Join(cfg.work, name+".log"), func(line string) string {
-		var entry struct{ Msg, Addr string }
-		if json.Unmarshal([]byte(line), &entry) != nil || entry.Msg != "questiond listening" {
-			return ""
-		}
-		return entry.Addr
-	})
+	p, addr, err := startProcess(name, cmd, filepath.Join(cfg.work, name+".log"), launch.ListeningAddr)
 	if err != nil {
 		return nil, err
 	}

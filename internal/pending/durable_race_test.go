@@ -203,6 +203,7 @@ func TestCloseWaitsForCommits(t *testing.T) {
 			q, err := m.Wait(ctx, "que_ending")
 			waited <- settled{q, err}
 		}()
+		synctest.Wait() // the waiter waits before Close begins, not after
 		g := newGate()
 		defer g.open() // a failed assertion must not leave a commit parked
 		parkPuts(j, g, func(q *pending.Question) bool { return q.ID == "que_creating" || q.ID == "que_ending" })

@@ -27,7 +27,8 @@ func TestListeningAddr(t *testing.T) {
 // A process that says where it listens is started, its output kept, and
 // stopped with SIGTERM.
 func TestStartFindsTheAddressAndStops(t *testing.T) {
-	script := `echo starting; echo '{"msg":"questiond listening","addr":"127.0.0.1:1"}' >&2; trap 'echo bye; exit 0' TERM; while :; do sleep 0.01; done`
+	// The trap comes first: Stop may signal as soon as the address is out.
+	script := `trap 'echo bye; exit 0' TERM; echo starting; echo '{"msg":"questiond listening","addr":"127.0.0.1:1"}' >&2; while :; do sleep 0.01; done`
 	p, err := launch.Start(exec.Command("sh", "-c", script), launch.Options{Name: "fake"})
 	if err != nil {
 		t.Fatal(err)

@@ -2,16 +2,11 @@ package daemon_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -22,6 +17,7 @@ import (
 
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // Issue 22, HTTP/2 follow-up: an operator's event streams on an HTTP/2
@@ -176,23 +172,7 @@ func openMCPStream(t *testing.T, client *http.Client, base string) int {
 // only when the configuration names "h2"), and the pool that trusts it.
 func selfSignedTLS(t *testing.T) (*tls.Config, *x509.CertPool) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "questiond test"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	der, key := testkit.SelfSigned(t)
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
 		t.Fatal(err)

@@ -54,3 +54,7 @@ func WithSmallWAL(opts BoltOptions, segment int64, idle time.Duration) BoltOptio
 
 // CopyStoreFiles copies a bbolt store and its write-ahead log elsewhere, as a crash would leave them.
 var CopyStoreFiles = copyStoreFiles
+
+// EvictionDelay is how long the janitor waits to delete a batch of
+// evicted records that is not yet full.
+const EvictionDelay = evictionDelay

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -27,6 +28,13 @@ func endAll(t *testing.T, m *pending.Store, ids ...string) {
 			t.Fatalf("settle %s: %v", id, err)
 		}
 	}
+}
+
+// awaitSweep lets the janitor's batch of evicted records come due (see
+// pending.EvictionDelay) and waits until the bubble is idle.
+func awaitSweep() {
+	time.Sleep(pending.EvictionDelay)
+	synctest.Wait()
 }
 
 // readable returns which of ids Get still finds, failing on any error other
@@ -177,12 +185,62 @@ func TestEvictionDeletesRecords(t *testing.T) {
 		m := openStore(t, j, pending.Options{Retention: time.Hour, MaxRetained: 2})
 		mustCreate(t, m, ask("que_pending"))
 		endAll(t, m, "que_1", "que_2", "que_3", "que_4")
-		synctest.Wait()
+		awaitSweep()
 		if got := fmt.Sprint(j.ids()); got != "[que_3 que_4 que_pending]" {
 			t.Errorf("journal holds %v, want the two newest results and the pending question", got)
 		}
 		if n := m.Held(); n != 3 {
 			t.Errorf("store holds %d questions, want 3", n)
+		}
+	})
+}
+
+// Evictions are deleted in batches: a burst of them costs the journal one
+// deletion, EvictionDelay after the first, and until then the evicted
+// results read as gone. A batch that reaches a megabyte of charged weight
+// is deleted at once, so evicted entries never hold much memory.
+func TestEvictionsAreDeletedInBatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := newFakeJournal()
+		var deletes [][]string
+		j.set(func(j *fakeJournal) {
+			j.onDelete = func(ids []string) { deletes = append(deletes, slices.Sorted(slices.Values(ids))) }
+		})
+		m := openStore(t, j, pending.Options{Retention: time.Hour, MaxRetained: 1})
+		endAll(t, m, "que_0", "que_1", "que_2", "que_3", "que_4")
+		synctest.Wait()
+		if len(deletes) != 0 {
+			t.Errorf("deletions %v at once; want none before the batch is due", deletes)
+		}
+		if got := readable(t, m, "que_0", "que_1", "que_2", "que_3", "que_4"); fmt.Sprint(got) != "[que_4]" {
+			t.Errorf("readable %v before the batch is deleted; want only que_4", got)
+		}
+		awaitSweep()
+		if got := fmt.Sprint(deletes); got != "[[que_0 que_1 que_2 que_3]]" {
+			t.Errorf("deletions %v; want one of the four evicted", got)
+		}
+
+		deletes = nil
+		big := strings.Repeat("x", 600<<10)
+		for _, id := range []string{"que_big1", "que_big2"} {
+			mustCreate(t, m, ask(id, func(q *pending.Question) { q.Message = big }))
+			if _, err := m.Settle(t.Context(), id, replied(id)); err != nil {
+				t.Fatalf("settle %s: %v", id, err)
+			}
+			synctest.Wait()
+		}
+		// que_big1's ending evicts que_4 and que_big2's que_big1: 600 KiB
+		// in the batch. Not yet a megabyte, so it waits.
+		if len(deletes) != 0 {
+			t.Errorf("deletions %v; want none while the batch is under a megabyte", deletes)
+		}
+		mustCreate(t, m, ask("que_big3", func(q *pending.Question) { q.Message = big }))
+		if _, err := m.Settle(t.Context(), "que_big3", replied("que_big3")); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // no time passes: the batch is full by weight
+		if got := fmt.Sprint(deletes); got != "[[que_4 que_big1 que_big2]]" {
+			t.Errorf("deletions %v; want the batch deleted as it passed a megabyte", got)
 		}
 	})
 }
@@ -198,7 +256,7 @@ func TestEvictionSurvivesFailedDeletionAndRestart(t *testing.T) {
 		mustCreate(t, first, ask("que_pending"))
 		j.set(func(j *fakeJournal) { j.failDelete = failAlways })
 		endAll(t, first, "que_1", "que_2", "que_3")
-		synctest.Wait()
+		awaitSweep()
 		if got := readable(t, first, "que_1", "que_2", "que_3"); fmt.Sprint(got) != "[que_2 que_3]" {
 			t.Errorf("readable %v after a failed deletion, want que_1 still evicted", got)
 		}
@@ -209,7 +267,7 @@ func TestEvictionSurvivesFailedDeletionAndRestart(t *testing.T) {
 		j.set(func(j *fakeJournal) { j.failDelete = nil })
 		time.Sleep(time.Minute)   // later endings are newer on restore too
 		endAll(t, first, "que_4") // evicts que_2 and retries que_1
-		synctest.Wait()
+		awaitSweep()
 		if got := fmt.Sprint(j.ids()); got != "[que_3 que_4 que_pending]" {
 			t.Errorf("journal holds %v after the next eviction, want que_1 and que_2 deleted", got)
 		}
@@ -218,7 +276,7 @@ func TestEvictionSurvivesFailedDeletionAndRestart(t *testing.T) {
 		j.set(func(j *fakeJournal) { j.failDelete = failAlways })
 		time.Sleep(time.Minute)
 		endAll(t, first, "que_5")
-		synctest.Wait()
+		awaitSweep()
 		if err := first.Close(ctx); err != nil {
 			t.Fatalf("close: %v", err)
 		}
@@ -261,7 +319,7 @@ func TestOpenAppliesTheBound(t *testing.T) {
 			j.onDelete = func(ids []string) { deletes = append(deletes, slices.Sorted(slices.Values(ids))) }
 		})
 		m := openStore(t, j, pending.Options{MaxRetained: 3})
-		synctest.Wait() // the overdue question's ending evicts the oldest kept one
+		awaitSweep() // the overdue question's ending evicts the oldest kept one
 		if got := fmt.Sprint(deletes); got != "[[que_2 que_4] [que_0]]" {
 			t.Errorf("deletions %v; want Open to delete the 2 oldest of 5 endings, then the timeout to evict que_0", got)
 		}
@@ -375,7 +433,7 @@ func TestEvictionSparesIDBeingCreated(t *testing.T) {
 		go func() { created <- m.Create(ctx, ask("que_old", func(q *pending.Question) { q.Message = "again" })) }()
 		creating.await(1)
 		busy.open() // the janitor sweeps que_old while its id is being created
-		synctest.Wait()
+		awaitSweep()
 		creating.open()
 		if err := <-created; err != nil {
 			t.Fatalf("create: %v", err)
@@ -383,7 +441,7 @@ func TestEvictionSparesIDBeingCreated(t *testing.T) {
 		deletingOld.open() // lets a deletion that should not exist land last
 		synctest.Wait()
 		endAll(t, m, "que_2") // another sweep drops the stale entry
-		synctest.Wait()
+		awaitSweep()
 		if r := j.record("que_old"); r == nil || r.Ended != nil || r.Message != "again" {
 			t.Errorf("journal record = %+v, want the new pending question", r)
 		}

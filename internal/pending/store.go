@@ -127,7 +127,10 @@ type Store struct {
 	bytes       int64                        // the budgets' count of every entry's weight (budget.go)
 	ownerBytes  map[string]int64             // the same per owner
 	sweepDone   chan struct{}                // while the janitor deletes records: closed when it is done
-	sweepSoon   chan struct{}                // one token: records of evicted entries await deletion
+	sweepSoon   chan struct{}                // one token: records of evicted entries await deletion now
+	sweepLater  chan struct{}                // one token: records of evicted entries await deletion within evictionDelay
+	evictedSize int64                        // what the entries evicted since the last sweep were charged
+	sweepTold   bool                         // the janitor was told of the entries evicted since the last sweep
 
 	// Endings that Observe saw for ids whose creation is committing here,
 	// for createDurably to apply once it has indexed the question (under mu).
@@ -183,6 +186,7 @@ func newStore(opts Options) *Store {
 		sessions:            make(map[string]*sessionEntries),
 		creating:            make(map[string]chan struct{}),
 		sweepSoon:           make(chan struct{}, 1),
+		sweepLater:          make(chan struct{}, 1),
 		keys:                make(map[requestKey]*entry),
 		keying:              make(map[requestKey]struct{}),
 		ended:               newRetainedQueue(),

@@ -748,7 +748,7 @@ func TestLiveResponsesFollowTheDocument(t *testing.T) {
 	global.next(t, "server.heartbeat")
 
 	// Draining: no new questions, no new streams, no MCP traffic.
-	l.handler.Drain()
+	l.handler.Questions().Drain()
 	l.do(t, exchange{method: "POST", path: "/elicitations", body: deployBody}, 503)
 	l.do(t, exchange{method: "POST", path: "/elicit", body: deployBody}, 503)
 	l.do(t, exchange{method: "GET", path: "/event"}, 503)

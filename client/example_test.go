@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/client"
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
@@ -114,7 +115,11 @@ func exampleDaemon(answers [][]string) *exampleServer {
 	}
 	events := httpapi.NewEvents(bus, nil)
 	store := pending.New(pending.Options{OnEnd: events.Ended})
-	api, err := httpapi.New(store, events, httpapi.Options{})
+	questions, err := ask.New(store, nil, events, ask.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	api, err := httpapi.New(questions, events, httpapi.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -132,7 +137,7 @@ func exampleDaemon(answers [][]string) *exampleServer {
 		<-operator
 		ctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 		defer stop()
-		api.Drain()
+		api.Questions().Drain()
 		_, _ = store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})
 		_ = bus.Close(ctx)
 		ts.Close()

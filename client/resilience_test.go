@@ -132,7 +132,7 @@ func TestElicitRetriesACreateRefusedByADrainingDaemon(t *testing.T) {
 	path := boltPath(t)
 	created := new(atomic.Int64)
 	draining := startDaemon(t, daemonConfig{boltPath: path, created: created})
-	draining.api.Drain()
+	draining.api.Questions().Drain()
 	c := newClient(t, draining.URL, client.Options{})
 	held := holdPauses(t, c)
 	out := elicitAsync(t, t.Context(), c, deployForm(t))

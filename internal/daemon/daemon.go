@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/metrics"
@@ -85,9 +86,10 @@ type Config struct {
 	// Wrap, if set, puts a handler in front of the API (fault injection,
 	// counting).
 	Wrap func(http.Handler) http.Handler
-	// WrapStore, if set, puts a store in front of the one the API uses
-	// (fault injection); Shutdown still works on the daemon's own store.
-	WrapStore func(httpapi.Store) httpapi.Store
+	// WrapStore, if set, puts a store in front of the one the question
+	// service uses (fault injection); Shutdown still works on the daemon's
+	// own store.
+	WrapStore func(ask.Store) ask.Store
 	// Logger gets every part's logs; nil means zap.NewNop().
 	Logger *zap.Logger
 	// StreamGrace bounds how long Shutdown waits for event streams to write
@@ -108,16 +110,17 @@ type Daemon struct {
 	streamGrace    time.Duration
 	failureTimeout time.Duration
 
-	bus     *sse.Broker
-	store   *pending.Store
-	journal *pending.Bolt // opened from Config.BoltPath; nil otherwise
-	pg      *postgres     // opened from Config.DatabaseURL; nil otherwise
-	notify  *notify.Notifier
-	durable bool // pending questions outlive Shutdown
-	api     *httpapi.Server
-	http    *http.Server
-	conns   *connguard.Guard
-	ln      net.Listener
+	bus       *sse.Broker
+	store     *pending.Store
+	journal   *pending.Bolt // opened from Config.BoltPath; nil otherwise
+	pg        *postgres     // opened from Config.DatabaseURL; nil otherwise
+	notify    *notify.Notifier
+	durable   bool         // pending questions outlive Shutdown
+	questions *ask.Service // every question's life, below the protocols
+	api       *httpapi.Server
+	http      *http.Server
+	conns     *connguard.Guard
+	ln        net.Listener
 
 	metrics     *metrics.Metrics // nil without Config.Metrics
 	metricsHTTP *http.Server
@@ -170,7 +173,7 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 	}
 	var watchers []httpapi.Watcher
 	if cfg.Metrics != nil {
-		d.metrics = metrics.New()
+		d.metrics = metrics.New(httpapi.LimitNames...)
 		d.metrics.Build(cmp.Or(cfg.API.Version, httpapi.DefaultVersion), storeName(cfg))
 		d.openMetricsServer(cfg)
 		watchers = append(watchers, d.metrics)
@@ -204,18 +207,27 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 		}
 		cfg.API.Sessions = sessions
 	}
-	var store httpapi.Store = d.store
+	var store ask.Store = d.store
+	askOpts := httpapi.AskOptions(cfg.API)
 	if d.pg != nil {
 		store = d.pg.mirror // reads that miss catch up with the other replicas
+		askOpts.SharedWaits = d.pg.mirror
 	}
 	if cfg.WrapStore != nil {
 		store = cfg.WrapStore(store)
 	}
 	cfg.API.Logger = d.log
+	askOpts.Logger = d.log
+	if cfg.API.Meter != nil {
+		askOpts.OnRefused = cfg.API.Meter.Refused
+	}
+	if d.questions, err = ask.New(store, cfg.API.Sessions, events, askOpts); err != nil {
+		return fmt.Errorf("building the question service: %w", err)
+	}
 	if cfg.API.Ready == nil {
 		cfg.API.Ready = d.store // not a wrapper's: readiness is the store's own
 	}
-	if d.api, err = httpapi.New(store, events, cfg.API); err != nil {
+	if d.api, err = httpapi.New(d.questions, events, cfg.API); err != nil {
 		return fmt.Errorf("building the HTTP API: %w", err)
 	}
 	d.observe()
@@ -401,6 +413,9 @@ func (d *Daemon) Addr() net.Addr { return d.ln.Addr() }
 
 // API is the daemon's HTTP API.
 func (d *Daemon) API() *httpapi.Server { return d.api }
+
+// Questions returns the question service every protocol asks through.
+func (d *Daemon) Questions() *ask.Service { return d.questions }
 
 // Store is the daemon's question store.
 func (d *Daemon) Store() *pending.Store { return d.store }

@@ -76,3 +76,9 @@ func (d *Daemon) stopMetrics(ctx context.Context) error {
 	}
 	return nil
 }
+
+// The metrics are the HTTP API's watcher and meter.
+var (
+	_ httpapi.Watcher = (*metrics.Metrics)(nil)
+	_ httpapi.Meter   = (*metrics.Metrics)(nil)
+)

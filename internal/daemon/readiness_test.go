@@ -114,7 +114,7 @@ func TestReadinessEndsWithTheDrain(t *testing.T) {
 	if status, body := probe(t, http.MethodGet, url, ""); status != http.StatusOK {
 		t.Fatalf("memory store: %d %s", status, body)
 	}
-	d.API().Drain()
+	d.Questions().Drain()
 	if status, body := probe(t, http.MethodGet, url, ""); status != http.StatusServiceUnavailable || body != `{"ready":false}` {
 		t.Fatalf("draining: %d %s, want 503", status, body)
 	}

@@ -70,7 +70,7 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 	var errs []error
 
 	// 1. Stop accepting.
-	d.api.Drain()
+	d.questions.Drain()
 	d.mu.Lock()
 	d.stopping = true
 	serving := d.serving
@@ -86,7 +86,7 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 	go func() { httpDone <- d.http.Shutdown(ctx) }()
 
 	// 2. Wait for creates already past the door.
-	if err := d.api.WaitForCreates(ctx); err != nil {
+	if err := d.questions.WaitForCreates(ctx); err != nil {
 		errs = append(errs, err)
 	}
 
@@ -102,7 +102,7 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 			d.log.Info("ended pending questions as cancel", zap.Int("count", len(ended)))
 		}
 	}
-	if err := d.api.Release(ctx); err != nil {
+	if err := d.questions.Release(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("releasing waiting agents: %w", err))
 	}
 	if err := d.store.StopTimeouts(ctx); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,96 +12,35 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/ident"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
 )
 
-// create checks an elicitation, stores it and announces it. It returns once
-// the question is stored and question.asked has been published.
-func (s *Server) create(ctx context.Context, p *createParams) (*pending.Question, error) {
-	return s.createAs(ctx, p, "", nil)
-}
-
-// createAs is create for a caller bound to one capability (only, when not
-// empty; see routeQuestion), showing operators shown instead of the questions
-// built from the schema when it is not nil (same length, same order).
-func (s *Server) createAs(ctx context.Context, p *createParams, only session.Capability, shown []elicit.QuestionInfo) (*pending.Question, error) {
-	// Counted in before anything else, so a shutdown that closed the door
-	// waits for this create (WaitForCreates) instead of missing it.
-	if !s.creates.enter() {
-		return nil, errShuttingDown
-	}
-	defer s.creates.leave()
-	v, err := s.validate(p)
-	if err != nil {
-		return nil, err
-	}
-	form := p.form
-	if form == nil {
-		if form, err = elicit.NewForm(v.message, v.schema, s.opts.Elicit); err != nil {
-			return nil, err
-		}
-	}
-	route, err := s.routeQuestion(ctx, v.sessionID, only)
-	if err != nil {
-		return nil, err
-	}
-	questions := form.Questions
-	if shown != nil {
-		if len(shown) != len(questions) {
-			return nil, fmt.Errorf("%d questions shown for %d properties", len(shown), len(questions))
-		}
-		questions = shown
-	}
-	s.creating.Add(1)
-	defer s.creating.Add(-1)
-	owner := callerFrom(ctx).agent
-	if err := s.checkPending(ctx, owner); err != nil {
-		return nil, err
-	}
-	id := ident.Ascending(ident.Question)
-	if n := len(form.Schema.Properties); n > elicit.SoftPropertyLimit {
-		s.log.Warn("elicitation has more properties than MCP's recommended limit",
-			zap.String("id", id), zap.Int("properties", n), zap.Int("recommended", elicit.SoftPropertyLimit))
-	}
-	sessionID := route.ListedUnder
-	now := time.Now().Round(time.Millisecond) // milliseconds are enough for people and clients
-	q := &pending.Question{
-		ID:              id,
-		SessionID:       sessionID,
-		AskingSessionID: route.Asking,
-		Directory:       v.directory,
-		Owner:           owner,
-		Client:          p.client,
-		Message:         v.message,
-		Schema:          v.schema,
-		Questions:       questions,
-		Tool:            v.tool,
-		CreatedAt:       now,
-		Deadline:        now.Add(v.timeout),
-		IdempotencyKey:  p.key.key,
-		RequestHash:     p.key.hash,
-		Form:            form,
-	}
-	s.events.beginAnnounce(id)
-	defer s.events.finishAnnounce(id)
-	if err := s.store.Create(ctx, q); err != nil {
-		return nil, err
-	}
-	// The question is stored: announce it even if the asking client has hung up meanwhile.
-	s.events.asked(context.WithoutCancel(ctx), q)
-	if ce := s.log.Check(zap.InfoLevel, "question asked"); ce != nil {
-		fields := []zap.Field{zap.String("id", id), zap.String("session", sessionID)}
-		for _, f := range []struct{ key, value string }{{"askingSession", route.Asking}, {"agent", owner}, {"client", q.Client}, {"directory", q.Directory}} {
-			if f.value != "" { // no empty fields
-				fields = append(fields, zap.String(f.key, f.value))
+// ask validates p and asks through the service for agent owner ("":
+// anonymous), bound to one capability (only, when not empty) and showing operators
+// shown instead of the questions built from the schema when it is not nil.
+// It returns once the question is stored and question.asked published.
+func (s *Server) ask(ctx context.Context, owner string, p *createParams, only session.Capability, shown []elicit.QuestionInfo) (*pending.Question, bool, error) {
+	return s.questions.Ask(ctx, ask.Request{
+		Owner:       owner,
+		Client:      p.client,
+		Key:         p.key.key,
+		Fingerprint: p.key.hash,
+		Form:        p.form,
+		Only:        only,
+		Shown:       shown,
+		Check: func(r *ask.Request) error {
+			v, err := s.validate(p)
+			if err != nil {
+				return err
 			}
-		}
-		ce.Write(append(fields, zap.Int("questions", len(form.Questions)), zap.Time("deadline", q.Deadline))...)
-	}
-	return q, nil
+			r.SessionID, r.Directory, r.Message, r.Schema, r.Tool, r.Timeout = v.sessionID, v.directory, v.message, v.schema, v.tool, v.timeout
+			return nil
+		},
+	})
 }
 
 // handleElicitationCreate serves POST /elicitations: store, announce, and
@@ -127,7 +65,7 @@ func (s *Server) handleElicitationCreate(w http.ResponseWriter, r *http.Request)
 	}
 	s.unknown.note(params.unknown, routeElicitations, callerFrom(r.Context()).agent)
 	params.key = newRequestKey(key, routeElicitations, params)
-	q, replayed, err := s.createKeyed(r.Context(), params)
+	q, replayed, err := s.ask(r.Context(), callerFrom(r.Context()).agent, params, "", nil)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -172,15 +110,13 @@ func (s *Server) handleElicitationGet(w http.ResponseWriter, r *http.Request) {
 	}
 	if q.Ended == nil && wait > 0 {
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-		ctx, cancel := s.untilReleased(r.Context())
-		ctx, cancelWait := context.WithTimeout(ctx, wait)
-		ended, err := s.store.Wait(ctx, id)
+		ctx, cancelWait := context.WithTimeout(r.Context(), wait)
+		ended, err := s.questions.Wait(ctx, id)
 		cancelWait()
-		cancel()
 		switch {
 		case err == nil:
 			q = ended
-		case r.Context().Err() == nil && (errors.Is(err, context.DeadlineExceeded) || s.released()):
+		case r.Context().Err() == nil && (errors.Is(err, context.DeadlineExceeded) || s.questions.Released()):
 			// The wait ran out, or questiond is stopping: answer with the
 			// question as it still is; the agent asks again.
 		case r.Context().Err() != nil:
@@ -225,7 +161,7 @@ func (s *Server) handleElicitationDelete(w http.ResponseWriter, r *http.Request)
 		s.writeError(w, r, &notFound{id: id}) // another agent's question is as good as unknown
 		return
 	}
-	q, err := s.settle(r.Context(), id, pending.Outcome{
+	q, err := s.questions.Settle(r.Context(), id, pending.Outcome{
 		Ending: pending.EndWithdrawn,
 		Result: pending.Result{Action: pending.ActionCancel},
 	})
@@ -259,10 +195,10 @@ func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		s.unknown.note(params.unknown, routeElicit, callerFrom(r.Context()).agent)
 		params.key = newRequestKey(key, routeElicit, params)
-		q, replayed, err = s.createKeyed(r.Context(), params)
+		q, replayed, err = s.ask(r.Context(), callerFrom(r.Context()).agent, params, "", nil)
 	}
 	if err != nil {
-		if isKeyError(err) {
+		if ask.IsKeyError(err) {
 			s.writeError(w, r, err)
 			return
 		}
@@ -283,7 +219,7 @@ func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case err == nil:
-	case s.released() && r.Context().Err() == nil:
+	case s.questions.Released() && r.Context().Err() == nil:
 		if committed {
 			// The 200 is already on its way: cut the connection so the
 			// client sees an incomplete answer rather than a wrong one.
@@ -311,14 +247,14 @@ func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
 func (s *Server) waitWithKeepAlive(w http.ResponseWriter, r *http.Request, id string, keyed bool) (q *pending.Question, committed bool, err error) {
 	gone := false // the caller went away
 	if keyed {
-		s.attach(id)
-		defer func() { s.detach(id, gone) }()
+		detach := s.questions.Attach(id)
+		defer func() { detach(gone) }()
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetWriteDeadline(time.Time{})
-	ctx, cancel := s.untilReleased(r.Context())
+	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	done := s.waitInBackground(ctx, id)
+	done := s.questions.WaitInBackground(ctx, id)
 	ticker := time.NewTicker(s.opts.KeepAlive)
 	defer ticker.Stop()
 	writeFailed := false
@@ -326,22 +262,22 @@ func (s *Server) waitWithKeepAlive(w http.ResponseWriter, r *http.Request, id st
 		select {
 		case got := <-done:
 			switch {
-			case got.err == nil:
-				return got.q, committed, nil
-			case s.released() && r.Context().Err() == nil && !writeFailed:
-				return nil, committed, got.err
+			case got.Err == nil:
+				return got.Q, committed, nil
+			case s.questions.Released() && r.Context().Err() == nil && !writeFailed:
+				return nil, committed, got.Err
 			case r.Context().Err() == nil && !writeFailed:
 				// The store failed while the caller is still here: end the
 				// question so the caller gets a definite answer.
-				s.log.Error("waiting for a question failed", zap.String("id", id), zap.Error(got.err))
-				q, err := s.withdraw(id, pending.EndDisconnected)
+				s.log.Error("waiting for a question failed", zap.String("id", id), zap.Error(got.Err))
+				q, err := s.questions.Withdraw(id, pending.EndDisconnected)
 				return q, committed, err
 			}
 			gone = true
-			if !keyed && !s.draining.Load() {
-				_, _ = s.withdraw(id, pending.EndDisconnected)
+			if !keyed && !s.questions.Draining() {
+				_, _ = s.questions.Withdraw(id, pending.EndDisconnected)
 			}
-			return nil, committed, got.err
+			return nil, committed, got.Err
 		case <-ticker.C:
 			w.Header().Set("Content-Type", "application/json")
 			if _, err := w.Write([]byte("\n")); err != nil {
@@ -353,38 +289,6 @@ func (s *Server) waitWithKeepAlive(w http.ResponseWriter, r *http.Request, id st
 			_ = rc.Flush()
 		}
 	}
-}
-
-// waited is how a wait for a question ended.
-type waited struct {
-	q   *pending.Question
-	err error
-}
-
-// waitInBackground waits for question id to end while the caller keeps a
-// connection alive; the channel gets exactly one value once ctx ends or the
-// question does.
-func (s *Server) waitInBackground(ctx context.Context, id string) <-chan waited {
-	done := make(chan waited, 1)
-	go func() {
-		q, err := s.store.Wait(ctx, id)
-		done <- waited{q, err}
-	}()
-	return done
-}
-
-// withdraw ends a question for an agent that can no longer wait for it. If it
-// ended meanwhile, that ending stands and is returned.
-func (s *Server) withdraw(id string, ending pending.Ending) (*pending.Question, error) {
-	ctx := context.WithoutCancel(context.Background())
-	q, err := s.settle(ctx, id, pending.Outcome{Ending: ending, Result: pending.Result{Action: pending.ActionCancel}})
-	if err == nil {
-		return q, nil
-	}
-	if q, gerr := s.store.Get(ctx, id); gerr == nil && q.Ended != nil {
-		return q, nil
-	}
-	return nil, err
 }
 
 // writeBody writes v as JSON with status 200, whether or not keep-alive bytes
@@ -430,6 +334,7 @@ type rpcErrorBody struct {
 // writeRPCError answers a JSON-RPC caller with a JSON-RPC error object:
 // invalid params for anything the caller got wrong, internal error otherwise.
 func (s *Server) writeRPCError(w http.ResponseWriter, r *http.Request, rpc *rpcRequest, err error) {
+	err = httpError(err)
 	var (
 		re     *rpcError
 		bad    *badRequest

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/pending"
 )
@@ -85,8 +86,8 @@ func (s *Server) consoleSessions(ctx context.Context, f pending.Filter) ([]*cons
 		cs := bySession[q.SessionID]
 		if cs == nil {
 			cs = &consoleSession{id: q.SessionID}
-			cs.agent, cs.inbox = s.inboxes[q.SessionID]
-			if !cs.inbox && q.SessionID == inboxSession(q.Owner) {
+			cs.agent, cs.inbox = s.questions.InboxOwner(q.SessionID)
+			if !cs.inbox && q.SessionID == ask.Inbox(q.Owner) {
 				cs.agent, cs.inbox = q.Owner, true // an agent no longer configured
 			}
 			bySession[q.SessionID] = cs
@@ -151,7 +152,7 @@ func (sm *sessionSummary) add(q *pending.Question) {
 func (sm *sessionSummary) info(version string, waiting bool) sessionInfo {
 	title := consoleTitle(sm.first)
 	if sm.inbox {
-		title = inboxTitle(sm.agent)
+		title = ask.InboxTitle(sm.agent)
 	}
 	if waiting {
 		title = pendingMarker + title

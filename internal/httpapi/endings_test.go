@@ -38,7 +38,7 @@ func TestEveryEndingIsAnnounced(t *testing.T) {
 		}, "question.rejected", "cancel", "withdrawn"},
 		{"timeout", "50ms", func(h *harness, id string) {}, "question.rejected", "cancel", "timeout"},
 		{"shutdown", "", func(h *harness, id string) {
-			h.api.Drain()
+			h.api.Questions().Drain()
 			_, _ = h.store.SettleAll(context.Background(), pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})
 		}, "question.rejected", "cancel", "shutdown"},
 	}
@@ -197,7 +197,7 @@ func TestReleaseLetsWaitersGoWithoutEndingQuestions(t *testing.T) {
 		elicit <- res
 	}()
 	events.expect(t, "question.asked") // the /elicit question is stored and waiting
-	if err := h.api.Release(context.Background()); err != nil {
+	if err := h.api.Questions().Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/pending"
 )
@@ -48,8 +49,44 @@ type statusError struct {
 func (e *statusError) Error() string { return e.message }
 
 var (
-	errShuttingDown = &statusError{http.StatusServiceUnavailable, "ServiceUnavailable", "questiond is shutting down"}
+	errShuttingDown = &statusError{http.StatusServiceUnavailable, "ServiceUnavailable", ask.ErrShuttingDown.Error()}
+	errKeyInFlight  = &statusError{http.StatusConflict, "Conflict", ask.ErrKeyInFlight.Error()}
+	errKeyReused    = &statusError{http.StatusUnprocessableEntity, "UnprocessableContent", ask.ErrKeyReused.Error()}
 )
+
+// questionGone answers a retry whose Idempotency-Key named a question that
+// has been forgotten (past --retention, or evicted): its result is lost, and
+// asking again would ask the human a second time. 410 QuestionGoneError.
+type questionGone struct{ *ask.KeyGoneError }
+
+// httpError is the one place the service's domain errors become this
+// package's HTTP errors; writeError, writeRPCError and toolError each start
+// with it. Other errors pass unchanged.
+func httpError(err error) error {
+	var (
+		gone    *ask.KeyGoneError
+		limit   *ask.LimitError
+		refused *ask.ForbiddenError
+		sess    *ask.SessionError
+	)
+	switch {
+	case errors.Is(err, ask.ErrShuttingDown):
+		return errShuttingDown
+	case errors.Is(err, ask.ErrKeyInFlight):
+		return errKeyInFlight
+	case errors.Is(err, ask.ErrKeyReused):
+		return errKeyReused
+	case errors.As(err, &gone):
+		return &questionGone{gone}
+	case errors.As(err, &limit):
+		return tooMany(limit.Message)
+	case errors.As(err, &refused):
+		return &statusError{http.StatusForbidden, "Forbidden", refused.Message}
+	case errors.As(err, &sess):
+		return sessionError(sess.Err, sess.ID)
+	}
+	return err
+}
 
 // unsupportedMediaType is a body that is not JSON. On OpenCode's routes it is
 // answered exactly as OpenCode does (415, text/plain); on questiond's own
@@ -94,6 +131,7 @@ type questionNotFound struct {
 // not know are logged with a reference and answered with OpenCode's generic 500,
 // so internal details never reach a client.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	err = httpError(err)
 	var (
 		bad      *badRequest
 		status   *statusError
@@ -115,7 +153,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			Tag: "QuestionNotFoundError", RequestID: id, Message: "Question request not found: " + id,
 		})
 	case errors.As(err, &gone):
-		writeJSON(w, http.StatusGone, namedError{"QuestionGoneError", namedErrorData{Message: gone.Error(), RequestID: gone.id}})
+		writeJSON(w, http.StatusGone, namedError{"QuestionGoneError", namedErrorData{Message: gone.Error(), RequestID: gone.ID}})
 	case errors.As(err, &budget):
 		writeStatus(w, budgetRefusal(budget))
 	case errors.As(err, &bad):

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
 )
@@ -85,15 +86,18 @@ func NewEvents(bus Bus, log *zap.Logger, watchers ...Watcher) *Events {
 	return &Events{bus: bus, log: log.Named("events"), announcing: map[string]chan struct{}{}, watchers: watchers}
 }
 
-// beginAnnounce marks id as being announced; call it before the question is
-// stored, and finishAnnounce once question.asked is out (or creation failed).
-func (e *Events) beginAnnounce(id string) {
+// BeginAnnounce marks id as being announced: its ending waits for its
+// question.asked. The question service calls it before the question is
+// stored, and FinishAnnounce once question.asked is out (or creation
+// failed).
+func (e *Events) BeginAnnounce(id string) {
 	e.mu.Lock()
 	e.announcing[id] = make(chan struct{})
 	e.mu.Unlock()
 }
 
-func (e *Events) finishAnnounce(id string) {
+// FinishAnnounce ends what BeginAnnounce began.
+func (e *Events) FinishAnnounce(id string) {
 	e.mu.Lock()
 	if gate, ok := e.announcing[id]; ok {
 		close(gate)
@@ -102,9 +106,10 @@ func (e *Events) finishAnnounce(id string) {
 	e.mu.Unlock()
 }
 
-// asked publishes question.asked for q: at once on every stream but the
-// consoles', which show it when its session's turn comes.
-func (e *Events) asked(ctx context.Context, q *pending.Question) {
+// Asked publishes question.asked for q: at once on every stream but the
+// consoles', which show it when its session's turn comes; then the
+// watchers hear of it.
+func (e *Events) Asked(ctx context.Context, q *pending.Question) {
 	if !e.fromLog {
 		e.announceAsked(ctx, q)
 	}
@@ -122,6 +127,8 @@ func (e *Events) announceAsked(ctx context.Context, q *pending.Question) {
 		c.asked(q)
 	}
 }
+
+var _ ask.Announcer = (*Events)(nil)
 
 // Ended publishes how q ended: question.replied for an operator's answer,
 // question.rejected for every other ending, so no client keeps showing a

@@ -77,7 +77,7 @@ func (s *Server) handleQuestionForm(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	form, err := s.form(q)
+	form, err := s.questions.Form(q)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

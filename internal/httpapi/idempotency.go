@@ -1,18 +1,11 @@
 package httpapi
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
-	"sync"
-
-	"go.uber.org/zap"
-
-	"github.com/questiond/questiond/internal/pending"
 )
 
 // Idempotency-Key (IETF httpapi draft "The Idempotency-Key HTTP Header
@@ -33,29 +26,6 @@ const (
 	routeElicitations = "POST /elicitations"
 	routeElicit       = "POST /elicit"
 )
-
-var (
-	errKeyInFlight = &statusError{http.StatusConflict, "Conflict",
-		"A request with the same Idempotency-Key is still being created; send it again in a moment"}
-	errKeyReused = &statusError{http.StatusUnprocessableEntity, "UnprocessableContent",
-		"The Idempotency-Key was already used for a different request; use a new key for a new request"}
-)
-
-// questionGone answers a retry whose Idempotency-Key named a question that
-// has been forgotten (past --retention, or evicted): its result is lost, and
-// asking again would ask the human a second time. 410 QuestionGoneError.
-type questionGone struct{ id string }
-
-func (e *questionGone) Error() string {
-	return "The question this Idempotency-Key asked (" + e.id + ") has ended and its result is no longer kept (--retention, --max-retained); nothing was asked again. Send a new request with a new key to ask again."
-}
-
-// isKeyError reports whether err is about the Idempotency-Key, which is
-// answered with its HTTP status even to a JSON-RPC caller: it is about the
-// HTTP request, not the elicitation.
-func isKeyError(err error) bool {
-	return errors.Is(err, errKeyInFlight) || errors.Is(err, errKeyReused) || errors.As(err, new(*questionGone))
-}
 
 // requestKey is the Idempotency-Key of a create request with the
 // fingerprint of what it asks; the zero value is an unkeyed request.
@@ -156,76 +126,4 @@ func canonicalJSON(data []byte) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(v)
-}
-
-// keyClaims are the Idempotency-Keys whose request is being created right
-// now, so that a second request with the same key waits its turn (409)
-// instead of racing the first.
-type keyClaims struct {
-	mu   sync.Mutex
-	held map[claim]struct{}
-}
-
-type claim struct{ owner, key string }
-
-// take claims c, or fails with errKeyInFlight; release gives it back.
-func (k *keyClaims) take(c claim) (release func(), err error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if _, busy := k.held[c]; busy {
-		return nil, errKeyInFlight
-	}
-	if k.held == nil {
-		k.held = make(map[claim]struct{})
-	}
-	k.held[c] = struct{}{}
-	return func() {
-		k.mu.Lock()
-		delete(k.held, c)
-		k.mu.Unlock()
-	}, nil
-}
-
-// createKeyed is create for a request that may carry an Idempotency-Key. A
-// keyed request whose key already names one of the caller's live questions
-// gets that question, as it is now, with replayed set, provided it asks the
-// same thing (errKeyReused otherwise); nothing is created or announced again.
-// A key whose question the store has forgotten, but still remembers, gets
-// questionGone (410) instead of a second question.
-func (s *Server) createKeyed(ctx context.Context, p *createParams) (q *pending.Question, replayed bool, err error) {
-	if p.key.key == "" {
-		q, err := s.create(ctx, p)
-		return q, false, err
-	}
-	owner := callerFrom(ctx).agent
-	release, err := s.claims.take(claim{owner, p.key.key})
-	if err != nil {
-		return nil, false, err
-	}
-	defer release()
-	if hook := s.onKeyClaimed; hook != nil {
-		hook(p.key.key)
-	}
-	first, err := s.store.FindKey(ctx, owner, p.key.key)
-	var gone *pending.KeyGoneError
-	switch {
-	case errors.As(err, &gone) && gone.RequestHash != p.key.hash:
-		return nil, false, errKeyReused
-	case errors.As(err, &gone):
-		return nil, false, &questionGone{id: gone.ID}
-	case err == nil && first.RequestHash != p.key.hash:
-		return nil, false, errKeyReused
-	case err == nil:
-		if ce := s.log.Check(zap.DebugLevel, "create replayed for its Idempotency-Key"); ce != nil {
-			ce.Write(zap.String("id", first.ID), zap.Bool("ended", first.Ended != nil))
-		}
-		return first, true, nil
-	case !isNotFound(err):
-		return nil, false, err
-	}
-	q, err = s.create(ctx, p)
-	if errors.Is(err, pending.ErrExists) {
-		err = errKeyInFlight // a rival outside this server holds the key
-	}
-	return q, false, err
 }

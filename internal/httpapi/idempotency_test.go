@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/sse"
 	"github.com/questiond/questiond/internal/testserver"
@@ -251,7 +252,7 @@ func (h *harness) startElicit(body any, key string) *elicitCall {
 func TestKeyedElicitResumesAfterADisconnect(t *testing.T) {
 	h := newHarness(t, httpapi.Options{ReconnectGrace: time.Hour})
 	armed := make(chan string, 1)
-	httpapi.SetOnGraceArmed(h.api, func(id string) { armed <- id })
+	h.api.Questions().SetTestHooks(ask.TestHooks{GraceArmed: func(id string) { armed <- id }})
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")
 	rpc := func(id int) map[string]any {
@@ -291,7 +292,7 @@ func TestKeyedElicitResumesAfterADisconnect(t *testing.T) {
 func TestKeyedElicitIsWithdrawnAfterTheGrace(t *testing.T) {
 	h := newHarness(t, httpapi.Options{ReconnectGrace: time.Second})
 	armed := make(chan string, 1)
-	httpapi.SetOnGraceArmed(h.api, func(id string) { armed <- id })
+	h.api.Questions().SetTestHooks(ask.TestHooks{GraceArmed: func(id string) { armed <- id }})
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")
 	first := h.startElicit(seedForm(), "k-1")

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,7 +10,7 @@ import (
 
 	"github.com/go-chi/httprate"
 
-	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/ui"
 )
 
@@ -25,8 +24,8 @@ import (
 // budget; without agent tokens agents cannot be told apart, so only the
 // totals apply to them (as with MaxPendingPerAgent).
 type Limits struct {
-	MaxPending             int // pending questions in total (429 beyond)
-	MaxPendingPerAgent     int // pending questions of one agent token (429 beyond)
+	MaxPending             int // pending questions in total (429 beyond); the service applies it (see AskOptions)
+	MaxPendingPerAgent     int // pending questions of one agent token (429 beyond); the service applies it
 	MaxStreams             int // open operator event streams: /event, /global/event, the TUI's (503 beyond)
 	MaxMCPStreams          int // open MCP event streams (GET /mcp) of all agents together (503 beyond)
 	MaxMCPStreamsPerAgent  int // open MCP event streams of one agent token (429 beyond)
@@ -37,8 +36,9 @@ type Limits struct {
 
 // Defaults of the limits, for the command line.
 const (
-	DefaultMaxPending             = 10000
-	DefaultMaxPendingPerAgent     = 1000
+	DefaultReconnectGrace         = ask.DefaultReconnectGrace // Options.ReconnectGrace
+	DefaultMaxPending             = ask.DefaultMaxPending
+	DefaultMaxPendingPerAgent     = ask.DefaultMaxPendingPerAgent
 	DefaultMaxStreams             = 1000
 	DefaultMaxMCPStreams          = 1000
 	DefaultMaxMCPStreamsPerAgent  = 100
@@ -47,47 +47,9 @@ const (
 	DefaultRequestsPerMinute      = 6000
 )
 
-// counter is the store's way of counting without copying; a store without
-// it is not limited by count.
-type counter interface {
-	Count(ctx context.Context, f pending.Filter) (int, error)
-}
-
 // tooMany is a 429 with OpenCode's NamedError body.
 func tooMany(message string) error {
 	return &statusError{http.StatusTooManyRequests, "TooManyRequests", message}
-}
-
-// checkPending refuses a new question when the store already holds as many
-// pending questions as allowed, counting questions being created right now
-// so concurrent requests cannot overshoot the total.
-func (s *Server) checkPending(ctx context.Context, owner string) error {
-	lim := s.opts.Limits
-	c, ok := s.store.(counter)
-	if !ok || (lim.MaxPending <= 0 && (lim.MaxPendingPerAgent <= 0 || owner == "")) {
-		return nil
-	}
-	if lim.MaxPending > 0 {
-		n, err := c.Count(ctx, pending.Filter{})
-		if err != nil {
-			return err
-		}
-		if n+int(s.creating.Load())-1 >= lim.MaxPending {
-			s.meter.Refused(LimitPending)
-			return tooMany(fmt.Sprintf("questiond holds %d pending questions, its limit; try again once some are answered", lim.MaxPending))
-		}
-	}
-	if lim.MaxPendingPerAgent > 0 && owner != "" {
-		n, err := c.Count(ctx, pending.Filter{Owner: owner})
-		if err != nil {
-			return err
-		}
-		if n >= lim.MaxPendingPerAgent {
-			s.meter.Refused(LimitPendingPerAgent)
-			return tooMany(fmt.Sprintf("agent %q has %d pending questions, its limit; try again once some are answered", owner, n))
-		}
-	}
-	return nil
 }
 
 // streamSlot takes one of the MaxStreams operator event-stream slots;

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/ident"
 	"github.com/questiond/questiond/internal/session"
 )
@@ -39,7 +40,7 @@ type mcpEndpoint struct {
 	streamMu sync.Mutex // guards streams only; never held with mu
 	streams  quota      // open GET /mcp event streams, per agent (MaxMCPStreams*)
 
-	posts *door // POST requests in progress: their answers go out before Close
+	posts *ask.Door // POST requests in progress: their answers go out before Close
 }
 
 // mcpConnection is what an MCP session was bound to when it began.
@@ -72,7 +73,7 @@ func newMCPEndpoint(s *Server) *mcpEndpoint {
 		schemas:  mcp.NewSchemaCache(),
 		versions: mcp.NewServer(&mcp.Implementation{Name: "questiond", Version: s.opts.Version}, nil),
 		servers:  make(map[string]liveMCP),
-		posts:    newDoor(),
+		posts:    ask.NewDoor(),
 	}
 	m.input, m.output = askSchemas(s.opts.Elicit)
 	var h http.Handler = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
@@ -105,13 +106,13 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		// Counted so a shutdown closes sessions only once the answers of
 		// their tool calls have gone out (see Release).
-		if !m.posts.enter() {
+		if !m.posts.Enter() {
 			s.writeError(w, r, errShuttingDown)
 			return
 		}
-		defer m.posts.leave()
+		defer m.posts.Leave()
 	}
-	if s.draining.Load() {
+	if s.questions.Draining() {
 		s.writeError(w, r, errShuttingDown)
 		return
 	}

@@ -417,7 +417,7 @@ func TestMCPReleaseWithdrawsWaitingCalls(t *testing.T) {
 	cs := mcpConnect(t, h, "/mcp?session=ses_waiting", nil, nil)
 	done := callAsync(context.Background(), cs, "ask_user_question", twoPrompts())
 	id, _ := askedProps(t, events.expect(t, "question.asked"))
-	if err := h.api.Release(context.Background()); err != nil {
+	if err := h.api.Questions().Release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// Release returns only once the call has withdrawn its question, so a

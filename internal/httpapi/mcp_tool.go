@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
@@ -64,18 +65,18 @@ func (s *Server) askTool(conn *mcpConnection, capability session.Capability) mcp
 		}()
 		// Counted until its question is withdrawn or answered: Release waits
 		// for that, so the withdrawal is announced before the bus closes.
-		if !s.toolCalls.enter() {
-			return nil, askOutput{}, toolError(errShuttingDown)
+		leave, ok := s.questions.EnterCall()
+		if !ok {
+			return nil, askOutput{}, toolError(ask.ErrShuttingDown)
 		}
-		defer s.toolCalls.leave()
+		defer leave()
 		form, schema, shown, err := elicit.FromPrompts(in.Questions, s.opts.Elicit)
 		if err != nil {
 			return nil, askOutput{}, err
 		}
 		// The tool call runs outside the HTTP request that opened the MCP
 		// session: it acts for the agent that opened it.
-		ctx = context.WithValue(ctx, callerKey{}, caller{role: roleAgent, agent: conn.agent})
-		q, err := s.createAs(ctx, &createParams{Message: &form.Message, RequestedSchema: schema,
+		q, _, err := s.ask(ctx, conn.agent, &createParams{Message: &form.Message, RequestedSchema: schema,
 			SessionID: conn.sessionID, Directory: conn.directory, client: mcpClientName(req.Session), form: form}, capability, shown)
 		if err != nil {
 			return nil, askOutput{}, toolError(err)
@@ -112,9 +113,9 @@ func mcpClientName(ss *mcp.ServerSession) string {
 // cancelled it, its session closed, or questiond is stopping), the question is
 // withdrawn: nobody could collect its answer.
 func (s *Server) waitForTool(ctx context.Context, req *mcp.CallToolRequest, id string) (*pending.Question, error) {
-	waitCtx, cancel := s.untilReleased(ctx)
+	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := s.waitInBackground(waitCtx, id)
+	done := s.questions.WaitInBackground(waitCtx, id)
 	keepAlive := s.toolKeepAlive(ctx, req, id)
 	defer keepAlive.stop()
 	ticker := time.NewTicker(s.opts.KeepAlive)
@@ -122,17 +123,17 @@ func (s *Server) waitForTool(ctx context.Context, req *mcp.CallToolRequest, id s
 	for {
 		select {
 		case got := <-done:
-			if got.err == nil {
-				return got.q, nil
+			if got.Err == nil {
+				return got.Q, nil
 			}
 			ending, why := pending.EndWithdrawn, "the call was cancelled"
-			if s.released() {
+			if s.questions.Released() {
 				ending, why = pending.EndShutdown, "questiond is shutting down"
 			} else if ctx.Err() == nil {
-				s.log.Error("waiting for a question failed", zap.String("id", id), zap.Error(got.err))
+				s.log.Error("waiting for a question failed", zap.String("id", id), zap.Error(got.Err))
 				ending, why = pending.EndDisconnected, "questiond could not wait for the answer"
 			}
-			q, err := s.withdraw(id, ending)
+			q, err := s.questions.Withdraw(id, ending)
 			if err == nil && q.Ended.Ending != ending {
 				return q, nil // it ended on its own meanwhile: that answer stands
 			}
@@ -143,7 +144,7 @@ func (s *Server) waitForTool(ctx context.Context, req *mcp.CallToolRequest, id s
 			// The call's response stream is gone and questiond keeps no
 			// events to resume it with: the answer could never be
 			// delivered, so operators should not be asked any longer.
-			q, err := s.withdraw(id, pending.EndDisconnected)
+			q, err := s.questions.Withdraw(id, pending.EndDisconnected)
 			if err == nil && q.Ended.Ending != pending.EndDisconnected {
 				return q, nil
 			}
@@ -227,6 +228,7 @@ func (k *toolKeepAlive) stop() {
 // toolError is the message an agent gets for a question that could not be
 // asked: the client's part of an HTTP error, never internals.
 func toolError(err error) error {
+	err = httpError(err)
 	var (
 		status *statusError
 		bad    *badRequest

@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/questiond/questiond/internal/ask"
 )
 
 // Meter hears what the API does, for metrics (package metrics implements it
@@ -35,14 +37,19 @@ const (
 // Names of the limits a Meter hears refusals of.
 const (
 	LimitRate                = "rate"                   // Limits.RequestsPerMinute (429)
-	LimitPending             = "pending"                // Limits.MaxPending (429)
-	LimitPendingPerAgent     = "pending_per_agent"      // Limits.MaxPendingPerAgent (429)
+	LimitPending             = ask.LimitPending         // Limits.MaxPending (429)
+	LimitPendingPerAgent     = ask.LimitPendingPerAgent // Limits.MaxPendingPerAgent (429)
 	LimitStreams             = "streams"                // Limits.MaxStreams, operator event streams (503)
 	LimitMCPStreams          = "mcp_streams"            // Limits.MaxMCPStreams, agents' MCP event streams (503)
 	LimitMCPStreamsPerAgent  = "mcp_streams_per_agent"  // Limits.MaxMCPStreamsPerAgent (429)
 	LimitMCPSessions         = "mcp_sessions"           // Limits.MaxMCPSessions (503)
 	LimitMCPSessionsPerAgent = "mcp_sessions_per_agent" // Limits.MaxMCPSessionsPerAgent (429)
 )
+
+// LimitNames are the names of every limit a Meter hears refusals of.
+var LimitNames = []string{LimitRate, LimitPending, LimitPendingPerAgent,
+	LimitStreams, LimitMCPStreams, LimitMCPStreamsPerAgent,
+	LimitMCPSessions, LimitMCPSessionsPerAgent}
 
 // noMeter is the Meter of a server given none.
 type noMeter struct{}

@@ -9,7 +9,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
-	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/ident"
 	"github.com/questiond/questiond/internal/pending"
 )
@@ -70,22 +69,7 @@ func (s *Server) handleQuestionReply(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	form, err := s.form(q)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	content, err := form.Convert(answers)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	_, err = s.settle(r.Context(), id, pending.Outcome{
-		Ending:  pending.EndReplied,
-		Result:  pending.Result{Action: pending.ActionAccept, Content: content},
-		Answers: answers,
-	})
-	if err != nil {
+	if err := s.questions.Reply(r.Context(), q, answers); err != nil {
 		s.writeError(w, r, s.notFoundAs(err, id))
 		return
 	}
@@ -111,11 +95,7 @@ func (s *Server) handleQuestionReject(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	_, err = s.settle(r.Context(), id, pending.Outcome{
-		Ending: pending.EndRejected,
-		Result: pending.Result{Action: action},
-	})
-	if err != nil {
+	if err := s.questions.Reject(r.Context(), id, action); err != nil {
 		s.writeError(w, r, s.notFoundAs(err, id))
 		return
 	}
@@ -176,18 +156,4 @@ func (s *Server) notFoundAs(err error, id string) error {
 		return fmt.Errorf("%w", &notFound{id: id})
 	}
 	return err
-}
-
-// form returns the parsed elicitation of q, rebuilding it when the store
-// does not keep it (a record loaded from disk or another replica).
-func (s *Server) form(q *pending.Question) (*elicit.Form, error) {
-	if q.Form != nil {
-		return q.Form, nil
-	}
-	form, err := elicit.NewForm(q.Message, q.Schema, s.opts.Elicit)
-	if err != nil {
-		s.log.Error("stored question no longer parses", zap.String("id", q.ID), zap.Error(err))
-		return nil, fmt.Errorf("rebuilding question %s: %v", q.ID, err)
-	}
-	return form, nil
 }

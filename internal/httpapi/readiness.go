@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/ask"
 )
 
 // Pinger says whether a store can serve now. pending.Store implements it,
@@ -31,7 +33,7 @@ type readiness struct {
 	failing atomic.Bool // the last check failed
 }
 
-func newReadiness(given Pinger, store Store, log *zap.Logger) *readiness {
+func newReadiness(given Pinger, store ask.Store, log *zap.Logger) *readiness {
 	if given == nil {
 		given, _ = store.(Pinger)
 	}
@@ -60,7 +62,7 @@ func (rd *readiness) check(ctx context.Context) error {
 // says nothing more (the reason is in the log), so it answers anyone and
 // ignores credentials.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	ready := !s.draining.Load() && s.ready.check(r.Context()) == nil
+	ready := !s.questions.Draining() && s.ready.check(r.Context()) == nil
 	status := http.StatusOK
 	if !ready {
 		status = http.StatusServiceUnavailable

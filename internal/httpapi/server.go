@@ -1,14 +1,17 @@
 // Package httpapi serves questiond over HTTP: OpenCode's question API and
 // event streams for operators, and MCP elicitation routes for agents.
 //
-// It owns no state of its own: questions live in a Store, events travel on a
-// Bus, and schemas and answers are translated by package elicit. Build one with
-// New and serve it with any http.Server:
+// It is an adapter: a question's life (asking, waiting, withdrawing,
+// replying, the shutdown doors) is package ask's, questions live in its
+// store, events travel on a Bus, and schemas and answers are translated by
+// package elicit. Build one with New over an ask.Service and serve it with
+// any http.Server:
 //
 //	bus, _ := sse.New(sse.Options{Logger: log})
 //	events := httpapi.NewEvents(bus, log)
 //	store := pending.New(pending.Options{OnEnd: events.Ended})
-//	srv, _ := httpapi.New(store, events, httpapi.Options{Logger: log})
+//	questions, _ := ask.New(store, nil, events, ask.Options{Logger: log})
+//	srv, _ := httpapi.New(questions, events, httpapi.Options{Logger: log})
 //	http.ListenAndServe("127.0.0.1:4097", srv)
 package httpapi
 
@@ -17,30 +20,17 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/elicit"
-	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
 )
-
-// Store is the part of the pending store the handlers use. Every method takes
-// a context and may fail, so a networked store fits behind it unchanged.
-type Store interface {
-	Create(ctx context.Context, q *pending.Question) error
-	Get(ctx context.Context, id string) (*pending.Question, error)
-	List(ctx context.Context, f pending.Filter) ([]*pending.Question, error)
-	Settle(ctx context.Context, id string, o pending.Outcome) (*pending.Question, error)
-	Wait(ctx context.Context, id string) (*pending.Question, error)
-	// FindKey returns owner's live question asked with Idempotency-Key key,
-	// or an error wrapping pending.ErrNotFound, or a *pending.KeyGoneError
-	// for a key whose question has been forgotten.
-	FindKey(ctx context.Context, owner, key string) (*pending.Question, error)
-}
 
 // Defaults for Options.
 const (
@@ -70,7 +60,8 @@ type Options struct {
 	KeepAlive time.Duration
 	// ReconnectGrace is how long a keyed POST /elicit whose connection
 	// dropped keeps its question pending for a retry with the same
-	// Idempotency-Key, before withdrawing it. Default 1m.
+	// Idempotency-Key, before withdrawing it. Default 1m. The service
+	// applies it: see AskOptions.
 	ReconnectGrace time.Duration
 	// MaxBodyBytes limits request bodies (413 beyond).
 	MaxBodyBytes int64
@@ -80,8 +71,9 @@ type Options struct {
 	OpenAPI []byte
 	// Auth says who may answer and who may ask.
 	Auth Auth
-	// Sessions keeps each session's question capability; nil means an
-	// in-memory registry where every session may ask the operator.
+	// Sessions keeps each session's question capability, for the service
+	// (see AskOptions), which routes by it and serves it to the session
+	// routes.
 	Sessions session.Store
 	// MCPIdleTimeout closes an MCP session (/mcp) that got no request for
 	// this long; a tool call in progress keeps it open. Default 1h.
@@ -106,42 +98,50 @@ type Options struct {
 
 // Server is the HTTP face of questiond. It is an http.Handler.
 type Server struct {
-	store    Store
-	sessions session.Store
-	events   *Events
-	opts     Options
-	log      *zap.Logger
-	router   chi.Router
-	auth     *authenticator
-	authLog  *authFailures
-	unknown  *unknownKeys // request keys questiond does not know, logged once each
-	meter    Meter
-	ready    *readiness
-	inboxes  map[string]string // inbox session id → its agent (see inbox.go)
-	lists    listCache         // GET /question bodies per directory scope (see listing.go)
-	mcp      *mcpEndpoint
-	console  *consoleView
-	draining atomic.Bool
-	creating atomic.Int64 // elicitations being created right now, for the pending limits
-	streams  atomic.Int64 // open event streams
-	// Doors a shutdown closes and waits at: elicitations being created (Drain
-	// closes it), MCP tool calls, and endings (Release closes those).
-	creates, toolCalls, endings *door
-	claims                      keyClaims  // Idempotency-Keys being created
-	graces                      graceWaits // keyed POST /elicit calls, for ReconnectGrace
-	// lifetime ends on Release: requests still waiting for a question let go.
-	lifetime context.Context
-	release  context.CancelFunc
-
-	// Test hooks, always nil in production (see export_test.go).
-	onKeyClaimed func(key string)
-	onGraceArmed func(id string)
+	questions *ask.Service
+	store     ask.Store // the service's, for reads
+	sessions  session.Store
+	events    *Events
+	opts      Options
+	log       *zap.Logger
+	router    chi.Router
+	auth      *authenticator
+	authLog   *authFailures
+	unknown   *unknownKeys // request keys questiond does not know, logged once each
+	meter     Meter
+	ready     *readiness
+	inboxes   map[string]string // inbox session id → its agent (see inbox.go)
+	lists     listCache         // GET /question bodies per directory scope (see listing.go)
+	mcp       *mcpEndpoint
+	console   *consoleView
+	streams   atomic.Int64 // open event streams
 }
 
-// New returns a Server that keeps questions in store and announces them with events.
-func New(store Store, events *Events, opts Options) (*Server, error) {
-	if store == nil || events == nil {
-		return nil, errors.New("httpapi: a store and an event announcer are required")
+// AskOptions are the options of the ask.Service a Server with opts goes
+// over: the parts of opts that belong to a question's life.
+func AskOptions(opts Options) ask.Options {
+	agents := make([]string, 0, len(opts.Auth.AgentTokens))
+	for name := range opts.Auth.AgentTokens {
+		agents = append(agents, name)
+	}
+	slices.Sort(agents)
+	return ask.Options{
+		Logger:             opts.Logger,
+		Elicit:             opts.Elicit,
+		ReconnectGrace:     opts.ReconnectGrace,
+		MaxPending:         opts.Limits.MaxPending,
+		MaxPendingPerAgent: opts.Limits.MaxPendingPerAgent,
+		Agents:             agents,
+	}
+}
+
+// New returns a Server that asks through questions (built with
+// AskOptions(opts), announcing through events) and announces with events.
+// It registers its shutdown steps with questions: Release closes the MCP
+// sessions and the consoles.
+func New(questions *ask.Service, events *Events, opts Options) (*Server, error) {
+	if questions == nil || events == nil {
+		return nil, errors.New("httpapi: a question service and an event announcer are required")
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
@@ -164,9 +164,6 @@ func New(store Store, events *Events, opts Options) (*Server, error) {
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive
 	}
-	if opts.ReconnectGrace <= 0 {
-		opts.ReconnectGrace = DefaultReconnectGrace
-	}
 	if opts.MCPIdleTimeout <= 0 {
 		opts.MCPIdleTimeout = DefaultMCPIdle
 	}
@@ -181,16 +178,8 @@ func New(store Store, events *Events, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: %w", err)
 	}
-	sessions := opts.Sessions
-	if sessions == nil {
-		registry, err := session.Open(context.Background(), session.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("httpapi: %w", err)
-		}
-		sessions = registry
-	}
-	s := &Server{store: store, sessions: sessions, events: events, opts: opts, log: opts.Logger.Named("http"), auth: auth,
-		inboxes: inboxOwners(opts.Auth), creates: newDoor(), toolCalls: newDoor(), endings: newDoor()}
+	store := questions.Store()
+	s := &Server{questions: questions, store: store, sessions: questions.Sessions(), events: events, opts: opts, log: opts.Logger.Named("http"), auth: auth}
 	s.authLog = newAuthFailures(s.log, authFailureWindow)
 	s.unknown = newUnknownKeys(s.log)
 	s.meter = opts.Meter
@@ -198,13 +187,29 @@ func New(store Store, events *Events, opts Options) (*Server, error) {
 		s.meter = noMeter{}
 	}
 	s.ready = newReadiness(opts.Ready, store, s.log)
-	s.lifetime, s.release = context.WithCancel(context.Background())
 	s.mcp = newMCPEndpoint(s)
 	s.console = newConsoleView(s, events, opts.ConsoleFollow)
 	events.console.Store(s.console)
 	s.router = s.routes(newHostGuard(opts.ListenAddr, opts.AllowedHosts), cors)
+	// Tool calls see the release and withdraw their questions. Their
+	// sessions close once the calls' answers (an error naming the question)
+	// have gone out, or after mcpAnswerGrace for a client that does not read.
+	questions.OnRelease(ask.AfterCalls, func(ctx context.Context) {
+		answered, cancel := context.WithTimeout(ctx, mcpAnswerGrace)
+		_ = s.mcp.posts.CloseAndWait(answered)
+		cancel()
+		s.mcp.Close()
+	})
+	questions.OnRelease(ask.AfterEndings, func(context.Context) {
+		s.console.close()
+		s.authLog.flush()
+	})
 	return s, nil
 }
+
+// Questions returns the service the server asks through: a shutdown drains
+// and releases it (see ask.Service.Release).
+func (s *Server) Questions() *ask.Service { return s.questions }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
@@ -213,87 +218,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 // It walks them: call it at scrape time, not per request.
 func (s *Server) MCPSessions() int { return s.mcp.sessions() }
 
-// Drain makes the server refuse new elicitations, new event streams and
-// new MCP requests (503) from now on, so a shutdown can settle what is
-// pending without new questions slipping in. Streams already open stay open
-// until the bus closes. An elicitation already past the door goes on: see
-// WaitForCreates.
-func (s *Server) Drain() {
-	s.draining.Store(true)
-	s.creates.close()
-}
-
-// WaitForCreates calls Drain and returns once every elicitation that got in
-// before it has been stored and announced (question.asked published) or has
-// failed, or with ctx's error if ctx ends first. After it, the store holds
-// every question the API will ever create, so a shutdown can end them all.
-func (s *Server) WaitForCreates(ctx context.Context) error {
-	s.Drain()
-	if err := s.creates.closeAndWait(ctx); err != nil {
-		return fmt.Errorf("waiting for questions being created: %w", err)
-	}
-	return nil
-}
-
-// Release lets go of every request still waiting for a question, for a
-// shutdown: a long-poll answers with the question as it is (pending), and
-// POST /elicit answers 503 naming the question, or drops the connection if
-// it has already started its answer, so the agent collects the result with
-// GET /elicitations/{id} once questiond is back (with the memory store, end
-// the pending questions first, and they get their endings instead). It ends
-// no question an agent can still collect. MCP tool calls (/mcp) waiting for
-// an answer withdraw their questions instead, since nobody could collect
-// those answers, and answer with an error naming the question; then every
-// MCP session is closed. It calls Drain.
-//
-// Release returns once every MCP tool call has returned, having withdrawn
-// its question, and every ending already under way (an operator's reply or
-// reject, an agent's withdrawal) has been stored and reported to the store's
-// OnEnd, so its event is published; or with ctx's error if ctx ends first.
-// From then on the API refuses to end questions (503): an ending now could
-// no longer be announced to operators. Endings the store makes on its own
-// (timeouts) are not held back.
-func (s *Server) Release(ctx context.Context) error {
-	s.Drain()
-	s.release()
-	// Tool calls see the release and withdraw their questions. Their
-	// sessions close once the calls' answers (an error naming the question)
-	// have gone out, or after mcpAnswerGrace for a client that does not read.
-	err := s.toolCalls.closeAndWait(ctx)
-	answered, cancel := context.WithTimeout(ctx, mcpAnswerGrace)
-	_ = s.mcp.posts.closeAndWait(answered)
-	cancel()
-	s.mcp.Close()
-	if err != nil {
-		return fmt.Errorf("waiting for MCP tool calls to withdraw their questions: %w", err)
-	}
-	if err := s.endings.closeAndWait(ctx); err != nil {
-		return fmt.Errorf("waiting for question endings under way: %w", err)
-	}
-	s.console.close()
-	s.authLog.flush()
-	return nil
-}
-
 // mcpAnswerGrace bounds how long Release waits for the answers of MCP
 // requests to go out before it closes their sessions.
 const mcpAnswerGrace = time.Second
-
-// settle ends a question through the endings door, which Release closes.
-func (s *Server) settle(ctx context.Context, id string, o pending.Outcome) (*pending.Question, error) {
-	if !s.endings.enter() {
-		return nil, errShuttingDown
-	}
-	defer s.endings.leave()
-	return s.store.Settle(ctx, id, o)
-}
-
-// untilReleased returns a context that also ends on Release.
-func (s *Server) untilReleased(parent context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(parent)
-	stop := context.AfterFunc(s.lifetime, cancel)
-	return ctx, func() { stop(); cancel() }
-}
-
-// released reports whether Release has been called.
-func (s *Server) released() bool { return s.lifetime.Err() != nil }

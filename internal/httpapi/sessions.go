@@ -62,11 +62,11 @@ func (s *Server) handleSessionPut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	owner := sessionOwner(r.Context())
-	if err := s.othersInbox(id, owner); err != nil {
+	if err := s.questions.OthersInbox(id, owner); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.inboxAsParent(rec); err != nil {
+	if err := s.questions.InboxAsParent(rec); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -171,7 +171,7 @@ func (s *Server) handleSessionDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	owner := sessionOwner(r.Context())
-	if err := s.othersInbox(id, owner); err != nil {
+	if err := s.questions.OthersInbox(id, owner); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -186,7 +186,7 @@ func (s *Server) handleSessionDelete(w http.ResponseWriter, r *http.Request) {
 
 // agentsOrOperators guards the session routes: agents as agentsOnly does,
 // and operators, who may read, change and remove any session's record
-// (they ask nothing: only agents reach routeQuestion).
+// (they ask nothing: only agents ask, through the service).
 func (s *Server) agentsOrOperators(next http.Handler) http.Handler {
 	agents := s.agentsOnly(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -238,50 +238,6 @@ type sessionsUnavailableError struct{ err error }
 
 func (e sessionsUnavailableError) Error() string { return e.err.Error() }
 func (e sessionsUnavailableError) Unwrap() error { return e.err }
-
-// routeQuestion decides where a question asked for sessionID goes (see
-// session.RouteQuestion). A question without a session goes to its agent's
-// inbox (see inbox.go), which has the default capability unless an agent
-// configured it, and which no other agent may use.
-func (s *Server) routeQuestion(ctx context.Context, sessionID string, only session.Capability) (session.Route, error) {
-	agent := callerFrom(ctx).agent
-	if sessionID == "" {
-		sessionID = inboxSession(agent)
-	}
-	if err := s.othersInbox(sessionID, agent); err != nil {
-		return session.Route{}, err
-	}
-	// Like the store's Create, the lookup goes on when the asking client
-	// hangs up meanwhile: a question that passed validation is asked, and
-	// POST /elicit withdraws it if nobody waits (a cancelled lookup would
-	// surface as a 500).
-	ctx = context.WithoutCancel(ctx)
-	// Asking claims the session for its agent before the question is
-	// stored: once claimed, no other agent can configure it, and a session
-	// another agent configured or asked in first is refused here.
-	rec, err := s.sessions.Claim(ctx, sessionID, agent)
-	if err != nil {
-		return session.Route{}, sessionError(err, sessionID)
-	}
-	route, err := session.RouteRecord(ctx, s.sessions, rec, only)
-	var refused *session.RefusedError
-	switch {
-	case errors.As(err, &refused):
-		return session.Route{}, &statusError{http.StatusForbidden, "Forbidden", refused.Reason}
-	case err != nil:
-		return session.Route{}, sessionError(err, sessionID)
-	case route.Asking != "":
-		if _, inbox := s.inboxes[route.ListedUnder]; inbox {
-			return session.Route{}, inboxParentError(route.ListedUnder)
-		}
-		// Asking through the parent uses it: it stays the agent's while
-		// the question may be held there.
-		if _, err := s.sessions.Claim(ctx, route.ListedUnder, agent); err != nil {
-			return session.Route{}, sessionError(err, route.ListedUnder)
-		}
-	}
-	return route, nil
-}
 
 // sessionParam is the session an MCP client names when it connects.
 func sessionParam(r *http.Request) (string, error) {

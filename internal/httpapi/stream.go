@@ -52,7 +52,7 @@ func (s *Server) streamView(r *http.Request, dir string) (sse.Audience, func() [
 // slot is taken, and answers a stream the bus refused. The slot is held until the stream is over, which may be after
 // serve returned: the bus releases it (see sse.WithStreamEnd).
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, serve func(*http.Request) error) {
-	if s.draining.Load() {
+	if s.questions.Draining() {
 		s.writeError(w, r, errShuttingDown)
 		return
 	}

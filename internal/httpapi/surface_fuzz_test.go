@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
@@ -73,22 +74,26 @@ func newSurfaceServer() (api *httpapi.Server, store *pending.Store, stop func() 
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if api != nil {
-			api.Drain()
+			api.Questions().Drain()
 		}
 		_, _ = store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})
 		err := bus.Close(ctx)
 		if api != nil {
-			_ = api.Release(ctx) // ends MCP sessions a fuzzed initialize opened
+			_ = api.Questions().Release(ctx) // ends MCP sessions a fuzzed initialize opened
 		}
 		_ = store.Close(ctx)
 		return err
 	}
-	api, err = httpapi.New(store, events, httpapi.Options{
+	opts := httpapi.Options{
 		MaxWait:      time.Millisecond, // long-polls must not slow the fuzzer down
 		MaxBodyBytes: surfaceMaxBody,
 		OpenAPI:      []byte(`{"openapi":"3.1.0","info":{"title":"questiond","version":"0"}}`),
 		AllowedHosts: []string{"questiond", "example.com"}, // the hosts these requests name
-	})
+	}
+	questions, err := ask.New(store, nil, events, httpapi.AskOptions(opts))
+	if err == nil {
+		api, err = httpapi.New(questions, events, opts)
+	}
 	if err != nil {
 		_ = stop()
 		return nil, nil, nil, err

@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
@@ -60,7 +61,12 @@ func watchedServer(t *testing.T, w httpapi.Watcher) string {
 	}
 	events := httpapi.NewEvents(bus, log, w)
 	store := pending.New(pending.Options{OnEnd: events.Ended})
-	api, err := httpapi.New(store, events, httpapi.Options{Logger: log})
+	opts := httpapi.Options{Logger: log}
+	questions, err := ask.New(store, nil, events, httpapi.AskOptions(opts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := httpapi.New(questions, events, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,9 +74,9 @@ func watchedServer(t *testing.T, w httpapi.Watcher) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		api.Drain()
+		api.Questions().Drain()
 		_, _ = store.SettleAll(ctx, pending.Outcome{Ending: pending.EndShutdown, Result: pending.Result{Action: pending.ActionCancel}})
-		_ = api.Release(ctx)
+		_ = api.Questions().Release(ctx)
 		_ = bus.Close(ctx)
 		srv.Close()
 		_ = store.Close(ctx)

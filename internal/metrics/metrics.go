@@ -17,8 +17,9 @@ import (
 	"github.com/questiond/questiond/internal/pending"
 )
 
-// Metrics counts what questiond does. It is an httpapi.Watcher (questions
-// asked and ended) and an httpapi.Meter (requests, tool calls, refusals);
+// Metrics counts what questiond does. It hears of questions asked and ended
+// (Asked, Ended) and of requests, tool calls and refusals (Request,
+// ToolCall, Refused), as the HTTP API's Watcher and Meter;
 // Journal times store commits and Observe adds what is read at scrape time.
 // Counting costs an atomic add, with no lock, on every path that is hot.
 type Metrics struct {
@@ -53,8 +54,9 @@ var (
 )
 
 // New returns metrics registered on a fresh registry, with the Go runtime's
-// and the process's collectors.
-func New() *Metrics {
+// and the process's collectors. limits name every limit whose refusals are
+// counted: each shows, at 0, from the start.
+func New(limits ...string) *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		asked: prometheus.NewCounter(prometheus.CounterOpts{Name: "questiond_questions_asked_total",
@@ -88,7 +90,7 @@ func New() *Metrics {
 	for _, op := range []string{opPut, opDelete} {
 		m.commits[op] = m.commitVec.WithLabelValues(op)
 	}
-	for _, limit := range refusalLimits {
+	for _, limit := range limits {
 		m.refusals.WithLabelValues(limit) // every limit shows, at 0, from the start
 	}
 	m.reg.MustRegister(m.asked, m.endedVec, m.waitVec, m.requestVec, m.toolCalls, m.refusals,

@@ -85,7 +85,7 @@ func TestJournalIsTimedAndStillPings(t *testing.T) {
 
 // Requests with the same labels share one series; each combination is one.
 func TestRequestSeries(t *testing.T) {
-	m := metrics.New()
+	m := metrics.New("rate", "streams", "mcp_streams", "mcp_streams_per_agent", "mcp_sessions", "mcp_sessions_per_agent")
 	for range 3 {
 		m.Request("GET", "/question", 200)
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/questiond/questiond/internal/connguard"
-	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
 )
@@ -19,7 +18,7 @@ type Sources struct {
 	Pending func(ctx context.Context, f pending.Filter) (int, error)
 	// Events returns the event broker's counts (sse.Broker.Stats).
 	Events func() sse.Stats
-	// MCPSessions counts the live MCP sessions (httpapi.Server.MCPSessions).
+	// MCPSessions counts the live MCP sessions (the HTTP API's MCPSessions).
 	MCPSessions func() int
 	// Conns returns what the connection guard refused or closed
 	// (connguard.Guard.Stats).
@@ -92,13 +91,3 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 }
-
-// The limits whose refusals are counted, each shown from the start.
-var refusalLimits = []string{httpapi.LimitRate, httpapi.LimitPending, httpapi.LimitPendingPerAgent,
-	httpapi.LimitStreams, httpapi.LimitMCPStreams, httpapi.LimitMCPStreamsPerAgent,
-	httpapi.LimitMCPSessions, httpapi.LimitMCPSessionsPerAgent}
-
-var (
-	_ httpapi.Watcher = (*Metrics)(nil)
-	_ httpapi.Meter   = (*Metrics)(nil)
-)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testserver"
@@ -97,7 +97,7 @@ func TestStopAnnouncesTheWithdrawalOfWaitingMCPToolCalls(t *testing.T) {
 
 // gatedStore parks the first Create until the test lets it go.
 type gatedStore struct {
-	httpapi.Store
+	ask.Store
 	entered chan struct{}
 	proceed chan struct{}
 }
@@ -118,7 +118,7 @@ func (g *gatedStore) Create(ctx context.Context, q *pending.Question) error {
 // the interleaving, the agent's answer and what operators see must agree.
 func TestACreateUnderWayWhenStopBeginsIsAnsweredConsistently(t *testing.T) {
 	gate := &gatedStore{entered: make(chan struct{}), proceed: make(chan struct{})}
-	s := start(t, testserver.Config{WrapStore: func(st httpapi.Store) httpapi.Store {
+	s := start(t, testserver.Config{WrapStore: func(st ask.Store) ask.Store {
 		gate.Store = st
 		return gate
 	}})

@@ -1,12 +1,11 @@
-package httpapi
+package ask_test
 
 import (
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"go.uber.org/zap"
-
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/pending"
 )
 
@@ -18,8 +17,7 @@ func TestReconnectGraceTiming(t *testing.T) {
 		store := pending.New(pending.Options{})
 		defer store.Close(t.Context())
 		const grace = time.Minute
-		s := &Server{store: store, opts: Options{ReconnectGrace: grace}, log: zap.NewNop(),
-			creates: newDoor(), toolCalls: newDoor(), endings: newDoor()}
+		s := newService(t, store, ask.Options{ReconnectGrace: grace})
 		if err := store.Create(t.Context(), &pending.Question{ID: "que_1"}); err != nil {
 			t.Fatal(err)
 		}
@@ -35,18 +33,17 @@ func TestReconnectGraceTiming(t *testing.T) {
 			return q.Ended.Ending
 		}
 
-		s.attach("que_1")
-		s.detach("que_1", true) // the first caller drops
+		s.Attach("que_1")(true) // the first caller drops
 		time.Sleep(grace - time.Nanosecond)
 		if got := ending(); got != "" {
 			t.Fatalf("ended %q before the grace was over", got)
 		}
-		s.attach("que_1") // the retry, just in time
+		detach := s.Attach("que_1") // the retry, just in time
 		time.Sleep(2 * grace)
 		if got := ending(); got != "" {
 			t.Fatalf("ended %q although a retry is waiting", got)
 		}
-		s.detach("que_1", true) // the retry drops too
+		detach(true) // the retry drops too
 		time.Sleep(grace - time.Nanosecond)
 		if got := ending(); got != "" {
 			t.Fatalf("ended %q before the second grace was over", got)
@@ -55,30 +52,27 @@ func TestReconnectGraceTiming(t *testing.T) {
 		if got := ending(); got != pending.EndDisconnected {
 			t.Fatalf("ending %q after the grace, want %q", got, pending.EndDisconnected)
 		}
-		if len(s.graces.waits) != 0 {
-			t.Fatalf("%d grace records left", len(s.graces.waits))
+		if n := s.GraceRecords(); n != 0 {
+			t.Fatalf("%d grace records left", n)
 		}
 	})
 }
 
 // A caller that leaves because its question ended arms nothing, and a
-// draining server withdraws nothing when a grace runs out.
+// draining service withdraws nothing when a grace runs out.
 func TestReconnectGraceLeavesNothingBehind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		store := pending.New(pending.Options{})
 		defer store.Close(t.Context())
-		s := &Server{store: store, opts: Options{ReconnectGrace: time.Minute}, log: zap.NewNop(),
-			creates: newDoor(), toolCalls: newDoor(), endings: newDoor()}
+		s := newService(t, store, ask.Options{ReconnectGrace: time.Minute})
 		for _, id := range []string{"que_1", "que_2"} {
 			if err := store.Create(t.Context(), &pending.Question{ID: id}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		s.attach("que_1")
-		s.detach("que_1", false)
-		s.attach("que_2")
-		s.detach("que_2", true)
-		s.draining.Store(true)
+		s.Attach("que_1")(false)
+		s.Attach("que_2")(true)
+		s.Drain()
 		time.Sleep(2 * time.Minute)
 		synctest.Wait()
 		for _, id := range []string{"que_1", "que_2"} {
@@ -86,8 +80,8 @@ func TestReconnectGraceLeavesNothingBehind(t *testing.T) {
 				t.Fatalf("%s: %+v, %v; want it pending", id, q, err)
 			}
 		}
-		if len(s.graces.waits) != 0 {
-			t.Fatalf("%d grace records left", len(s.graces.waits))
+		if n := s.GraceRecords(); n != 0 {
+			t.Fatalf("%d grace records left", n)
 		}
 	})
 }
@@ -102,14 +96,13 @@ func TestRetryAtTheGracesEndGetsTheWithdrawal(t *testing.T) {
 		store := pending.New(pending.Options{})
 		defer store.Close(t.Context())
 		const grace = time.Minute
-		s := &Server{store: store, opts: Options{ReconnectGrace: grace}, log: zap.NewNop(),
-			creates: newDoor(), toolCalls: newDoor(), endings: newDoor()}
+		s := newService(t, store, ask.Options{ReconnectGrace: grace})
 		if err := store.Create(t.Context(), &pending.Question{ID: "que_1", Owner: "alpha", IdempotencyKey: "k1"}); err != nil {
 			t.Fatal(err)
 		}
 		retried := make(chan *pending.Question, 1)
 		hooked := false
-		s.graces.beforeWithdraw = func(id string) {
+		s.SetTestHooks(ask.TestHooks{BeforeWithdraw: func(id string) {
 			hooked = true
 			// The retry: its key finds the question pending, it attaches
 			// and waits, all before the withdrawal.
@@ -117,9 +110,9 @@ func TestRetryAtTheGracesEndGetsTheWithdrawal(t *testing.T) {
 			if err != nil || found.Ended != nil {
 				t.Errorf("the retry's key found %+v, %v; want the pending question", found, err)
 			}
-			s.attach(id)
+			detach := s.Attach(id)
 			go func() {
-				defer s.detach(id, false)
+				defer detach(false)
 				q, err := store.Wait(t.Context(), id)
 				if err != nil {
 					t.Errorf("the retry's wait: %v", err)
@@ -127,9 +120,8 @@ func TestRetryAtTheGracesEndGetsTheWithdrawal(t *testing.T) {
 				retried <- q
 			}()
 			time.Sleep(time.Nanosecond) // on the fake clock: once the retry waits
-		}
-		s.attach("que_1")
-		s.detach("que_1", true) // the caller drops
+		}})
+		s.Attach("que_1")(true) // the caller drops
 		var got *pending.Question
 		select {
 		case got = <-retried:
@@ -147,8 +139,8 @@ func TestRetryAtTheGracesEndGetsTheWithdrawal(t *testing.T) {
 			t.Fatalf("a retry a moment later finds %+v, %v; want the same ending", later, err)
 		}
 		synctest.Wait()
-		if len(s.graces.waits) != 0 {
-			t.Fatalf("%d grace records left", len(s.graces.waits))
+		if n := s.GraceRecords(); n != 0 {
+			t.Fatalf("%d grace records left", n)
 		}
 		if list, _ := store.List(t.Context(), pending.Filter{}); len(list) != 0 {
 			t.Fatalf("%d questions pending; want none", len(list))

@@ -1,26 +1,27 @@
-package httpapi
+package ask
 
 import (
 	"context"
 	"sync"
 )
 
-// door counts the operations of one kind in progress and, once shut,
+// Door counts the operations of one kind in progress and, once shut,
 // refuses new ones, so a shutdown can wait for exactly those already inside.
 // Entering and the check that the door is open are one step: nothing slips
 // in between a shutdown's check and its count.
-type door struct {
+type Door struct {
 	mu     sync.Mutex
 	shut   bool
 	inside int
 	empty  chan struct{} // closed once the door is shut and nobody is inside
 }
 
-func newDoor() *door { return &door{empty: make(chan struct{})} }
+// NewDoor returns an open door with nobody inside.
+func NewDoor() *Door { return &Door{empty: make(chan struct{})} }
 
-// enter counts one operation in, unless the door is shut; call leave when
+// Enter counts one operation in, unless the door is shut; call Leave when
 // it is done.
-func (d *door) enter() bool {
+func (d *Door) Enter() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.shut {
@@ -30,7 +31,8 @@ func (d *door) enter() bool {
 	return true
 }
 
-func (d *door) leave() {
+// Leave counts one operation out.
+func (d *Door) Leave() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.inside--
@@ -39,8 +41,8 @@ func (d *door) leave() {
 	}
 }
 
-// close refuses every later enter.
-func (d *door) close() {
+// Close refuses every later Enter.
+func (d *Door) Close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.shut {
@@ -52,10 +54,10 @@ func (d *door) close() {
 	}
 }
 
-// closeAndWait closes the door and returns once every operation inside has
+// CloseAndWait closes the door and returns once every operation inside has
 // left, or with ctx's error.
-func (d *door) closeAndWait(ctx context.Context) error {
-	d.close()
+func (d *Door) CloseAndWait(ctx context.Context) error {
+	d.Close()
 	select {
 	case <-d.empty:
 		return nil

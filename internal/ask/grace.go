@@ -1,4 +1,4 @@
-package httpapi
+package ask
 
 import (
 	"context"
@@ -8,19 +8,13 @@ import (
 	"github.com/questiond/questiond/internal/pending"
 )
 
-// DefaultReconnectGrace is Options.ReconnectGrace when it is zero.
-const DefaultReconnectGrace = time.Minute
-
-// graceWaits counts the keyed POST /elicit calls waiting on each question.
-// When the last one's connection drops, the question is not withdrawn at
-// once: a retry with the same Idempotency-Key within ReconnectGrace attaches
-// to the same wait; only if none comes is the question withdrawn.
+// graceWaits counts the keyed waiters on each question. When the last
+// one's connection drops, the question is not withdrawn at once: a retry
+// with the same Idempotency-Key within ReconnectGrace attaches to the same
+// wait; only if none comes is the question withdrawn.
 type graceWaits struct {
 	mu    sync.Mutex
 	waits map[string]*graceWait // by question id
-	// beforeWithdraw, a test hook, runs once graceOver has decided to
-	// withdraw a question, before it does.
-	beforeWithdraw func(id string)
 }
 
 type graceWait struct {
@@ -31,20 +25,13 @@ type graceWait struct {
 	attachedAt time.Time
 }
 
-// sharedWaits is what a store shared by several replicas offers so that a
-// retry taken by one replica keeps another from withdrawing the question:
-// Attached records that a keyed caller waits on id here; AttachedWithin
-// reports whether one did anywhere within the last d (d is the time since
-// this replica's own caller attached, so only later attaches count).
-type sharedWaits interface {
-	Attached(ctx context.Context, id string)
-	AttachedWithin(ctx context.Context, id string, d time.Duration) bool
-}
-
-// attach registers a keyed caller waiting on question id, stopping any
-// withdrawal the grace period had scheduled.
-func (s *Server) attach(id string) {
-	if shared, ok := s.store.(sharedWaits); ok {
+// Attach registers a keyed caller waiting on question id, stopping any
+// withdrawal the grace period had scheduled. Call detach when the caller
+// stops waiting, with dropped true if its connection dropped: if it was
+// the last caller, the question is withdrawn after ReconnectGrace unless a
+// retry attaches first.
+func (s *Service) Attach(id string) (detach func(dropped bool)) {
+	if shared := s.opts.SharedWaits; shared != nil {
 		shared.Attached(context.Background(), id)
 	}
 	g := &s.graces
@@ -64,12 +51,10 @@ func (s *Server) attach(id string) {
 		w.timer.Stop() // if it already fired, its callback sees a caller and does nothing
 		w.timer = nil
 	}
+	return func(dropped bool) { s.detach(id, dropped) }
 }
 
-// detach unregisters a keyed caller of question id. If it dropped its
-// connection and was the last caller, the question is withdrawn after
-// ReconnectGrace unless a retry attaches first.
-func (s *Server) detach(id string, dropped bool) {
+func (s *Service) detach(id string, dropped bool) {
 	g := &s.graces
 	g.mu.Lock()
 	w := g.waits[id]
@@ -92,7 +77,7 @@ func (s *Server) detach(id string, dropped bool) {
 
 // graceOver withdraws question id if nobody came back for it during the
 // grace period that w armed.
-func (s *Server) graceOver(id string, w *graceWait) {
+func (s *Service) graceOver(id string, w *graceWait) {
 	g := &s.graces
 	g.mu.Lock()
 	if g.waits[id] != w || w.callers > 0 {
@@ -105,10 +90,10 @@ func (s *Server) graceOver(id string, w *graceWait) {
 	// Counted from this replica's own last attach, not from the end of
 	// the grace: a retry may reach another replica before this one even
 	// notices that its caller left.
-	if shared, ok := s.store.(sharedWaits); ok && shared.AttachedWithin(context.Background(), id, since) {
+	if shared := s.opts.SharedWaits; shared != nil && shared.AttachedWithin(context.Background(), id, since) {
 		return // the retry went to another replica, which now keeps the wait
 	}
-	if hook := g.beforeWithdraw; hook != nil {
+	if hook := s.beforeWithdraw; hook != nil {
 		hook(id)
 	}
 	// A retry that attaches from here on (its key found the question still
@@ -116,6 +101,6 @@ func (s *Server) graceOver(id string, w *graceWait) {
 	// withdrawal at once, the answer a retry a moment later gets from its
 	// key (TestRetryAtTheGracesEndGetsTheWithdrawal).
 	if !s.draining.Load() {
-		_, _ = s.withdraw(id, pending.EndDisconnected)
+		_, _ = s.Withdraw(id, pending.EndDisconnected)
 	}
 }

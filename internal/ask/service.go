@@ -1,0 +1,167 @@
+package ask
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/elicit"
+	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/session"
+)
+
+// Store is what the service needs of the question store. Every ability is
+// part of it, so a wrapper (fault injection, counting) passes on each of
+// them or does not compile: none is found by type assertion, where a
+// wrapper would silently turn it off.
+type Store interface {
+	Create(ctx context.Context, q *pending.Question) error
+	Get(ctx context.Context, id string) (*pending.Question, error)
+	List(ctx context.Context, f pending.Filter) ([]*pending.Question, error)
+	// Count counts without copying, for the limits on pending questions.
+	Count(ctx context.Context, f pending.Filter) (int, error)
+	Settle(ctx context.Context, id string, o pending.Outcome) (*pending.Question, error)
+	Wait(ctx context.Context, id string) (*pending.Question, error)
+	// FindKey returns owner's live question asked with Idempotency-Key key,
+	// or an error wrapping pending.ErrNotFound, or a *pending.KeyGoneError
+	// for a key whose question has been forgotten.
+	FindKey(ctx context.Context, owner, key string) (*pending.Question, error)
+}
+
+// SharedWaits is what a store shared by several replicas offers so that a
+// retry taken by one replica keeps another from withdrawing the question:
+// Attached records that a keyed caller waits on id here; AttachedWithin
+// reports whether one did anywhere within the last d (d is the time since
+// this replica's own caller attached, so only later attaches count).
+type SharedWaits interface {
+	Attached(ctx context.Context, id string)
+	AttachedWithin(ctx context.Context, id string, d time.Duration) bool
+}
+
+// Announcer tells operators of new questions. The service calls
+// BeginAnnounce before a question is stored and FinishAnnounce once Asked
+// has returned (or the create failed), so that the announcer can hold the
+// question's ending back until its announcement is out.
+type Announcer interface {
+	BeginAnnounce(id string)
+	FinishAnnounce(id string)
+	Asked(ctx context.Context, q *pending.Question)
+}
+
+// Defaults for Options.
+const (
+	DefaultReconnectGrace     = time.Minute
+	DefaultMaxPending         = 10000
+	DefaultMaxPendingPerAgent = 1000
+)
+
+// Names of the limits a LimitError names.
+const (
+	LimitPending         = "pending"           // Options.MaxPending
+	LimitPendingPerAgent = "pending_per_agent" // Options.MaxPendingPerAgent
+)
+
+// Options configure a Service. Zero values mean the defaults, except for
+// the limits, where zero means none.
+type Options struct {
+	Logger *zap.Logger
+	// Elicit tunes schema parsing and question building.
+	Elicit elicit.Options
+	// ReconnectGrace is how long a keyed waiter whose connection dropped
+	// keeps its question pending for a retry with the same key, before the
+	// question is withdrawn. Default DefaultReconnectGrace.
+	ReconnectGrace time.Duration
+	// MaxPending bounds the pending questions in total, MaxPendingPerAgent
+	// those of one agent (never the anonymous one's); zero: no limit.
+	MaxPending, MaxPendingPerAgent int
+	// Agents are the names of the agents with tokens; their inboxes (see
+	// Inbox) are theirs alone. Without any, every agent is anonymous and
+	// shares one inbox.
+	Agents []string
+	// SharedWaits, for a store shared by several replicas, lets a retry
+	// taken by another replica keep this one from withdrawing its
+	// question; nil: this replica's waiters are the only ones.
+	SharedWaits SharedWaits
+	// OnRefused hears of every question a limit refused, by the limit's
+	// name; nil: nobody does.
+	OnRefused func(limit string)
+}
+
+// Service is the question's life: one per daemon, shared by every
+// protocol's adapter.
+type Service struct {
+	store     Store
+	sessions  session.Store
+	announcer Announcer
+	opts      Options
+	log       *zap.Logger
+	inboxes   map[string]string // inbox session id → its agent (see inbox.go)
+
+	draining atomic.Bool
+	creating atomic.Int64 // questions being created right now, for the pending limits
+	// Doors a shutdown closes and waits at: questions being created (Drain
+	// closes it), calls that withdraw their question on Release, and
+	// endings (Release closes those).
+	creates, calls, endings *Door
+	claims                  keyClaims  // Idempotency-Keys being created
+	graces                  graceWaits // keyed waiters, for ReconnectGrace
+	// lifetime ends on Release: waits still under way let go.
+	lifetime context.Context
+	release  context.CancelFunc
+	released []releaseHook
+
+	// Test hooks, always nil in production (see export_test.go).
+	onKeyClaimed   func(key string)
+	onGraceArmed   func(id string)
+	beforeWithdraw func(id string)
+}
+
+// New returns the service for store, whose sessions decide where questions
+// go (nil: an in-memory registry where every session may ask the operator)
+// and whose announcer tells operators of them.
+func New(store Store, sessions session.Store, announcer Announcer, opts Options) (*Service, error) {
+	if store == nil || announcer == nil {
+		return nil, errors.New("ask: a store and an announcer are required")
+	}
+	if sessions == nil {
+		registry, err := session.Open(context.Background(), session.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("ask: %w", err)
+		}
+		sessions = registry
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.ReconnectGrace <= 0 {
+		opts.ReconnectGrace = DefaultReconnectGrace
+	}
+	s := &Service{store: store, sessions: sessions, announcer: announcer, opts: opts, log: opts.Logger.Named("ask"),
+		inboxes: inboxOwners(opts.Agents), creates: NewDoor(), calls: NewDoor(), endings: NewDoor()}
+	s.lifetime, s.release = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Store returns the store the service keeps questions in, for adapters'
+// reads (listing, a question's form).
+func (s *Service) Store() Store { return s.store }
+
+// Sessions returns the session registry the service routes by.
+func (s *Service) Sessions() session.Store { return s.sessions }
+
+// Draining reports whether Drain has been called: new questions are refused.
+func (s *Service) Draining() bool { return s.draining.Load() }
+
+// Released reports whether Release has been called.
+func (s *Service) Released() bool { return s.lifetime.Err() != nil }
+
+// UntilReleased returns a context that also ends on Release.
+func (s *Service) UntilReleased(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	stop := context.AfterFunc(s.lifetime, cancel)
+	return ctx, func() { stop(); cancel() }
+}

@@ -12,15 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/daemon"
-	"github.com/questiond/questiond/internal/elicit"
-	"github.com/questiond/questiond/internal/httpapi"
-	"github.com/questiond/questiond/internal/notify"
-	"github.com/questiond/questiond/internal/pending"
-	"github.com/questiond/questiond/internal/pgstore"
-	"github.com/questiond/questiond/internal/session"
-	"github.com/questiond/questiond/internal/sse"
 )
 
 // config is every setting of the daemon. Each has a flag and a QUESTIOND_*
@@ -129,58 +121,58 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.StringVar(&c.dataDir, "data-dir", "", "`dir` of the durable store (questiond.db, and its write-ahead log questiond.db-wal.0 and .1 while questiond runs); by default $XDG_STATE_HOME/questiond, else ~/.local/state/questiond")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `debug|info|warn|error` messages and worse")
 	fs.StringVar(&c.logFormat, "log-format", "auto", "log format, `auto|console|json`: auto is console on a terminal, JSON otherwise")
-	c.heartbeat = sse.DefaultHeartbeat
+	c.heartbeat = daemon.DefaultHeartbeat
 	fs.Var(durationValue{&c.heartbeat}, "heartbeat", "interval (a `duration`) of server.heartbeat events on event streams")
-	c.defaultTimeout = httpapi.DefaultTimeout
+	c.defaultTimeout = daemon.DefaultTimeout
 	fs.Var(durationValue{&c.defaultTimeout}, "default-timeout", "an unanswered question ends as cancel after this `duration`, unless the request sets its own timeout")
-	c.maxTimeout = httpapi.DefaultMaxTimeout
+	c.maxTimeout = daemon.DefaultMaxTimeout
 	fs.Var(durationValue{&c.maxTimeout}, "max-timeout", "longest timeout (a `duration`) a request may ask for")
-	c.maxWait = httpapi.DefaultMaxWait
+	c.maxWait = daemon.DefaultMaxWait
 	fs.Var(durationValue{&c.maxWait}, "max-wait", "longest wait (a `duration`) of one GET /elicitations/{id}?wait= long-poll")
-	c.keepAlive = httpapi.DefaultKeepAlive
+	c.keepAlive = daemon.DefaultKeepAlive
 	fs.Var(durationValue{&c.keepAlive}, "keepalive", "interval (a `duration`) of keep-alive whitespace while POST /elicit waits, and of MCP progress notifications while a question tool waits")
-	c.reconnectGrace = httpapi.DefaultReconnectGrace
+	c.reconnectGrace = daemon.DefaultReconnectGrace
 	fs.Var(durationValue{&c.reconnectGrace}, "reconnect-grace", "how long (a `duration`) a POST /elicit with an Idempotency-Key whose connection dropped keeps its question for a retry with that key, before withdrawing it")
-	c.retention = pending.DefaultRetention
+	c.retention = daemon.DefaultRetention
 	fs.Var(durationValue{&c.retention}, "retention", "how long (a `duration`) an ended question's result stays readable by its agent")
-	c.maxRetained = pending.DefaultMaxRetained
+	c.maxRetained = daemon.DefaultMaxRetained
 	fs.Var(intValue[int]{&c.maxRetained}, "max-retained", "most (`n`) ended questions whose results stay readable; beyond it the oldest result is forgotten (404) before its --retention is over")
-	c.maxRetainedAgent = pending.DefaultMaxRetainedPerAgent
+	c.maxRetainedAgent = daemon.DefaultMaxRetainedPerAgent
 	fs.Var(intValue[int]{&c.maxRetainedAgent}, "max-retained-per-agent", "most (`n`) ended questions of one agent token whose results stay readable; beyond it, or beyond --max-retained, the agent holding the most results forgets its oldest, never another agent's first")
-	c.keyRetention = pending.DefaultKeyRetention
+	c.keyRetention = daemon.DefaultKeyRetention
 	fs.Var(durationValue{&c.keyRetention}, "key-retention", "how long (a `duration`, at least --retention) the Idempotency-Key of a forgotten result is remembered: a retry with it gets 410 QuestionGoneError instead of asking again")
-	c.maxBytes = pending.DefaultMaxBytes
+	c.maxBytes = daemon.DefaultMaxBytes
 	fs.Var(intValue[int64]{&c.maxBytes}, "max-bytes", "byte budget (`n`) over every pending question and retained result (their text); a create beyond it, once the agent's own oldest results are forgotten, is refused with 429")
-	c.maxBytesAgent = pending.DefaultMaxBytesPerAgent
+	c.maxBytesAgent = daemon.DefaultMaxBytesPerAgent
 	fs.Var(intValue[int64]{&c.maxBytesAgent}, "max-bytes-per-agent", "byte budget (`n`) of one agent token's pending questions and retained results; a create beyond it, once its own oldest results are forgotten, is refused with 429")
-	c.maxBody = httpapi.DefaultMaxBodyBytes
+	c.maxBody = daemon.DefaultMaxBodyBytes
 	fs.Var(intValue[int64]{&c.maxBody}, "max-body", "largest request body, in bytes (`n`)")
-	c.maxProperties = elicit.DefaultMaxProperties
+	c.maxProperties = daemon.DefaultMaxProperties
 	fs.Var(intValue[int]{&c.maxProperties}, "max-properties", "most properties (questions, `n`) one elicitation may have")
-	c.maxOptions = elicit.DefaultMaxOptions
+	c.maxOptions = daemon.DefaultMaxOptions
 	fs.Var(intValue[int]{&c.maxOptions}, "max-options", "most choices (`n`) one enum or multi-select question may offer")
-	c.headerLimit = elicit.DefaultHeaderLimit
+	c.headerLimit = daemon.DefaultHeaderLimit
 	fs.Var(intValue[int]{&c.headerLimit}, "header-limit", "longest question header, in runes (`n`; 12 for OpenCode TUIs before 1.1.26)")
-	c.eventQueue = sse.DefaultQueueLength
+	c.eventQueue = daemon.DefaultEventQueueLength
 	fs.Var(intValue[int]{&c.eventQueue}, "event-queue", "frames (`n`) queued for one event subscriber before it is cut off as too slow")
-	c.eventQueueBytes = sse.DefaultQueueBytes
+	c.eventQueueBytes = daemon.DefaultEventQueueBytes
 	fs.Var(intValue[int]{&c.eventQueueBytes}, "event-queue-bytes", "bytes (`n`) of frames queued for one event subscriber before it is cut off as too slow (frames carry agents' text; one larger frame still goes to a subscriber with nothing queued)")
-	c.eventWriteTimeout = sse.DefaultWriteTimeout
+	c.eventWriteTimeout = daemon.DefaultEventWriteTimeout
 	fs.Var(durationValue{&c.eventWriteTimeout}, "event-write-timeout", "time (a `duration`) allowed to write one event frame before the subscriber is cut off")
-	c.maxDirectories = sse.DefaultMaxScopes
+	c.maxDirectories = daemon.DefaultMaxEventScopes
 	fs.Var(intValue[int]{&c.maxDirectories}, "max-directories", "most distinct directories (`n`) with a live /event stream")
 	fs.StringVar(&c.cors, "cors", "", "extra allowed browser origins, a comma-separated `list` (OpenCode's own allowlist always applies)")
-	c.shutdownTimeout = 10 * time.Second
+	c.shutdownTimeout = daemon.DefaultShutdownTimeout
 	fs.Var(durationValue{&c.shutdownTimeout}, "shutdown-timeout", fmt.Sprintf("longest time (a `duration`) a graceful shutdown may take (event streams get at most %s of it to send their last events; a second SIGINT or SIGTERM exits at once)", daemon.DefaultStreamGrace))
-	c.bodyReadTimeout = connguard.DefaultBodyReadTimeout
+	c.bodyReadTimeout = daemon.DefaultBodyReadTimeout
 	fs.Var(durationValue{&c.bodyReadTimeout}, "body-read-timeout", "longest time (a `duration`) a request body may take to arrive after its headers (408 and the connection closed beyond); event streams and long waits are not affected")
-	c.maxConns = connguard.DefaultMaxConns
+	c.maxConns = daemon.DefaultMaxConns
 	fs.Var(intValue[int]{&c.maxConns}, "max-connections", "most open connections (`n`); lowered to fit the open-file limit; beyond it the oldest connection not being answered is closed, or the new one refused (503)")
-	c.maxConnsPerAddr = connguard.DefaultMaxConnsPerAddr
+	c.maxConnsPerAddr = daemon.DefaultMaxConnsPerAddr
 	fs.Var(intValue[int]{&c.maxConnsPerAddr}, "max-connections-per-address", "most connections (`n`) from one address that have not made an authenticated request yet; beyond it that address's oldest one not being answered (idle, or silent for a second) is closed")
-	c.maxConnsPerAgent = connguard.DefaultMaxConnsPerAgent
+	c.maxConnsPerAgent = daemon.DefaultMaxConnsPerAgent
 	fs.Var(intValue[int]{&c.maxConnsPerAgent}, "max-connections-per-agent", "most open connections (`n`) of one agent token (503 beyond)")
-	c.operatorReserve = connguard.DefaultOperatorReserve
+	c.operatorReserve = daemon.DefaultOperatorReserve
 	fs.Var(intValue[int]{&c.operatorReserve}, "operator-reserved-connections", "connections (`n`) of --max-connections that agents can never take, kept for operators (0 for none)")
 	fs.StringVar(&c.allowedHosts, "allowed-hosts", "", "extra names this server is reached by, a comma-separated `list`; other Host headers get 421 (DNS-rebinding guard)")
 	fs.Var(boolValue{&c.consoleFollow}, "console-follow", "after the operator answers a session's last question, move every attached OpenCode TUI to the next session with a pending question")
@@ -188,36 +180,36 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate `file` (PEM); with --tls-key, serve HTTPS")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "TLS private key `file` (PEM)")
 	fs.StringVar(&c.agentTokenFile, "agent-token-file", "", "`file` of agent tokens, one name=token per line (# comments); adds to QUESTIOND_AGENT_TOKENS")
-	c.maxPending = httpapi.DefaultMaxPending
+	c.maxPending = daemon.DefaultMaxPending
 	fs.Var(intValue[int]{&c.maxPending}, "max-pending", "most pending questions (`n`) in total (429 beyond)")
-	c.maxPendingPerAgent = httpapi.DefaultMaxPendingPerAgent
+	c.maxPendingPerAgent = daemon.DefaultMaxPendingPerAgent
 	fs.Var(intValue[int]{&c.maxPendingPerAgent}, "max-pending-per-agent", "most pending questions (`n`) of one agent token (429 beyond)")
-	c.maxStreams = httpapi.DefaultMaxStreams
+	c.maxStreams = daemon.DefaultMaxStreams
 	fs.Var(intValue[int]{&c.maxStreams}, "max-streams", "most open operator event streams (`n`): /event, /global/event, the OpenCode TUI's (503 beyond); agents' MCP streams have --max-mcp-streams")
-	c.maxMCPStreams = httpapi.DefaultMaxMCPStreams
+	c.maxMCPStreams = daemon.DefaultMaxMCPStreams
 	fs.Var(intValue[int]{&c.maxMCPStreams}, "max-mcp-streams", "most open MCP event streams (`n`) on /mcp of all agents together (503 beyond)")
-	c.maxMCPStreamsAgent = httpapi.DefaultMaxMCPStreamsPerAgent
+	c.maxMCPStreamsAgent = daemon.DefaultMaxMCPStreamsPerAgent
 	fs.Var(intValue[int]{&c.maxMCPStreamsAgent}, "max-mcp-streams-per-agent", "most open MCP event streams (`n`) of one agent token (429 beyond); without agent tokens only --max-mcp-streams applies")
-	c.maxMCPSessionAgent = httpapi.DefaultMaxMCPSessionsPerAgent
+	c.maxMCPSessionAgent = daemon.DefaultMaxMCPSessionsPerAgent
 	fs.Var(intValue[int]{&c.maxMCPSessionAgent}, "max-mcp-sessions-per-agent", "most live MCP sessions (`n`) of one agent token on /mcp (429 beyond); without agent tokens only --max-mcp-sessions applies")
-	c.rateLimit = httpapi.DefaultRequestsPerMinute
+	c.rateLimit = daemon.DefaultRequestsPerMinute
 	fs.Var(intValue[int]{&c.rateLimit}, "rate-limit", "most requests (`n`) per minute from one client (an agent token, the operator, or else an IP on one kind of route: operators', agents' or other; health probes without credentials are not counted); 0 means no limit")
-	fs.StringVar(&c.defaultCapability, "default-question-capability", "user", "question capability, `user|none`, of sessions nobody set with PUT /sessions/{id}: user may ask the operator, none may ask nobody")
-	c.maxSessions = session.DefaultMaxSessions
+	fs.StringVar(&c.defaultCapability, "default-question-capability", string(daemon.DefaultCapability), "question capability, `user|none`, of sessions nobody set with PUT /sessions/{id}: user may ask the operator, none may ask nobody")
+	c.maxSessions = daemon.DefaultMaxSessions
 	fs.Var(intValue[int]{&c.maxSessions}, "max-sessions", "most session records (`n`) kept by PUT /sessions/{id} (429 beyond)")
-	c.sessionsPerAgent = session.DefaultMaxSessionsPerAgent
+	c.sessionsPerAgent = daemon.DefaultMaxSessionsPerAgent
 	fs.Var(intValue[int]{&c.sessionsPerAgent}, "max-sessions-per-agent", "most session records (`n`) one agent token keeps by PUT /sessions/{id} (429 beyond); --max-sessions stays the total")
-	c.maxMCPSessions = httpapi.DefaultMaxMCPSessions
+	c.maxMCPSessions = daemon.DefaultMaxMCPSessions
 	fs.Var(intValue[int]{&c.maxMCPSessions}, "max-mcp-sessions", "most live MCP sessions (`n`) on /mcp (503 beyond)")
-	c.mcpIdleTimeout = httpapi.DefaultMCPIdle
+	c.mcpIdleTimeout = daemon.DefaultMCPIdle
 	fs.Var(durationValue{&c.mcpIdleTimeout}, "mcp-idle-timeout", "close an MCP session (/mcp) after this `duration` without requests; a tool call in progress keeps it open")
 	fs.StringVar(&c.publicURL, "public-url", "", "`url` operators reach questiond at, for the link to its /ui page in notifications; by default http(s):// and the address questiond listens on, localhost for an unspecified host")
 	fs.Var(boolValue{&c.notifyIncludeText}, "notify-include-text", "put the agent's message, the questions and the answers in webhook notifications (without it they name who asks where, not what)")
-	c.notifyMaxAge = notify.DefaultMaxAge
-	fs.Var(durationValue{&c.notifyMaxAge}, "notify-max-age", fmt.Sprintf("give up on a webhook notification not delivered within this `duration` (retries back off from %s to %s)", notify.DefaultMinBackoff, notify.DefaultMaxBackoff))
-	c.notifyQueue = notify.DefaultQueueLength
+	c.notifyMaxAge = daemon.DefaultNotifyMaxAge
+	fs.Var(durationValue{&c.notifyMaxAge}, "notify-max-age", fmt.Sprintf("give up on a webhook notification not delivered within this `duration` (retries back off from %s to %s)", daemon.DefaultNotifyMinBackoff, daemon.DefaultNotifyMaxBackoff))
+	c.notifyQueue = daemon.DefaultNotifyQueueLength
 	fs.Var(intValue[int]{&c.notifyQueue}, "notify-queue", "most notifications (`n`) waiting for one webhook; beyond it the oldest is dropped")
-	c.notifyLease = pgstore.DefaultOutboxLease
+	c.notifyLease = daemon.DefaultOutboxLease
 	fs.Var(durationValue{&c.notifyLease}, "notify-lease", "with --store postgres: how long a replica holds the webhook notifications it has not delivered without renewing its claim (every third of it); those of a replica that dies are delivered by another after about this `duration`")
 	fs.Var(boolValue{&c.showVersion}, "version", "print the version and exit")
 
@@ -342,7 +334,7 @@ func (c *config) readSecrets(getenv func(string) string) error {
 	}
 	c.notifyURLs = c.splitList(getenv("QUESTIOND_NOTIFY_URLS"))
 	for i, u := range c.notifyURLs {
-		if err := notify.CheckURL(u); err != nil {
+		if err := daemon.CheckWebhookURL(u); err != nil {
 			return fmt.Errorf("QUESTIOND_NOTIFY_URLS: entry %d: %w", i+1, err) // never the URL: it may hold a token
 		}
 	}
@@ -462,7 +454,7 @@ func (c *config) check() error {
 		return fmt.Errorf("--header-limit must be at least 4 runes, got %d", c.headerLimit)
 	}
 	if c.publicURL != "" {
-		if err := notify.CheckURL(c.publicURL); err != nil {
+		if err := daemon.CheckWebhookURL(c.publicURL); err != nil {
 			return fmt.Errorf("--public-url %q: %w", c.publicURL, err)
 		}
 	}

@@ -21,14 +21,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	apidoc "github.com/questiond/questiond/api"
-	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/daemon"
-	"github.com/questiond/questiond/internal/elicit"
-	"github.com/questiond/questiond/internal/httpapi"
-	"github.com/questiond/questiond/internal/notify"
-	"github.com/questiond/questiond/internal/pending"
-	"github.com/questiond/questiond/internal/session"
-	"github.com/questiond/questiond/internal/sse"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -163,13 +156,13 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 	dcfg := daemon.Config{
 		Addr:     cfg.addr,
 		Logger:   log,
-		Events:   sse.Options{Heartbeat: cfg.heartbeat, WriteTimeout: cfg.eventWriteTimeout, QueueLength: cfg.eventQueue, QueueBytes: cfg.eventQueueBytes, MaxScopes: cfg.maxDirectories},
-		Store:    pending.Options{Retention: cfg.retention, MaxRetained: cfg.maxRetained},
-		Sessions: session.Options{Default: session.Capability(cfg.defaultCapability), MaxSessions: cfg.maxSessions, MaxSessionsPerAgent: cfg.sessionsPerAgent, ClaimHold: cfg.maxTimeout + cfg.retention},
-		API: httpapi.Options{
+		Events:   daemon.EventOptions{Heartbeat: cfg.heartbeat, WriteTimeout: cfg.eventWriteTimeout, QueueLength: cfg.eventQueue, QueueBytes: cfg.eventQueueBytes, MaxScopes: cfg.maxDirectories},
+		Store:    daemon.StoreOptions{Retention: cfg.retention, MaxRetained: cfg.maxRetained},
+		Sessions: daemon.SessionOptions{Default: daemon.Capability(cfg.defaultCapability), MaxSessions: cfg.maxSessions, MaxSessionsPerAgent: cfg.sessionsPerAgent, ClaimHold: cfg.maxTimeout + cfg.retention},
+		API: daemon.APIOptions{
 			MCPIdleTimeout: cfg.mcpIdleTimeout,
 			Version:        version,
-			Elicit:         elicit.Options{MaxProperties: cfg.maxProperties, MaxOptions: cfg.maxOptions, HeaderLimit: cfg.headerLimit},
+			Elicit:         daemon.SchemaOptions{MaxProperties: cfg.maxProperties, MaxOptions: cfg.maxOptions, HeaderLimit: cfg.headerLimit},
 			DefaultTimeout: cfg.defaultTimeout,
 			MaxTimeout:     cfg.maxTimeout,
 			MaxWait:        cfg.maxWait,
@@ -178,7 +171,7 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 			MaxBodyBytes:   cfg.maxBody,
 			CORSOrigins:    cfg.corsOrigins(),
 			OpenAPI:        apidoc.JSON(),
-			Auth: httpapi.Auth{
+			Auth: daemon.APIAuth{
 				OperatorUsername: cfg.operatorUsername,
 				OperatorPassword: cfg.operatorPassword,
 				AgentTokens:      cfg.agentTokens,
@@ -186,7 +179,7 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 			ListenAddr:    cfg.addr,
 			AllowedHosts:  cfg.splitList(cfg.allowedHosts),
 			ConsoleFollow: cfg.consoleFollow,
-			Limits: httpapi.Limits{
+			Limits: daemon.APILimits{
 				MaxPending:         cfg.maxPending,
 				MaxPendingPerAgent: cfg.maxPendingPerAgent,
 				MaxStreams:         cfg.maxStreams,
@@ -200,7 +193,7 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 		},
 		FailureTimeout: cfg.shutdownTimeout,
 		PublicURL:      cfg.publicURL,
-		Notify: notify.Options{
+		Notify: daemon.NotifyOptions{
 			URLs:        cfg.notifyURLs,
 			Secret:      []byte(cfg.notifySecret),
 			IncludeText: cfg.notifyIncludeText,
@@ -208,7 +201,7 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 			QueueLength: cfg.notifyQueue,
 		},
 	}
-	dcfg.Conns = connguard.Options{
+	dcfg.Conns = daemon.ConnOptions{
 		BodyReadTimeout:  cfg.bodyReadTimeout,
 		MaxConns:         cfg.maxConns,
 		MaxConnsPerAddr:  cfg.maxConnsPerAddr,

@@ -30,7 +30,7 @@ type Sessions struct {
 func (s *Store) Sessions(opts session.Options) (*Sessions, error) {
 	switch opts.Default {
 	case "":
-		opts.Default = session.User
+		opts.Default = session.DefaultCapability
 	case session.User, session.None:
 	default:
 		return nil, fmt.Errorf("session records: the default capability must be %q or %q, got %q", session.User, session.None, opts.Default)

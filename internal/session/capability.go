@@ -19,6 +19,11 @@ const (
 	None Capability = "none"
 )
 
+// DefaultCapability is the capability of sessions nobody configured when
+// Options.Default is zero (--default-question-capability): anyone may ask
+// the operator until told otherwise.
+const DefaultCapability = User
+
 // ParseCapability reads a capability by its wire name.
 func ParseCapability(s string) (Capability, error) {
 	switch c := Capability(s); c {

@@ -57,7 +57,7 @@ type Store interface {
 // Options configure a Registry.
 type Options struct {
 	// Default is the capability of sessions nobody configured: User or None
-	// (a default cannot name a parent). Zero means User.
+	// (a default cannot name a parent). Zero means DefaultCapability.
 	Default Capability
 	// MaxSessions bounds the records kept; 0 means unlimited.
 	MaxSessions int
@@ -98,7 +98,7 @@ var _ Store = (*Registry)(nil)
 func Open(ctx context.Context, opts Options) (*Registry, error) {
 	switch opts.Default {
 	case "":
-		opts.Default = User
+		opts.Default = DefaultCapability
 	case User, None:
 	default:
 		return nil, fmt.Errorf("session registry: the default capability must be %q or %q, got %q", User, None, opts.Default)

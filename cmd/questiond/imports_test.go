@@ -1,12 +1,11 @@
 package main
 
 import (
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/questiond/questiond/internal/testenv"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // The command reaches the daemon's parts (httpapi, sse, elicit, notify,
@@ -22,20 +21,8 @@ var allowedInternal = []string{
 }
 
 func TestImportsOnlyDaemonAndStores(t *testing.T) {
-	gotool, err := exec.LookPath("go")
-	if err != nil {
-		testenv.Missing(t, "the go tool", "put Go's bin directory on PATH")
-	}
 	// .Imports are the package's own imports: its tests' are .TestImports.
-	out, err := exec.Command(gotool, "list", "-f", `{{join .Imports " "}}`, ".").Output()
-	if err != nil {
-		var stderr []byte
-		if exit, ok := err.(*exec.ExitError); ok {
-			stderr = exit.Stderr
-		}
-		t.Fatalf("go list: %v\n%s", err, stderr)
-	}
-	imports := strings.Fields(string(out))
+	imports := testkit.GoList(t, `{{join .Imports " "}}`, ".")
 	if !slices.Contains(imports, allowedInternal[0]) {
 		t.Fatalf("go list names no %s among cmd/questiond's imports, so it read something else: %q", allowedInternal[0], imports)
 	}

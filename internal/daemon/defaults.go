@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/httpapi"
@@ -21,21 +22,21 @@ import (
 // gets the same bound, so the two are one number.
 const DefaultShutdownTimeout = DefaultFailureTimeout
 
-// Questions' lifetimes and waits (httpapi).
+// Questions' lifetimes and waits (httpapi; the reconnect grace is ask's).
 const (
 	DefaultTimeout        = httpapi.DefaultTimeout
 	DefaultMaxTimeout     = httpapi.DefaultMaxTimeout
 	DefaultMaxWait        = httpapi.DefaultMaxWait
 	DefaultKeepAlive      = httpapi.DefaultKeepAlive
-	DefaultReconnectGrace = httpapi.DefaultReconnectGrace
+	DefaultReconnectGrace = ask.DefaultReconnectGrace
 	DefaultMaxBodyBytes   = httpapi.DefaultMaxBodyBytes
 	DefaultMCPIdle        = httpapi.DefaultMCPIdle
 )
 
-// The API's limits (httpapi.Limits).
+// The API's limits (httpapi.Limits; those on pending questions are ask's).
 const (
-	DefaultMaxPending             = httpapi.DefaultMaxPending
-	DefaultMaxPendingPerAgent     = httpapi.DefaultMaxPendingPerAgent
+	DefaultMaxPending             = ask.DefaultMaxPending
+	DefaultMaxPendingPerAgent     = ask.DefaultMaxPendingPerAgent
 	DefaultMaxStreams             = httpapi.DefaultMaxStreams
 	DefaultMaxMCPStreams          = httpapi.DefaultMaxMCPStreams
 	DefaultMaxMCPStreamsPerAgent  = httpapi.DefaultMaxMCPStreamsPerAgent

@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-chi/httprate"
 
-	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/ui"
 )
 
@@ -36,9 +35,6 @@ type Limits struct {
 
 // Defaults of the limits, for the command line.
 const (
-	DefaultReconnectGrace         = ask.DefaultReconnectGrace // Options.ReconnectGrace
-	DefaultMaxPending             = ask.DefaultMaxPending
-	DefaultMaxPendingPerAgent     = ask.DefaultMaxPendingPerAgent
 	DefaultMaxStreams             = 1000
 	DefaultMaxMCPStreams          = 1000
 	DefaultMaxMCPStreamsPerAgent  = 100

@@ -114,8 +114,9 @@ func exampleDaemon(answers [][]string) *exampleServer {
 		log.Fatal(err)
 	}
 	events := httpapi.NewEvents(bus, nil)
-	store := pending.New(pending.Options{OnEnd: events.Ended})
-	questions, err := ask.New(store, nil, events, ask.Options{})
+	announce := ask.NewAnnouncements(nil, events)
+	store := pending.New(pending.Options{OnEnd: announce.Ended})
+	questions, err := ask.New(store, nil, announce, ask.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

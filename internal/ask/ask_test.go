@@ -21,9 +21,9 @@ func request(owner, key string) ask.Request {
 	return ask.Request{Owner: owner, Message: "Which?", Schema: []byte(form), Timeout: time.Hour, Key: key, Fingerprint: "fp-" + key}
 }
 
-// A question is announced in order: begun before it is stored, asked once
-// it is, finished last; a keyed retry gets the same question, announced
-// once, and a retry that asks something else with the key is refused.
+// A question is announced once it is stored; a keyed retry gets the same
+// question, announced once, and a retry that asks something else with the
+// key is refused.
 func TestAskAnnouncesOnceAndReplaysKeys(t *testing.T) {
 	store := pending.New(pending.Options{})
 	defer store.Close(t.Context())
@@ -32,7 +32,7 @@ func TestAskAnnouncesOnceAndReplaysKeys(t *testing.T) {
 	if err != nil || replayed {
 		t.Fatalf("ask: %v (replayed %v)", err, replayed)
 	}
-	if got, want := announced.list(), []string{"begin " + q.ID, "asked " + q.ID, "finish " + q.ID}; !slices.Equal(got, want) {
+	if got, want := announced.list(), []string{"asked " + q.ID}; !slices.Equal(got, want) {
 		t.Fatalf("announced %q, want %q", got, want)
 	}
 	if stored, err := store.Get(t.Context(), q.ID); err != nil || stored.Owner != "alpha" || stored.SessionID != ask.Inbox("alpha") {
@@ -43,7 +43,7 @@ func TestAskAnnouncesOnceAndReplaysKeys(t *testing.T) {
 	if err != nil || !replayed || again.ID != q.ID {
 		t.Fatalf("retry: %+v, replayed %v, %v; want %s replayed", again, replayed, err, q.ID)
 	}
-	if n := len(announced.list()); n != 3 {
+	if n := len(announced.list()); n != 1 {
 		t.Fatalf("the retry announced again: %q", announced.list())
 	}
 	other := request("alpha", "k1")
@@ -194,6 +194,58 @@ func TestDrainAndRelease(t *testing.T) {
 		}
 		if _, ok := s.EnterCall(); ok {
 			t.Fatal("EnterCall admitted a call after Release")
+		}
+	})
+}
+
+// parkedListener parks in Asked until proceed is closed.
+type parkedListener struct {
+	heard
+	inAsked, proceed chan struct{}
+}
+
+func (p *parkedListener) Asked(q *pending.Question) {
+	close(p.inAsked)
+	<-p.proceed
+	p.heard.Asked(q)
+}
+
+// A question that ends while it is still being announced (a fast operator,
+// a deadline) is told ended only once every listener has heard it asked.
+func TestAnEndingWaitsForItsAnnouncement(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		listener := &parkedListener{inAsked: make(chan struct{}), proceed: make(chan struct{})}
+		announce := ask.NewAnnouncements(nil, listener)
+		store := pending.New(pending.Options{OnEnd: announce.Ended})
+		defer store.Close(context.Background())
+		s := newServiceWith(t, store, announce, ask.Options{})
+		asked := make(chan *pending.Question, 1)
+		go func() {
+			q, _, err := s.Ask(context.Background(), request("", ""))
+			if err != nil {
+				t.Errorf("ask: %v", err)
+			}
+			asked <- q
+		}()
+		<-listener.inAsked
+		pendingNow, err := store.List(t.Context(), pending.Filter{})
+		if err != nil || len(pendingNow) != 1 {
+			t.Fatalf("pending %v, %v; want the question stored before it is announced", pendingNow, err)
+		}
+		id := pendingNow[0].ID
+		ended := make(chan error, 1)
+		go func() { ended <- s.Reject(context.Background(), id, pending.ActionDecline) }()
+		synctest.Wait()
+		if got := listener.list(); len(got) != 0 {
+			t.Fatalf("heard %q while the announcement is parked; want nothing yet", got)
+		}
+		close(listener.proceed)
+		if err := <-ended; err != nil {
+			t.Fatalf("reject: %v", err)
+		}
+		<-asked
+		if got, want := listener.list(), []string{"asked " + id, "ended " + id}; !slices.Equal(got, want) {
+			t.Fatalf("heard %q, want %q", got, want)
 		}
 	})
 }

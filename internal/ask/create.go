@@ -148,13 +148,13 @@ func (s *Service) create(ctx context.Context, r Request) (*pending.Question, err
 		RequestHash:     r.Fingerprint,
 		Form:            form,
 	}
-	s.announcer.BeginAnnounce(id)
-	defer s.announcer.FinishAnnounce(id)
+	s.announce.begin(id)
+	defer s.announce.finish(id)
 	if err := s.store.Create(ctx, q); err != nil {
 		return nil, err
 	}
 	// The question is stored: announce it even if the asking client has hung up meanwhile.
-	s.announcer.Asked(context.WithoutCancel(ctx), q)
+	s.announce.asked(q)
 	if ce := s.log.Check(zap.InfoLevel, "question asked"); ce != nil {
 		fields := []zap.Field{zap.String("id", id), zap.String("session", q.SessionID)}
 		for _, f := range []struct{ key, value string }{{"askingSession", route.Asking}, {"agent", r.Owner}, {"client", q.Client}, {"directory", q.Directory}} {

@@ -1,7 +1,6 @@
 package ask_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 
@@ -10,46 +9,51 @@ import (
 	"github.com/questiond/questiond/internal/session"
 )
 
-// announcements records what the service announced, in order.
-type announcements struct {
+// heard records what a listener heard, in order.
+type heard struct {
 	mu     sync.Mutex
-	events []string // "begin que_…", "asked que_…", "finish que_…"
+	events []string // "asked que_…", "ended que_…"
 }
 
-func (a *announcements) note(what, id string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.events = append(a.events, what+" "+id)
+func (h *heard) note(what, id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, what+" "+id)
 }
 
-func (a *announcements) BeginAnnounce(id string)                      { a.note("begin", id) }
-func (a *announcements) FinishAnnounce(id string)                     { a.note("finish", id) }
-func (a *announcements) Asked(_ context.Context, q *pending.Question) { a.note("asked", q.ID) }
+func (h *heard) Asked(q *pending.Question) { h.note("asked", q.ID) }
+func (h *heard) Ended(q *pending.Question) { h.note("ended", q.ID) }
 
-func (a *announcements) list() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]string(nil), a.events...)
+func (h *heard) list() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.events...)
 }
 
 // newService is a service over store with an in-memory session registry,
-// announcing to a recorder.
-func newService(t *testing.T, store ask.Store, opts ask.Options) *ask.Service {
+// its announcements heard by a recorder (which hears endings only if the
+// store's OnEnd is the announcements' Ended: see newStore).
+func newService(t *testing.T, store ask.QuestionStore, opts ask.Options) *ask.Service {
 	t.Helper()
 	s, _ := newRecordedService(t, store, opts)
 	return s
 }
 
-func newRecordedService(t *testing.T, store ask.Store, opts ask.Options) (*ask.Service, *announcements) {
+func newRecordedService(t *testing.T, store ask.QuestionStore, opts ask.Options) (*ask.Service, *heard) {
+	t.Helper()
+	listener := &heard{}
+	return newServiceWith(t, store, ask.NewAnnouncements(nil, listener), opts), listener
+}
+
+func newServiceWith(t *testing.T, store ask.QuestionStore, announce *ask.Announcements, opts ask.Options) *ask.Service {
 	t.Helper()
 	sessions, err := session.Open(t.Context(), session.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	announced := &announcements{}
-	s, err := ask.New(store, sessions, announced, opts)
+	s, err := ask.New(store, sessions, announce, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, announced
+	return s
 }

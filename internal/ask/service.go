@@ -14,11 +14,11 @@ import (
 	"github.com/questiond/questiond/internal/session"
 )
 
-// Store is what the service needs of the question store. Every ability is
+// QuestionStore is what the service needs of the question store. Every ability is
 // part of it, so a wrapper (fault injection, counting) passes on each of
 // them or does not compile: none is found by type assertion, where a
 // wrapper would silently turn it off.
-type Store interface {
+type QuestionStore interface {
 	Create(ctx context.Context, q *pending.Question) error
 	Get(ctx context.Context, id string) (*pending.Question, error)
 	List(ctx context.Context, f pending.Filter) ([]*pending.Question, error)
@@ -40,16 +40,6 @@ type Store interface {
 type SharedWaits interface {
 	Attached(ctx context.Context, id string)
 	AttachedWithin(ctx context.Context, id string, d time.Duration) bool
-}
-
-// Announcer tells operators of new questions. The service calls
-// BeginAnnounce before a question is stored and FinishAnnounce once Asked
-// has returned (or the create failed), so that the announcer can hold the
-// question's ending back until its announcement is out.
-type Announcer interface {
-	BeginAnnounce(id string)
-	FinishAnnounce(id string)
-	Asked(ctx context.Context, q *pending.Question)
 }
 
 // Defaults for Options.
@@ -94,12 +84,12 @@ type Options struct {
 // Service is the question's life: one per daemon, shared by every
 // protocol's adapter.
 type Service struct {
-	store     Store
-	sessions  session.Store
-	announcer Announcer
-	opts      Options
-	log       *zap.Logger
-	inboxes   map[string]string // inbox session id → its agent (see inbox.go)
+	store    QuestionStore
+	sessions session.Records
+	announce *Announcements
+	opts     Options
+	log      *zap.Logger
+	inboxes  map[string]string // inbox session id → its agent (see inbox.go)
 
 	draining atomic.Bool
 	creating atomic.Int64 // questions being created right now, for the pending limits
@@ -122,10 +112,11 @@ type Service struct {
 
 // New returns the service for store, whose sessions decide where questions
 // go (nil: an in-memory registry where every session may ask the operator)
-// and whose announcer tells operators of them.
-func New(store Store, sessions session.Store, announcer Announcer, opts Options) (*Service, error) {
-	if store == nil || announcer == nil {
-		return nil, errors.New("ask: a store and an announcer are required")
+// and which tells announce of every question it asks (announce.Ended must
+// be the store's OnEnd).
+func New(store QuestionStore, sessions session.Records, announce *Announcements, opts Options) (*Service, error) {
+	if store == nil || announce == nil {
+		return nil, errors.New("ask: a store and its announcements are required")
 	}
 	if sessions == nil {
 		registry, err := session.Open(context.Background(), session.Options{})
@@ -140,7 +131,7 @@ func New(store Store, sessions session.Store, announcer Announcer, opts Options)
 	if opts.ReconnectGrace <= 0 {
 		opts.ReconnectGrace = DefaultReconnectGrace
 	}
-	s := &Service{store: store, sessions: sessions, announcer: announcer, opts: opts, log: opts.Logger.Named("ask"),
+	s := &Service{store: store, sessions: sessions, announce: announce, opts: opts, log: opts.Logger.Named("ask"),
 		inboxes: inboxOwners(opts.Agents), creates: NewDoor(), calls: NewDoor(), endings: NewDoor()}
 	s.lifetime, s.release = context.WithCancel(context.Background())
 	return s, nil
@@ -148,10 +139,10 @@ func New(store Store, sessions session.Store, announcer Announcer, opts Options)
 
 // Store returns the store the service keeps questions in, for adapters'
 // reads (listing, a question's form).
-func (s *Service) Store() Store { return s.store }
+func (s *Service) Store() QuestionStore { return s.store }
 
 // Sessions returns the session registry the service routes by.
-func (s *Service) Sessions() session.Store { return s.sessions }
+func (s *Service) Sessions() session.Records { return s.sessions }
 
 // Draining reports whether Drain has been called: new questions are refused.
 func (s *Service) Draining() bool { return s.draining.Load() }

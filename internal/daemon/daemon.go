@@ -89,7 +89,7 @@ type Config struct {
 	// WrapStore, if set, puts a store in front of the one the question
 	// service uses (fault injection); Shutdown still works on the daemon's
 	// own store.
-	WrapStore func(ask.Store) ask.Store
+	WrapStore func(ask.QuestionStore) ask.QuestionStore
 	// Logger gets every part's logs; nil means zap.NewNop().
 	Logger *zap.Logger
 	// StreamGrace bounds how long Shutdown waits for event streams to write
@@ -171,12 +171,15 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 	if err := d.listen(cfg); err != nil {
 		return err
 	}
-	var watchers []httpapi.Watcher
+	events := httpapi.NewEvents(bus, d.log)
+	// Streams first, then the other listeners: a webhook or a count
+	// follows the event operators see.
+	listeners := []ask.Listener{events}
 	if cfg.Metrics != nil {
 		d.metrics = metrics.New(httpapi.LimitNames...)
 		d.metrics.Build(cmp.Or(cfg.API.Version, httpapi.DefaultVersion), storeName(cfg))
 		d.openMetricsServer(cfg)
-		watchers = append(watchers, d.metrics)
+		listeners = append(listeners, d.metrics)
 		cfg.API.Meter = d.metrics
 	}
 	if cfg.BoltPath != "" {
@@ -196,8 +199,8 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 	if err := d.openNotifier(ctx, cfg); err != nil {
 		return err
 	}
-	events := httpapi.NewEvents(bus, d.log, append(watchers, d.notify)...)
-	if err := d.openStore(ctx, cfg, events); err != nil {
+	announce := ask.NewAnnouncements(d.log, append(listeners, d.notify)...)
+	if err := d.openStore(ctx, cfg, events, announce); err != nil {
 		return err
 	}
 	if cfg.API.Sessions == nil {
@@ -207,7 +210,7 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 		}
 		cfg.API.Sessions = sessions
 	}
-	var store ask.Store = d.store
+	var store ask.QuestionStore = d.store
 	askOpts := httpapi.AskOptions(cfg.API)
 	if d.pg != nil {
 		store = d.pg.mirror // reads that miss catch up with the other replicas
@@ -221,7 +224,7 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 	if cfg.API.Meter != nil {
 		askOpts.OnRefused = cfg.API.Meter.Refused
 	}
-	if d.questions, err = ask.New(store, cfg.API.Sessions, events, askOpts); err != nil {
+	if d.questions, err = ask.New(store, cfg.API.Sessions, announce, askOpts); err != nil {
 		return fmt.Errorf("building the question service: %w", err)
 	}
 	if cfg.API.Ready == nil {
@@ -329,9 +332,9 @@ func publicURL(configured string, addr net.Addr, secure bool) string {
 
 // openStore opens the memory store, or the durable one when cfg names a
 // journal, restoring what the journal holds.
-func (d *Daemon) openStore(ctx context.Context, cfg Config, events *httpapi.Events) error {
+func (d *Daemon) openStore(ctx context.Context, cfg Config, events *httpapi.Events, announce *ask.Announcements) error {
 	opts := cfg.Store
-	opts.OnEnd, opts.Logger, opts.Journal = events.Ended, d.log, cfg.Journal
+	opts.OnEnd, opts.Logger, opts.Journal = announce.Ended, d.log, cfg.Journal
 	if d.journal != nil {
 		opts.Journal = d.journal
 	}
@@ -360,7 +363,7 @@ func (d *Daemon) openStore(ctx context.Context, cfg Config, events *httpapi.Even
 // openSessions opens the session registry, in the question database when
 // the daemon opened one: a session set to "none" must stay "none" across
 // restarts.
-func (d *Daemon) openSessions(ctx context.Context, opts session.Options) (session.Store, error) {
+func (d *Daemon) openSessions(ctx context.Context, opts session.Options) (session.Records, error) {
 	if d.pg != nil {
 		return d.pg.db.Sessions(opts)
 	}

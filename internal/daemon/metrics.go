@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/connguard"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/metrics"
@@ -77,8 +78,8 @@ func (d *Daemon) stopMetrics(ctx context.Context) error {
 	return nil
 }
 
-// The metrics are the HTTP API's watcher and meter.
+// The metrics hear of questions and of the HTTP API's requests.
 var (
-	_ httpapi.Watcher = (*metrics.Metrics)(nil)
-	_ httpapi.Meter   = (*metrics.Metrics)(nil)
+	_ ask.Listener  = (*metrics.Metrics)(nil)
+	_ httpapi.Meter = (*metrics.Metrics)(nil)
 )

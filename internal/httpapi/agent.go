@@ -6,15 +6,12 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
 	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/elicit"
-	"github.com/questiond/questiond/internal/ident"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
 )
@@ -78,14 +75,7 @@ func (s *Server) handleElicitationCreate(w http.ResponseWriter, r *http.Request)
 }
 
 // elicitationID reads and checks the {id} path parameter.
-func elicitationID(r *http.Request) (string, error) {
-	id := chi.URLParam(r, "id")
-	if !strings.HasPrefix(id, ident.Question) {
-		quoted, _ := json.Marshal(id)
-		return "", newBadRequest(kindParams, "Expected a string starting with \"que\", got %s\n  at [\"id\"]", quoted)
-	}
-	return id, nil
-}
+func elicitationID(r *http.Request) (string, error) { return pathQuestionID(r, "id") }
 
 // handleElicitationGet serves GET /elicitations/{id}[?wait=30s]: the
 // elicitation as it is, or, with wait, as soon as it ends within that time.

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -34,28 +33,20 @@ const (
 	eventRejected = "question.rejected"
 )
 
-// announceWait bounds how long an ending waits for its question.asked to go
-// out; announcing is an in-memory publish, so this only matters if the bus is
-// wedged, and then the ending is published anyway.
-const announceWait = 5 * time.Second
-
-// Events announces questions on the bus in an order clients can rely on:
-// question.asked always goes out before the question.replied or
-// question.rejected of the same question, even when a question ends (timeout,
-// a fast operator) while it is still being announced.
+// Events is the OpenCode encoding of questions asked and ended, published
+// on the bus: an ask.Listener, told by ask.Announcements, which puts a
+// question's question.asked before its question.replied or
+// question.rejected.
 type Events struct {
 	bus Bus
 	log *zap.Logger
 
-	mu         sync.Mutex
-	announcing map[string]chan struct{} // closed once question.asked is published
+	mu sync.Mutex // guards logged
 
 	// console shows the OpenCode TUI its own view of the questions; set by
 	// New. Until then (a store restoring its questions) every stream gets
 	// every event.
 	console atomic.Pointer[consoleView]
-
-	watchers []Watcher
 
 	// fromLog: streams hear of changes only through Observed, in the
 	// order of the change log several replicas share (see FromLog).
@@ -67,58 +58,25 @@ type Events struct {
 	logged map[string]*pending.Question
 }
 
-// Watcher hears of every question asked and every ending, each once, after
-// its event is published: a question's Asked comes before its Ended. It is
-// called on the goroutine that asked or settled, which waits for it, so it
-// must not block (package notify queues and returns).
-type Watcher interface {
-	Asked(q *pending.Question)
-	Ended(q *pending.Question)
-}
-
-// NewEvents returns the announcer for bus, telling watchers too. Pass its
-// Ended method to the store as the OnEnd callback, and the Events itself to
-// New.
-func NewEvents(bus Bus, log *zap.Logger, watchers ...Watcher) *Events {
+// NewEvents returns the encoder for bus. Tell it of questions through
+// ask.Announcements (ask.NewAnnouncements(log, events, watchers…)).
+func NewEvents(bus Bus, log *zap.Logger) *Events {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Events{bus: bus, log: log.Named("events"), announcing: map[string]chan struct{}{}, watchers: watchers}
-}
-
-// BeginAnnounce marks id as being announced: its ending waits for its
-// question.asked. The question service calls it before the question is
-// stored, and FinishAnnounce once question.asked is out (or creation
-// failed).
-func (e *Events) BeginAnnounce(id string) {
-	e.mu.Lock()
-	e.announcing[id] = make(chan struct{})
-	e.mu.Unlock()
-}
-
-// FinishAnnounce ends what BeginAnnounce began.
-func (e *Events) FinishAnnounce(id string) {
-	e.mu.Lock()
-	if gate, ok := e.announcing[id]; ok {
-		close(gate)
-		delete(e.announcing, id)
-	}
-	e.mu.Unlock()
+	return &Events{bus: bus, log: log.Named("events")}
 }
 
 // Asked publishes question.asked for q: at once on every stream but the
-// consoles', which show it when its session's turn comes; then the
-// watchers hear of it.
-func (e *Events) Asked(ctx context.Context, q *pending.Question) {
+// consoles', which show it when its session's turn comes. With FromLog the
+// change log publishes it instead (see Observed).
+func (e *Events) Asked(q *pending.Question) {
 	if !e.fromLog {
-		e.announceAsked(ctx, q)
-	}
-	for _, w := range e.watchers {
-		w.Asked(q)
+		e.announceAsked(context.Background(), q)
 	}
 }
 
-// announceAsked is asked without the watchers.
+// announceAsked publishes question.asked for q.
 func (e *Events) announceAsked(ctx context.Context, q *pending.Question) {
 	if c := e.console.Load(); c == nil {
 		e.publishBody(ctx, q.Directory, sse.Everyone, eventAsked, listItem(q))
@@ -128,43 +86,17 @@ func (e *Events) announceAsked(ctx context.Context, q *pending.Question) {
 	}
 }
 
-var _ ask.Announcer = (*Events)(nil)
-
 // Ended publishes how q ended: question.replied for an operator's answer,
 // question.rejected for every other ending, so no client keeps showing a
-// question nobody waits for any more.
+// question nobody waits for any more. With FromLog the change log
+// publishes it instead.
 func (e *Events) Ended(q *pending.Question) {
-	if e.fromLog {
-		// Watchers still hear of the question before its ending.
-		e.awaitAsked(q.ID)
-	} else {
-		e.announceEnded(q)
-	}
-	for _, w := range e.watchers {
-		w.Ended(q)
+	if !e.fromLog {
+		e.publishEnded(q)
 	}
 }
 
-// announceEnded is Ended without the watchers.
-func (e *Events) announceEnded(q *pending.Question) {
-	e.awaitAsked(q.ID)
-	e.publishEnded(q)
-}
-
-// awaitAsked waits until question.asked of id, if it is being announced,
-// is out.
-func (e *Events) awaitAsked(id string) {
-	e.mu.Lock()
-	gate := e.announcing[id]
-	e.mu.Unlock()
-	if gate != nil {
-		select {
-		case <-gate:
-		case <-time.After(announceWait):
-			e.log.Warn("question ended before it was announced", zap.String("id", id))
-		}
-	}
-}
+var _ ask.Listener = (*Events)(nil)
 
 // publishEnded publishes q's ending to the streams and the consoles.
 func (e *Events) publishEnded(q *pending.Question) {

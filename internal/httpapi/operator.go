@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
@@ -35,11 +36,15 @@ func (s *Server) handleQuestionList(w http.ResponseWriter, r *http.Request) {
 }
 
 // questionID reads and checks the {requestID} path parameter.
-func questionID(r *http.Request) (string, error) {
-	id := chi.URLParam(r, "requestID")
-	if len(id) < 3 || id[:3] != ident.Question {
+func questionID(r *http.Request) (string, error) { return pathQuestionID(r, "requestID") }
+
+// pathQuestionID reads the question id in path parameter param, checked as
+// OpenCode checks it: a string starting with "que".
+func pathQuestionID(r *http.Request, param string) (string, error) {
+	id := chi.URLParam(r, param)
+	if !strings.HasPrefix(id, ident.Question) {
 		quoted, _ := json.Marshal(id)
-		return "", newBadRequest(kindParams, "Expected a string starting with \"que\", got %s\n  at [\"requestID\"]", quoted)
+		return "", newBadRequest(kindParams, "Expected a string starting with \"que\", got %s\n  at [%q]", quoted, param)
 	}
 	return id, nil
 }

@@ -33,7 +33,7 @@ type readiness struct {
 	failing atomic.Bool // the last check failed
 }
 
-func newReadiness(given Pinger, store ask.Store, log *zap.Logger) *readiness {
+func newReadiness(given Pinger, store ask.QuestionStore, log *zap.Logger) *readiness {
 	if given == nil {
 		given, _ = store.(Pinger)
 	}

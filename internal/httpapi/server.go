@@ -9,8 +9,9 @@
 //
 //	bus, _ := sse.New(sse.Options{Logger: log})
 //	events := httpapi.NewEvents(bus, log)
-//	store := pending.New(pending.Options{OnEnd: events.Ended})
-//	questions, _ := ask.New(store, nil, events, ask.Options{Logger: log})
+//	announce := ask.NewAnnouncements(log, events)
+//	store := pending.New(pending.Options{OnEnd: announce.Ended})
+//	questions, _ := ask.New(store, nil, announce, ask.Options{Logger: log})
 //	srv, _ := httpapi.New(questions, events, httpapi.Options{Logger: log})
 //	http.ListenAndServe("127.0.0.1:4097", srv)
 package httpapi
@@ -74,7 +75,7 @@ type Options struct {
 	// Sessions keeps each session's question capability, for the service
 	// (see AskOptions), which routes by it and serves it to the session
 	// routes.
-	Sessions session.Store
+	Sessions session.Records
 	// MCPIdleTimeout closes an MCP session (/mcp) that got no request for
 	// this long; a tool call in progress keeps it open. Default 1h.
 	MCPIdleTimeout time.Duration
@@ -99,8 +100,8 @@ type Options struct {
 // Server is the HTTP face of questiond. It is an http.Handler.
 type Server struct {
 	questions *ask.Service
-	store     ask.Store // the service's, for reads
-	sessions  session.Store
+	store     ask.QuestionStore // the service's, for reads
+	sessions  session.Records
 	events    *Events
 	opts      Options
 	log       *zap.Logger
@@ -136,7 +137,7 @@ func AskOptions(opts Options) ask.Options {
 }
 
 // New returns a Server that asks through questions (built with
-// AskOptions(opts), announcing through events) and announces with events.
+// AskOptions(opts), its announcements told to events) and streams events.
 // It registers its shutdown steps with questions: Release closes the MCP
 // sessions and the consoles.
 func New(questions *ask.Service, events *Events, opts Options) (*Server, error) {

@@ -69,7 +69,8 @@ func newSurfaceServer() (api *httpapi.Server, store *pending.Store, stop func() 
 		return nil, nil, nil, err
 	}
 	events := httpapi.NewEvents(bus, nil)
-	store = pending.New(pending.Options{OnEnd: events.Ended})
+	announce := ask.NewAnnouncements(nil, events)
+	store = pending.New(pending.Options{OnEnd: announce.Ended})
 	stop = func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -90,7 +91,7 @@ func newSurfaceServer() (api *httpapi.Server, store *pending.Store, stop func() 
 		OpenAPI:      []byte(`{"openapi":"3.1.0","info":{"title":"questiond","version":"0"}}`),
 		AllowedHosts: []string{"questiond", "example.com"}, // the hosts these requests name
 	}
-	questions, err := ask.New(store, nil, events, httpapi.AskOptions(opts))
+	questions, err := ask.New(store, nil, announce, httpapi.AskOptions(opts))
 	if err == nil {
 		api, err = httpapi.New(questions, events, opts)
 	}

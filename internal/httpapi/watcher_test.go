@@ -51,18 +51,19 @@ func (w *recordingWatcher) log() string {
 	return strings.Join(w.heard, "; ")
 }
 
-// watchedServer is questiond with w watching its Events.
-func watchedServer(t *testing.T, w httpapi.Watcher) string {
+// watchedServer is questiond with w listening after its Events.
+func watchedServer(t *testing.T, w ask.Listener) string {
 	t.Helper()
 	log := zaptest.NewLogger(t)
 	bus, err := sse.New(sse.Options{Heartbeat: time.Hour, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	events := httpapi.NewEvents(bus, log, w)
-	store := pending.New(pending.Options{OnEnd: events.Ended})
+	events := httpapi.NewEvents(bus, log)
+	announce := ask.NewAnnouncements(log, events, w)
+	store := pending.New(pending.Options{OnEnd: announce.Ended})
 	opts := httpapi.Options{Logger: log}
-	questions, err := ask.New(store, nil, events, httpapi.AskOptions(opts))
+	questions, err := ask.New(store, nil, announce, httpapi.AskOptions(opts))
 	if err != nil {
 		t.Fatal(err)
 	}

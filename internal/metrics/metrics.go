@@ -19,7 +19,8 @@ import (
 
 // Metrics counts what questiond does. It hears of questions asked and ended
 // (Asked, Ended) and of requests, tool calls and refusals (Request,
-// ToolCall, Refused), as the HTTP API's Watcher and Meter;
+// ToolCall, Refused), as a listener of the question service and the HTTP
+// API's Meter;
 // Journal times store commits and Observe adds what is read at scrape time.
 // Counting costs an atomic add, with no lock, on every path that is hot.
 type Metrics struct {

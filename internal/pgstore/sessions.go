@@ -13,7 +13,7 @@ import (
 	"github.com/questiond/questiond/internal/session"
 )
 
-// Sessions is the session.Store on the sessions table, shared by every
+// Sessions is the session.Records on the sessions table, shared by every
 // replica: each read goes to the database, so a record set through one
 // replica applies at once on all. It keeps the rules of session.Registry
 // (session.PlanPut, PlanClaim, PlanDelete): a session is its owner's across
@@ -41,7 +41,7 @@ func (s *Store) Sessions(opts session.Options) (*Sessions, error) {
 // Default returns the capability of sessions nobody configured.
 func (r *Sessions) Default() session.Capability { return r.opts.Default }
 
-// Get implements session.Store.
+// Get implements session.Records.
 func (r *Sessions) Get(ctx context.Context, id string) (session.Session, error) {
 	s, ok, err := r.get(ctx, r.s.pool, id, false)
 	if err != nil {
@@ -53,7 +53,7 @@ func (r *Sessions) Get(ctx context.Context, id string) (session.Session, error) 
 	return session.View(s, r.opts.Default), nil
 }
 
-// Put implements session.Store. Writers of records take turns (session
+// Put implements session.Records. Writers of records take turns (session
 // records change rarely, and a session is claimed once), so the ownership
 // rules and the bounds hold across replicas.
 func (r *Sessions) Put(ctx context.Context, s session.Session, agent string) (session.Session, bool, error) {
@@ -102,7 +102,7 @@ func (r *Sessions) Put(ctx context.Context, s session.Session, agent string) (se
 // questions made.
 const countedRecord = `NOT (coalesce(record->>'questionCapability', '') = '' AND coalesce(record->>'used', 'false') = 'true')`
 
-// Claim implements session.Store: a read when the session is already the
+// Claim implements session.Records: a read when the session is already the
 // agent's, else a write that takes its turn with Put's.
 func (r *Sessions) Claim(ctx context.Context, id, agent string) (session.Session, error) {
 	rec, exists, err := r.get(ctx, r.s.pool, id, false)
@@ -131,7 +131,7 @@ func (r *Sessions) Claim(ctx context.Context, id, agent string) (session.Session
 	return session.View(next, r.opts.Default), nil
 }
 
-// Delete implements session.Store.
+// Delete implements session.Records.
 func (r *Sessions) Delete(ctx context.Context, id, agent string) (session.Session, error) {
 	var old session.Session
 	err := r.writing(ctx, func(tx pgx.Tx, now time.Time) error {

@@ -32,9 +32,9 @@ type Journal interface {
 	Delete(ctx context.Context, key string) error
 }
 
-// Store is what the HTTP layer needs of a registry; a networked backend can
-// implement it as well.
-type Store interface {
+// Records is what the question service and the session routes need of a
+// registry; a networked backend can implement it as well.
+type Records interface {
 	// Get returns the session's record, or the default for a session nobody
 	// configured (Configured false). It fails only when the store does.
 	Get(ctx context.Context, id string) (Session, error)
@@ -92,7 +92,7 @@ type Registry struct {
 	swept    time.Time          // when lapsed claims were last removed (under changing)
 }
 
-var _ Store = (*Registry)(nil)
+var _ Records = (*Registry)(nil)
 
 // Open returns a Registry holding whatever opts.Journal holds.
 func Open(ctx context.Context, opts Options) (*Registry, error) {

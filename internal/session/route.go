@@ -25,7 +25,7 @@ func (e *RefusedError) Error() string { return e.Reason }
 // the session must still have exactly that capability (a tool bound to it
 // when its MCP session began); anything else fails closed. Refusals are a
 // *RefusedError; a store that fails fails the route.
-func RouteQuestion(ctx context.Context, store Store, id string, only Capability) (Route, error) {
+func RouteQuestion(ctx context.Context, store Records, id string, only Capability) (Route, error) {
 	rec, err := store.Get(ctx, id)
 	if err != nil {
 		return Route{}, fmt.Errorf("session %s: %w", id, err)
@@ -35,7 +35,7 @@ func RouteQuestion(ctx context.Context, store Store, id string, only Capability)
 
 // RouteRecord is RouteQuestion for a session whose record the caller has
 // just read (Store.Get or Store.Claim).
-func RouteRecord(ctx context.Context, store Store, rec Session, only Capability) (Route, error) {
+func RouteRecord(ctx context.Context, store Records, rec Session, only Capability) (Route, error) {
 	id := rec.ID
 	if only != "" && rec.Capability != only {
 		return Route{}, &RefusedError{fmt.Sprintf(
@@ -52,7 +52,7 @@ func RouteRecord(ctx context.Context, store Store, rec Session, only Capability)
 	return Route{ListedUnder: id}, nil
 }
 
-func throughParent(ctx context.Context, store Store, child Session) (Route, error) {
+func throughParent(ctx context.Context, store Records, child Session) (Route, error) {
 	parent, err := store.Get(ctx, child.ParentID)
 	if err != nil {
 		return Route{}, fmt.Errorf("session %s: %w", child.ParentID, err)

@@ -97,7 +97,7 @@ func TestStopAnnouncesTheWithdrawalOfWaitingMCPToolCalls(t *testing.T) {
 
 // gatedStore parks the first Create until the test lets it go.
 type gatedStore struct {
-	ask.Store
+	ask.QuestionStore
 	entered chan struct{}
 	proceed chan struct{}
 }
@@ -108,7 +108,7 @@ func (g *gatedStore) Create(ctx context.Context, q *pending.Question) error {
 		<-g.proceed
 	default:
 	}
-	return g.Store.Create(ctx, q)
+	return g.QuestionStore.Create(ctx, q)
 }
 
 // Defect: with the memory store, a create that had got past the door while
@@ -118,8 +118,8 @@ func (g *gatedStore) Create(ctx context.Context, q *pending.Question) error {
 // the interleaving, the agent's answer and what operators see must agree.
 func TestACreateUnderWayWhenStopBeginsIsAnsweredConsistently(t *testing.T) {
 	gate := &gatedStore{entered: make(chan struct{}), proceed: make(chan struct{})}
-	s := start(t, testserver.Config{WrapStore: func(st ask.Store) ask.Store {
-		gate.Store = st
+	s := start(t, testserver.Config{WrapStore: func(st ask.QuestionStore) ask.QuestionStore {
+		gate.QuestionStore = st
 		return gate
 	}})
 	events := operatorStream(t, s)

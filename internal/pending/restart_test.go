@@ -142,7 +142,10 @@ func TestRestartKeepsDeadlines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "questions.db")
 	first := startBoltStore(t, path, pending.Options{})
 	start := time.Now()
-	overdue, soon := start.Add(100*time.Millisecond), start.Add(time.Second)
+	// Margins of a second and more: on a loaded machine creating three
+	// questions has taken longer than 100 ms, and que_overdue then timed
+	// out in the first store instead of at the second's open.
+	overdue, soon := start.Add(time.Second), start.Add(3*time.Second)
 	mustCreate(t, first.Store, ask("que_overdue", func(q *pending.Question) { q.Deadline = overdue }))
 	mustCreate(t, first.Store, ask("que_soon", func(q *pending.Question) { q.Deadline = soon }))
 	mustCreate(t, first.Store, ask("que_later", func(q *pending.Question) { q.Deadline = start.Add(time.Hour) }))

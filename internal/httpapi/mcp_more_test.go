@@ -180,8 +180,8 @@ func TestMCPAskParentRoundTrip(t *testing.T) {
 	got := ended(t, done)
 	if got.err != nil || got.res.IsError || toolText(got.res) != "The user dismissed this question" {
 		t.Errorf("plain reject: %+v %v, want the dismissal text", got.res, got.err)
-	} else if action := got.res.StructuredContent.(map[string]any)["action"]; action != "decline" {
-		t.Errorf("plain reject: action %v, want decline: the operator dismissed it", action)
+	} else if action := got.res.StructuredContent.(map[string]any)["action"]; action != "cancel" {
+		t.Errorf("plain reject: action %v, want cancel: the operator dismissed it (not now), as HTTP agents hear it", action)
 	}
 	wantEndedEvent(t, events, "question.rejected", id)
 

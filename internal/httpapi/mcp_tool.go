@@ -248,12 +248,10 @@ func toolError(err error) error {
 // model in OpenCode's own words.
 func toolResult(q *pending.Question, prompts []elicit.Prompt) (*mcp.CallToolResult, askOutput, error) {
 	r := q.Ended.Result
+	// As the operator ended it: a reject without a body (the page's
+	// Dismiss, the TUI's Esc) is cancel, "not now"; {"action":"decline"}
+	// is decline, "no" — as HTTP agents hear it.
 	out := askOutput{Action: r.Action}
-	if q.Ended.Ending == pending.EndRejected {
-		// An operator who dismisses the questions declines them, however
-		// the client sent the reject: "cancel" tells the model nobody answered.
-		out.Action = pending.ActionDecline
-	}
 	var text string
 	switch out.Action {
 	case pending.ActionAccept:

@@ -486,7 +486,7 @@ describe(`questiond /mcp with the TypeScript MCP SDK client (--store ${STORE})`,
   });
 
   describe("ask_parent_question", () => {
-    test("asked under the parent's session; the operator rejects it; the result is decline", { timeout: TEST_MS }, () =>
+    test("asked under the parent's session; the operator dismisses it; the result is cancel", { timeout: TEST_MS }, () =>
       withClients(async (pool) => {
         const client = await pool.connect({ session: SES_PARENT });
         const question = { question: "May the child agent drop the staging database?", header: "Staging" };
@@ -505,7 +505,7 @@ describe(`questiond /mcp with the TypeScript MCP SDK client (--store ${STORE})`,
 
         const ended = await within(result, HTTP_MS, "the tool result");
         assert.notEqual(ended.isError, true, JSON.stringify(ended));
-        assert.deepEqual(ended.structuredContent, { action: "decline" });
+        assert.deepEqual(ended.structuredContent, { action: "cancel" }); // a reject without a body: not now
         assert.equal(textOf(ended), "The user dismissed this question");
         await waitGone(listed.id);
       }));

@@ -27,7 +27,7 @@ Each question has a short header (a few words), the question itself, and either 
 	`Ask only what you cannot decide yourself, and put the recommended option first.
 
 The result says "accept" with one answer list per question (the picked labels, the text, or [] when the user left a question unanswered), ` +
-	`"decline" when the user dismissed the questions, or "cancel" when no answer came in time.`
+	`"decline" when the user declined to answer, or "cancel" when the user dismissed the questions or no answer came in time.`
 
 const askParentDescription = `Ask your parent session one or more questions and wait for the answers.
 
@@ -35,7 +35,7 @@ Each question has a short header (a few words), the question itself, and either 
 	`(each with a label and a description; set "multiple" to allow several picks) or no options for a free-text answer.
 
 The result says "accept" with one answer list per question (the picked labels, the text, or [] when a question was left unanswered), ` +
-	`"decline" when the questions were dismissed, or "cancel" when no answer came in time.`
+	`"decline" when answering was declined, or "cancel" when the questions were dismissed or no answer came in time.`
 
 // askInput is the question tools' input: OpenCode's question-tool shape.
 type askInput struct {

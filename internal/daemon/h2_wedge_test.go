@@ -32,7 +32,10 @@ func TestWedgedHTTP2StreamsGiveBackTheirSlots(t *testing.T) {
 	cfg := config(t)
 	cfg.Listener = ln
 	cfg.TLS = serverTLS
-	cfg.Events = sse.Options{Heartbeat: time.Hour, WriteTimeout: 300 * time.Millisecond, QueueLength: 4}
+	// A write timeout long enough for a loaded machine to write the first
+	// frames (at 300 ms both streams were dropped before the wedge at load
+	// 15); the wedged connection then dies within it plus close_notify's 5 s.
+	cfg.Events = sse.Options{Heartbeat: time.Hour, WriteTimeout: 2 * time.Second, QueueLength: 4}
 	cfg.API.Auth = httpapi.Auth{OperatorPassword: metricsPassword, AgentTokens: map[string]string{metricsAgent: metricsToken}}
 	const slots = 2
 	cfg.API.Limits.MaxStreams = slots

@@ -164,3 +164,19 @@ var storeKinds = map[string]func(t *testing.T, opts pending.Options) (*pending.S
 		return openStore(t, j, opts), j
 	},
 }
+
+// journaled opens a store (openStore) over a fresh fake journal; with the
+// test's context, it is how most tests of the durable store begin.
+func journaled(t *testing.T, opts pending.Options) (context.Context, *fakeJournal, *pending.Store) {
+	t.Helper()
+	j := newFakeJournal()
+	return t.Context(), j, openStore(t, j, opts)
+}
+
+// recording is a memory store (newStore) whose endings ends records
+// (OnEnd), with the test's context.
+func recording(t *testing.T) (ctx context.Context, m *pending.Store, ends *endLog) {
+	t.Helper()
+	ends = new(endLog)
+	return t.Context(), newStore(t, pending.Options{OnEnd: ends.record}), ends
+}

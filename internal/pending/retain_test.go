@@ -181,8 +181,7 @@ func TestWaitOnEvictedQuestion(t *testing.T) {
 // would have run out.
 func TestEvictionDeletesRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j := newFakeJournal()
-		m := openStore(t, j, pending.Options{Retention: time.Hour, MaxRetained: 2})
+		_, j, m := journaled(t, pending.Options{Retention: time.Hour, MaxRetained: 2})
 		mustCreate(t, m, ask("que_pending"))
 		endAll(t, m, "que_1", "que_2", "que_3", "que_4")
 		awaitSweep()
@@ -250,9 +249,7 @@ func TestEvictionsAreDeletedInBatches(t *testing.T) {
 // and the next Open evicts them again. Pending questions are never touched.
 func TestEvictionSurvivesFailedDeletionAndRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
-		first := openStore(t, j, pending.Options{Retention: time.Hour, MaxRetained: 2})
+		ctx, j, first := journaled(t, pending.Options{Retention: time.Hour, MaxRetained: 2})
 		mustCreate(t, first, ask("que_pending"))
 		j.set(func(j *fakeJournal) { j.failDelete = failAlways })
 		endAll(t, first, "que_1", "que_2", "que_3")
@@ -377,9 +374,7 @@ func TestEvictionOnBoltFile(t *testing.T) {
 // new record.
 func TestCreateWaitsForDeletionOfEvictedID(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
-		m := openStore(t, j, pending.Options{MaxRetained: 1})
+		ctx, j, m := journaled(t, pending.Options{MaxRetained: 1})
 		endAll(t, m, "que_1")
 		g := newGate()
 		defer g.open()
@@ -409,9 +404,7 @@ func TestCreateWaitsForDeletionOfEvictedID(t *testing.T) {
 // the deletion of the old record lands after, and erases, the new one.
 func TestEvictionSparesIDBeingCreated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
-		m := openStore(t, j, pending.Options{MaxRetained: 1})
+		ctx, j, m := journaled(t, pending.Options{MaxRetained: 1})
 		busy, deletingOld, creating := newGate(), newGate(), newGate()
 		defer busy.open()
 		defer deletingOld.open()

@@ -1,16 +1,41 @@
-// Package mcptest is the MCP test support the suites of client,
-// client/mcpelicit and elicit share: a tool that elicits, the text of a
-// tool result, and a round trip of an elicitation through the MCP Go SDK's
-// own client and server. It depends on the SDK only, not on the daemon.
+// Package mcptest is the MCP test support the suites share: a session
+// with questiond's /mcp and its ask_user_question tool, a tool that
+// elicits, the text of a tool result, and a round trip of an elicitation
+// through the MCP Go SDK's own client and server. It depends on the SDK
+// only, not on the daemon.
 package mcptest
 
 import (
 	"context"
 	"fmt"
 	"strings"
+	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// Connect opens an MCP session with the server at endpoint (questiond's
+// /mcp, with its query) over the streamable HTTP transport; the session is
+// closed when the test ends.
+func Connect(tb testing.TB, ctx context.Context, endpoint string) *mcp.ClientSession {
+	tb.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "questiond-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint}, nil)
+	if err != nil {
+		tb.Fatalf("MCP connect: %v", err)
+	}
+	tb.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// AskDeployNow calls questiond's ask_user_question tool with one question,
+// "Deploy now?", answered Yes or No.
+func AskDeployNow(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
+	return cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question", Arguments: map[string]any{
+		"questions": []any{map[string]any{"question": "Deploy now?", "options": []any{
+			map[string]any{"label": "Yes"}, map[string]any{"label": "No"}}}},
+	}})
+}
 
 // ElicitingTool adds to server a tool name that elicits message with
 // schema from its caller, sends the caller's answer to the returned

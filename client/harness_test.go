@@ -215,16 +215,7 @@ func call(t testing.TB, method, url string, body any) (int, []byte) {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	res, err := operatorHTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, data
+	return testkit.Do(t, operatorHTTP, req)
 }
 
 // questionRequest is OpenCode's QuestionRequest, as operators see it.

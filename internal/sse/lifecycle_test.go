@@ -29,11 +29,7 @@ func TestConnectDisconnectLeavesNoGoroutine(t *testing.T) {
 		s := dialStream(t, h, target)
 		s.nextEvent(t)
 		s.close()
-		select {
-		case <-left:
-		case <-time.After(patience):
-			t.Fatalf("handler of %s never returned", target)
-		}
+		await(t, left, fmt.Sprintf("handler of %s never returned", target))
 	}
 	// net/http's pools and the runtime's caches warm up first: they are not
 	// part of the leak.
@@ -281,11 +277,7 @@ func TestSubscribeCyclesReturnToBaseline(t *testing.T) {
 			}
 		}
 		conn.Close()
-		select {
-		case <-left:
-		case <-time.After(patience):
-			t.Fatalf("handler of cycle %d never returned", i)
-		}
+		await(t, left, fmt.Sprintf("handler of cycle %d never returned", i))
 	}
 	for i := range 50 { // net/http's pools and the runtime's caches warm up
 		cycle(-1 - i)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/defaults"
 )
 
 // DefaultRetention is how long an ended question stays readable when
@@ -193,25 +195,13 @@ func newStore(opts Options) *Store {
 		closing:             make(chan struct{}),
 		janitorDone:         make(chan struct{}),
 	}
-	if m.retention <= 0 {
-		m.retention = DefaultRetention
-	}
-	if m.maxRetained <= 0 {
-		m.maxRetained = DefaultMaxRetained
-	}
-	if m.maxRetainedPerAgent <= 0 {
-		m.maxRetainedPerAgent = DefaultMaxRetainedPerAgent
-	}
-	if m.keyRetention <= 0 {
-		m.keyRetention = DefaultKeyRetention
-	}
+	defaults.Fill(&m.retention, DefaultRetention)
+	defaults.Fill(&m.maxRetained, DefaultMaxRetained)
+	defaults.Fill(&m.maxRetainedPerAgent, DefaultMaxRetainedPerAgent)
+	defaults.Fill(&m.keyRetention, DefaultKeyRetention)
 	m.keyRetention = max(m.keyRetention, m.retention)
-	if m.maxBytes <= 0 {
-		m.maxBytes = DefaultMaxBytes
-	}
-	if m.maxBytesPerAgent <= 0 {
-		m.maxBytesPerAgent = DefaultMaxBytesPerAgent
-	}
+	defaults.Fill(&m.maxBytes, DefaultMaxBytes)
+	defaults.Fill(&m.maxBytesPerAgent, DefaultMaxBytesPerAgent)
 	if m.log == nil {
 		m.log = zap.NewNop()
 	}

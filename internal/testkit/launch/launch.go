@@ -19,6 +19,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/questiond/questiond/internal/defaults"
 )
 
 // Listening is the message questiond logs once it accepts connections; its
@@ -94,12 +96,8 @@ func Start(cmd *exec.Cmd, opts Options) (*Process, error) {
 	if opts.AddrIn == nil {
 		opts.AddrIn = ListeningAddr
 	}
-	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = DefaultStartTimeout
-	}
-	if opts.StopTimeout <= 0 {
-		opts.StopTimeout = DefaultStopTimeout
-	}
+	defaults.Fill(&opts.StartTimeout, DefaultStartTimeout)
+	defaults.Fill(&opts.StopTimeout, DefaultStopTimeout)
 	addrs := make(chan string, 1)
 	out := &output{log: opts.Log, found: func(line string) {
 		if opts.NoAddr {

@@ -125,25 +125,8 @@ func (l *liveServer) listen(t *testing.T, x exchange) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req, err := l.newRequest(ctx, x)
-	if err != nil {
-		t.Fatal(err)
-	}
-	input, err := l.validationInput(ctx, x, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := openapi3filter.ValidateRequest(ctx, input); err != nil {
-		t.Errorf("%s: %v", x, err)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	input, res := l.openStream(t, ctx, x)
 	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("%s: status %d", x, res.StatusCode)
-	}
 	in := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: input,
 		Status:                 res.StatusCode,

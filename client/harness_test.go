@@ -353,13 +353,7 @@ func elicitAsync(t *testing.T, ctx context.Context, c *client.Client, p client.P
 // await returns the outcome of elicitAsync, failing after 30s.
 func await(t *testing.T, out <-chan elicitOutcome) elicitOutcome {
 	t.Helper()
-	select {
-	case o := <-out:
-		return o
-	case <-time.After(30 * time.Second):
-		t.Fatal("Elicit did not return within 30s")
-		return elicitOutcome{}
-	}
+	return testkit.Receive(t, out, 30*time.Second, "return of Elicit")
 }
 
 func boltPath(t *testing.T) string { return filepath.Join(t.TempDir(), "questiond.db") }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/questiond/questiond/client"
 	"github.com/questiond/questiond/client/mcpelicit"
+	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testkit/mcptest"
 )
 
@@ -72,13 +73,7 @@ func callAsync(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool st
 
 func awaitCall(t *testing.T, out <-chan callOutcome) callOutcome {
 	t.Helper()
-	select {
-	case o := <-out:
-		return o
-	case <-time.After(30 * time.Second):
-		t.Fatal("CallTool did not return within 30s")
-		return callOutcome{}
-	}
+	return testkit.Receive(t, out, 30*time.Second, "return of CallTool")
 }
 
 var done = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}

@@ -102,9 +102,7 @@ func (m *Store) armObserved(e *entry) {
 // to apply once it is indexed (a rival can only end what it has seen
 // committed, so the creation will succeed).
 func (m *Store) observeEnding(ctx context.Context, id string, o Outcome) (bool, error) {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
+	if !m.lockOpen() {
 		return false, fmt.Errorf("observe question %q: %w", id, ErrClosed)
 	}
 	e, held := m.entries[id]
@@ -121,10 +119,8 @@ func (m *Store) observeEnding(ctx context.Context, id string, o Outcome) (bool, 
 	m.mu.Unlock()
 
 	// An ending of e committing here holds settling until it is applied.
-	select {
-	case e.settling <- struct{}{}:
-	case <-ctx.Done():
-		return false, fmt.Errorf("observe question %q: %w", id, ctx.Err())
+	if err := e.takeSettling(ctx); err != nil {
+		return false, fmt.Errorf("observe question %q: %w", id, err)
 	}
 	m.mu.Lock()
 	if m.closed {

@@ -30,9 +30,7 @@ func (m *Store) Settle(ctx context.Context, id string, o Outcome) (*Question, er
 // SettleAll runs are left to the rival and not returned. With a journal it
 // stops at the first failed commit, returning what it ended before.
 func (m *Store) SettleAll(ctx context.Context, o Outcome) ([]*Question, error) {
-	m.mu.RLock()
-	if m.closed {
-		m.mu.RUnlock()
+	if !m.rlockOpen() {
 		return nil, fmt.Errorf("settle all questions: %w", ErrClosed)
 	}
 	targets := make([]*entry, 0, m.pending.Len())
@@ -158,10 +156,8 @@ func (m *Store) end(ctx context.Context, e *entry, o Outcome) (*Question, error)
 // questions commit alongside.
 func (m *Store) endDurably(ctx context.Context, e *entry, o Outcome) (*Question, error) {
 	id := e.q.ID
-	select {
-	case e.settling <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("settle question %q: %w", id, ctx.Err())
+	if err := e.takeSettling(ctx); err != nil {
+		return nil, fmt.Errorf("settle question %q: %w", id, err)
 	}
 	m.mu.RLock()
 	if m.closed {
@@ -270,9 +266,7 @@ func (m *Store) report(q *Question) {
 // ended as timed out by the next start (restored questions past their
 // deadline end so).
 func (m *Store) StopTimeouts(ctx context.Context) error {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
+	if !m.lockOpen() {
 		return fmt.Errorf("stop timeouts: %w", ErrClosed)
 	}
 	m.noTimeouts = true

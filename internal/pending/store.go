@@ -299,9 +299,7 @@ func (m *Store) reserve(ctx context.Context, e *entry) error {
 	q := e.q
 	id := q.ID
 	for {
-		m.mu.Lock()
-		if m.closed {
-			m.mu.Unlock()
+		if !m.lockOpen() {
 			return fmt.Errorf("create question %q: %w", id, ErrClosed)
 		}
 		_, creating := m.creating[id]
@@ -446,6 +444,27 @@ func (m *Store) eachRetained(f Filter, fn func(*entry)) {
 	}
 }
 
+// lockOpen takes m.mu, unless the store is closed: then it returns false
+// with m.mu released, and the caller returns ErrClosed.
+func (m *Store) lockOpen() bool {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+// rlockOpen is lockOpen taking m.mu for reading.
+func (m *Store) rlockOpen() bool {
+	m.mu.RLock()
+	if m.closed {
+		m.mu.RUnlock()
+		return false
+	}
+	return true
+}
+
 // Close stops timers and background work without ending any question;
 // later calls return ErrClosed, and so do Waits blocked when it runs. Journal
 // commits already under way finish first, and what they committed is applied
@@ -453,9 +472,7 @@ func (m *Store) eachRetained(f Filter, fn func(*entry)) {
 // deadline callback already running have finished, or with ctx's error if
 // ctx ends first. It does not close the journal.
 func (m *Store) Close(ctx context.Context) error {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
+	if !m.lockOpen() {
 		return fmt.Errorf("close store: %w", ErrClosed)
 	}
 	m.closed = true

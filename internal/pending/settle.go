@@ -33,10 +33,7 @@ func (m *Store) SettleAll(ctx context.Context, o Outcome) ([]*Question, error) {
 	if !m.rlockOpen() {
 		return nil, fmt.Errorf("settle all questions: %w", ErrClosed)
 	}
-	targets := make([]*entry, 0, m.pending.Len())
-	for el := m.pending.Front(); el != nil; el = el.Next() {
-		targets = append(targets, el.Value.(*entry))
-	}
+	targets := m.pendingEntriesLocked()
 	m.mu.RUnlock()
 
 	if o.At.IsZero() {
@@ -270,18 +267,9 @@ func (m *Store) StopTimeouts(ctx context.Context) error {
 		return fmt.Errorf("stop timeouts: %w", ErrClosed)
 	}
 	m.noTimeouts = true
-	var armed []*entry
-	for el := m.pending.Front(); el != nil; el = el.Next() {
-		armed = append(armed, el.Value.(*entry))
-	}
+	armed := m.pendingEntriesLocked()
 	m.mu.Unlock()
-	for _, e := range armed {
-		e.mu.Lock()
-		if e.timer != nil {
-			e.timer.Stop()
-		}
-		e.mu.Unlock()
-	}
+	stopTimers(armed)
 	// A callback that got past the check before noTimeouts was set is
 	// counted in timers (it registers under the read lock).
 	done := make(chan struct{})

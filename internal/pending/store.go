@@ -444,6 +444,28 @@ func (m *Store) eachRetained(f Filter, fn func(*entry)) {
 	}
 }
 
+// pendingEntriesLocked lists the pending entries, oldest first. Callers
+// hold m.mu (read or write).
+func (m *Store) pendingEntriesLocked() []*entry {
+	entries := make([]*entry, 0, m.pending.Len())
+	for el := m.pending.Front(); el != nil; el = el.Next() {
+		entries = append(entries, el.Value.(*entry))
+	}
+	return entries
+}
+
+// stopTimers stops the timers of entries (deadlines, retries of their
+// commits).
+func stopTimers(entries []*entry) {
+	for _, e := range entries {
+		e.mu.Lock()
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+		e.mu.Unlock()
+	}
+}
+
 // lockOpen takes m.mu, unless the store is closed: then it returns false
 // with m.mu released, and the caller returns ErrClosed.
 func (m *Store) lockOpen() bool {
@@ -486,21 +508,12 @@ func (m *Store) Close(ctx context.Context) error {
 		<-m.janitorDone
 
 		m.mu.Lock()
-		var armed []*entry
-		for el := m.pending.Front(); el != nil; el = el.Next() {
-			armed = append(armed, el.Value.(*entry))
-		}
+		armed := m.pendingEntriesLocked()
 		// Records of evicted entries not yet deleted stay in the journal;
 		// Open applies the bound again.
 		m.entries, m.pending, m.ended, m.evicted, m.keys = nil, nil, newRetainedQueue(), nil, nil
 		m.mu.Unlock()
-		for _, e := range armed {
-			e.mu.Lock()
-			if e.timer != nil {
-				e.timer.Stop()
-			}
-			e.mu.Unlock()
-		}
+		stopTimers(armed)
 		m.timers.Wait()
 	}()
 	select {

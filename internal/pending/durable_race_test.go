@@ -249,19 +249,8 @@ func TestCreateWaitsForSweepOfSameID(t *testing.T) {
 		time.Sleep(time.Hour) // expired, and the sweep starts
 		g.await(1)
 
-		created := make(chan error, 1)
-		go func() { created <- m.Create(ctx, ask("que_1", func(q *pending.Question) { q.Message = "again" })) }()
-		synctest.Wait()
-		if len(created) != 0 {
-			t.Fatal("create of an id whose record is being deleted did not wait")
-		}
-		g.open()
-		if err := <-created; err != nil {
-			t.Fatalf("create after the sweep: %v", err)
-		}
-		if r := j.record("que_1"); r == nil || r.Ended != nil || r.Message != "again" {
-			t.Errorf("journal record = %+v, want the new pending question", r)
-		}
+		createWaitsFor(t, createAgain(ctx, m, "que_1"), g, "sweep")
+		expectCreatedAgain(t, j, "que_1")
 	})
 }
 
@@ -283,8 +272,7 @@ func TestSweepSparesIDBeingCreated(t *testing.T) {
 		defer deleting.open()
 		parkPuts(j, creating, isCreationOf("que_1"))
 		j.set(func(j *fakeJournal) { j.onDelete = func([]string) { deleting.park() } })
-		created := make(chan error, 1)
-		go func() { created <- m.Create(ctx, ask("que_1", func(q *pending.Question) { q.Message = "again" })) }()
+		created := createAgain(ctx, m, "que_1")
 		creating.await(1)
 		time.Sleep(30 * time.Minute) // 2h15: swept at 2h while the create commits
 		synctest.Wait()

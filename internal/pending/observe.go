@@ -85,16 +85,7 @@ func (m *Store) armObserved(e *entry) {
 	if e.q.Deadline.IsZero() {
 		return
 	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.closed || m.noTimeouts {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.outcome == nil {
-		e.timer = time.AfterFunc(time.Until(e.q.Deadline), func() { m.timeOut(e, 0) })
-	}
+	m.armTimeOut(e, func() time.Duration { return time.Until(e.q.Deadline) }, 0)
 }
 
 // observeEnding ends the entry of id with o, if it is pending here. While

@@ -382,20 +382,9 @@ func TestCreateWaitsForDeletionOfEvictedID(t *testing.T) {
 		endAll(t, m, "que_2") // evicts que_1; its deletion parks
 		g.await(1)
 
-		created := make(chan error, 1)
-		go func() { created <- m.Create(ctx, ask("que_1", func(q *pending.Question) { q.Message = "again" })) }()
+		createWaitsFor(t, createAgain(ctx, m, "que_1"), g, "deletion")
 		synctest.Wait()
-		if len(created) != 0 {
-			t.Fatal("create of an id whose record is being deleted did not wait")
-		}
-		g.open()
-		if err := <-created; err != nil {
-			t.Fatalf("create after the deletion: %v", err)
-		}
-		synctest.Wait()
-		if r := j.record("que_1"); r == nil || r.Ended != nil || r.Message != "again" {
-			t.Errorf("journal record = %+v, want the new pending question", r)
-		}
+		expectCreatedAgain(t, j, "que_1")
 	})
 }
 
@@ -422,8 +411,7 @@ func TestEvictionSparesIDBeingCreated(t *testing.T) {
 		busy.await(1)
 		endAll(t, m, "que_1") // evicts que_old; the janitor will sweep once free
 		parkPuts(j, creating, isCreationOf("que_old"))
-		created := make(chan error, 1)
-		go func() { created <- m.Create(ctx, ask("que_old", func(q *pending.Question) { q.Message = "again" })) }()
+		created := createAgain(ctx, m, "que_old")
 		creating.await(1)
 		busy.open() // the janitor sweeps que_old while its id is being created
 		awaitSweep()
@@ -435,9 +423,7 @@ func TestEvictionSparesIDBeingCreated(t *testing.T) {
 		synctest.Wait()
 		endAll(t, m, "que_2") // another sweep drops the stale entry
 		awaitSweep()
-		if r := j.record("que_old"); r == nil || r.Ended != nil || r.Message != "again" {
-			t.Errorf("journal record = %+v, want the new pending question", r)
-		}
+		expectCreatedAgain(t, j, "que_old")
 		if q, err := m.Get(ctx, "que_old"); err != nil || q.Ended != nil || m.Held() != 2 {
 			t.Errorf("get = %+v, %v (held %d); want the new question pending, beside que_2", q, err, m.Held())
 		}

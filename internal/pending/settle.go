@@ -105,6 +105,13 @@ func (m *Store) timeOut(e *entry, attempt int) {
 // the store is closing or the question has ended meanwhile. Close stops the
 // timers of pending questions after setting closed, so it stops this one too.
 func (m *Store) retryTimeOut(e *entry, delay time.Duration, attempt int) {
+	m.armTimeOut(e, func() time.Duration { return delay }, attempt)
+}
+
+// armTimeOut arms e's timer to call timeOut(e, attempt) after the delay
+// that after returns, read once the locks are held, unless the store is
+// closing, timeouts are off or the question has ended.
+func (m *Store) armTimeOut(e *entry, after func() time.Duration, attempt int) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.closed || m.noTimeouts {
@@ -113,7 +120,7 @@ func (m *Store) retryTimeOut(e *entry, delay time.Duration, attempt int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.outcome == nil {
-		e.timer = time.AfterFunc(delay, func() { m.timeOut(e, attempt) })
+		e.timer = time.AfterFunc(after(), func() { m.timeOut(e, attempt) })
 	}
 }
 

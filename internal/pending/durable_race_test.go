@@ -188,11 +188,7 @@ func TestCloseWaitsForCommits(t *testing.T) {
 		var ends endLog
 		ctx, j, m := journaled(t, pending.Options{OnEnd: ends.record})
 		mustCreate(t, m, ask("que_ending"))
-		waited := make(chan settled, 1)
-		go func() {
-			q, err := m.Wait(ctx, "que_ending")
-			waited <- settled{q, err}
-		}()
+		waited := waitAsync(ctx, m, "que_ending")
 		synctest.Wait() // the waiter waits before Close begins, not after
 		g := newGate()
 		defer g.open() // a failed assertion must not leave a commit parked

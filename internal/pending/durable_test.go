@@ -71,11 +71,7 @@ func TestSettleFailureChangesNothing(t *testing.T) {
 		var ends endLog
 		ctx, j, m := journaled(t, pending.Options{OnEnd: ends.record})
 		mustCreate(t, m, ask("que_1"))
-		waited := make(chan settled, 1)
-		go func() {
-			q, err := m.Wait(ctx, "que_1")
-			waited <- settled{q, err}
-		}()
+		waited := waitAsync(ctx, m, "que_1")
 
 		j.set(func(j *fakeJournal) { j.failPut = failEndingsOf("que_1", 1) })
 		if _, err := m.Settle(ctx, "que_1", replied("Red")); !errors.Is(err, pending.ErrUnavailable) {

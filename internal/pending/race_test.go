@@ -45,6 +45,17 @@ func settleAsync(ctx context.Context, m *pending.Store, id string, o pending.Out
 	return out
 }
 
+// waitAsync runs m.Wait(ctx, id) in a goroutine; its result comes on the
+// channel.
+func waitAsync(ctx context.Context, m *pending.Store, id string) <-chan settled {
+	out := make(chan settled, 1)
+	go func() {
+		q, err := m.Wait(ctx, id)
+		out <- settled{q, err}
+	}()
+	return out
+}
+
 // Guard: the check-and-set of the outcome under the entry lock in decide
 // ("if e.outcome != nil"), and with a journal the settling semaphore around
 // the check and the commit. Without them the loser closes done a second time
@@ -312,11 +323,7 @@ func TestWaitCancelRacesSettle(t *testing.T) {
 			id := fmt.Sprintf("que_%d", i)
 			mustCreate(t, m, ask(id))
 			waitCtx, cancel := context.WithCancel(ctx)
-			waited := make(chan settled, 1)
-			go func() {
-				q, err := m.Wait(waitCtx, id)
-				waited <- settled{q, err}
-			}()
+			waited := waitAsync(waitCtx, m, id)
 			gates[id].await(1)
 			cancel()
 			if _, err := m.Settle(ctx, id, replied("Red")); err != nil {
@@ -337,11 +344,7 @@ func TestWaitCancelRacesSettle(t *testing.T) {
 		g := newGate()
 		m.SetOnWaitEntered(func(string) { g.park() })
 		waitCtx, cancel := context.WithCancel(ctx)
-		waited := make(chan settled, 1)
-		go func() {
-			q, err := m.Wait(waitCtx, "que_1")
-			waited <- settled{q, err}
-		}()
+		waited := waitAsync(waitCtx, m, "que_1")
 		g.await(1)
 		cancel()
 		g.open()

@@ -69,17 +69,24 @@ func expectFormAnswer(t *testing.T, answer <-chan elicitResult, timeout time.Dur
 	}
 }
 
+// formInTUI starts a daemon, has an agent ask twoQuestionForm in session
+// and attaches a TUI to the session, waiting until its question panel
+// shows texts.
+func formInTUI(t *testing.T, session string, texts ...string) (*daemon, *tui, <-chan elicitResult) {
+	t.Helper()
+	d := startDaemon(t, daemonOptions{})
+	answer := d.askForm(t, session)
+	u := attach(t, "tui", d.URL, "--session", session)
+	u.waitFor("panel", append(texts, panelHint)...)
+	return d, u, answer
+}
+
 // panelHint is the question panel's key help, shown while a question is up.
 const panelHint = "esc dismiss"
 
 func TestFormAnsweredWithKeys(t *testing.T) {
 	testenv.Heavy(t, "runs questiond and the OpenCode TUI")
-	d := startDaemon(t, daemonOptions{})
-	const session = "ses_e2eform"
-	answer := d.askForm(t, session)
-
-	u := attach(t, "tui", d.URL, "--session", session)
-	u.waitFor("panel", "Database", "Features", "Which database should we use?", "Postgres", panelHint)
+	d, u, answer := formInTUI(t, "ses_e2eform", "Database", "Features", "Which database should we use?", "Postgres")
 	answerForm(t, u, answer)
 
 	expectFormAnswer(t, answer, 20*time.Second, "the agent")
@@ -91,12 +98,7 @@ func TestFormAnsweredWithKeys(t *testing.T) {
 
 func TestEscGivesTheAgentCancel(t *testing.T) {
 	testenv.Heavy(t, "runs questiond and the OpenCode TUI")
-	d := startDaemon(t, daemonOptions{})
-	const session = "ses_e2eesc"
-	answer := d.askForm(t, session)
-
-	u := attach(t, "tui", d.URL, "--session", session)
-	u.waitFor("panel", "Database", "Features", panelHint)
+	_, u, answer := formInTUI(t, "ses_e2eesc", "Database", "Features")
 	stillWaiting(t, answer)
 	u.keys("Escape")
 
@@ -114,12 +116,7 @@ const busyHint = "esc interrupt"
 
 func TestSessionIsIdleAfterTheAnswer(t *testing.T) {
 	testenv.Heavy(t, "runs questiond and the OpenCode TUI")
-	d := startDaemon(t, daemonOptions{})
-	const session = "ses_e2eidle"
-	answer := d.askForm(t, session)
-
-	u := attach(t, "tui", d.URL, "--session", session)
-	u.waitFor("panel", "Database", panelHint)
+	_, u, answer := formInTUI(t, "ses_e2eidle", "Database")
 	answerForm(t, u, answer)
 	if got := await(t, answer, 20*time.Second); got.Action != "accept" {
 		t.Fatalf("the agent got %s, want accept", got.Action)

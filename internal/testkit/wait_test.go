@@ -54,7 +54,9 @@ func TestEventually(t *testing.T) {
 	if n != 3 {
 		t.Fatalf("ok called %d times, want 3", n)
 	}
-	msg := run(t, func(tb testing.TB) { testkit.Eventually(tb, 20*time.Millisecond, "the impossible", func() bool { return false }) })
+	msg := run(t, func(tb testing.TB) {
+		testkit.Eventually(tb, 20*time.Millisecond, "the impossible", func() bool { return false })
+	})
 	if msg != "not within 20ms: the impossible" {
 		t.Fatalf("Eventually of the impossible failed with %q", msg)
 	}

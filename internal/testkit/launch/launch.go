@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -275,3 +276,14 @@ func (o *output) tail() string {
 
 // ErrNoGo is returned by Build when the go command is not on PATH.
 var ErrNoGo = errors.New("no go command on PATH")
+
+// FreePort returns a loopback TCP port nothing listens on now, for a
+// server that takes its port as a flag rather than choosing one itself.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

@@ -55,30 +55,11 @@ func stalledClient(t *testing.T, p *daemonProcess, path string) {
 	}
 }
 
-// frame is one event of an operator's stream.
-type frame struct {
-	Type       string `json:"type"`
-	Properties struct {
-		ID        string `json:"id"`
-		RequestID string `json:"requestID"`
-		Questions []struct {
-			Question string `json:"question"`
-		} `json:"questions"`
-	} `json:"properties"`
-}
-
-// operatorStream reads GET /event until it ends; every frame goes to the
+// operatorStream reads GET /event until it ends; every event goes to the
 // channel, which is closed when the stream ends.
-func operatorStream(t *testing.T, p *daemonProcess) <-chan frame {
+func operatorStream(t *testing.T, p *daemonProcess) <-chan testkit.Event {
 	t.Helper()
-	res, err := http.Get(p.base + "/event")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("GET /event: %s", res.Status)
-	}
-	return testkit.Events[frame](res.Body, 64)
+	return testkit.OperatorEvents(t, p.base+"/event")
 }
 
 // TestShutdownWithAStalledStreamAnswersEveryone is the whole shutdown on the

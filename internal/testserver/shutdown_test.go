@@ -17,26 +17,13 @@ import (
 )
 
 // event is one frame of an operator's stream.
-type event struct {
-	Type       string `json:"type"`
-	Properties struct {
-		ID        string `json:"id"`
-		RequestID string `json:"requestID"`
-	} `json:"properties"`
-}
+type event = testkit.Event
 
 // operatorStream reads GET /event until the stream ends; the channel gets
 // every event and is closed at the end.
 func operatorStream(t *testing.T, s *testserver.Server) <-chan event {
 	t.Helper()
-	res, err := http.Get(s.URL + "/event")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("GET /event: %s", res.Status)
-	}
-	return testkit.Events[event](res.Body, 64)
+	return testkit.OperatorEvents(t, s.URL+"/event")
 }
 
 // nextOf returns the next event of type typ.

@@ -213,3 +213,12 @@ func expectCreatedAgain(t *testing.T, j *fakeJournal, id string) {
 		t.Errorf("journal record = %+v, want the new pending question", r)
 	}
 }
+
+// expectPending fails the test unless question id of m is pending; what
+// names it in the failure.
+func expectPending(t *testing.T, ctx context.Context, m *pending.Store, id, what string) {
+	t.Helper()
+	if q, err := m.Get(ctx, id); err != nil || q.Ended != nil {
+		t.Errorf("%s = %+v, %v; want it pending", what, q, err)
+	}
+}

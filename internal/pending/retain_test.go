@@ -82,9 +82,7 @@ func TestMaxRetainedEvictsInEndingOrder(t *testing.T) {
 			if got := readable(t, m, all...); fmt.Sprint(got) != "[que_2 que_4 que_5]" {
 				t.Errorf("after 5 endings, readable %v; want the last three ended", got)
 			}
-			if q, err := m.Get(ctx, "que_pending"); err != nil || q.Ended != nil {
-				t.Errorf("pending question = %+v, %v; the bound must never touch it", q, err)
-			}
+			expectPending(t, ctx, m, "que_pending", "pending question, which the bound must never touch")
 			if n, _ := m.Count(ctx, pending.Filter{}); n != 1 {
 				t.Errorf("count = %d, want the one pending question", n)
 			}
@@ -131,9 +129,7 @@ func TestEvictedReadsLikeExpired(t *testing.T) {
 		}
 		// Forgotten means the id is free again.
 		mustCreate(t, evicting, ask("que_1"))
-		if q, err := evicting.Get(ctx, "que_1"); err != nil || q.Ended != nil {
-			t.Errorf("re-created question = %+v, %v; want it pending", q, err)
-		}
+		expectPending(t, ctx, evicting, "que_1", "re-created question")
 	})
 }
 
@@ -285,9 +281,7 @@ func TestEvictionSurvivesFailedDeletionAndRestart(t *testing.T) {
 		if got := readable(t, m, "que_3", "que_4", "que_5"); fmt.Sprint(got) != "[que_4 que_5]" {
 			t.Errorf("readable after the restart %v, want que_4 and que_5", got)
 		}
-		if q, err := m.Get(ctx, "que_pending"); err != nil || q.Ended != nil {
-			t.Errorf("pending question after the restart = %+v, %v; want it pending", q, err)
-		}
+		expectPending(t, ctx, m, "que_pending", "pending question after the restart")
 	})
 }
 
@@ -326,9 +320,7 @@ func TestOpenAppliesTheBound(t *testing.T) {
 		if q, err := m.Get(ctx, "que_overdue"); err != nil || q.Ended == nil || q.Ended.Ending != pending.EndTimeout {
 			t.Errorf("overdue question = %+v, %v; want it timed out and kept", q, err)
 		}
-		if q, err := m.Get(ctx, "que_pending"); err != nil || q.Ended != nil {
-			t.Errorf("pending question = %+v, %v; want it pending", q, err)
-		}
+		expectPending(t, ctx, m, "que_pending", "pending question")
 	})
 }
 
@@ -364,9 +356,7 @@ func TestEvictionOnBoltFile(t *testing.T) {
 	if got := readable(t, second.Store, "que_1", "que_2", "que_3", "que_4"); fmt.Sprint(got) != "[que_3 que_4]" {
 		t.Errorf("readable after the restart %v, want que_3 and que_4", got)
 	}
-	if q, err := second.Get(ctx, "que_pending"); err != nil || q.Ended != nil {
-		t.Errorf("pending question after the restart = %+v, %v", q, err)
-	}
+	expectPending(t, ctx, second.Store, "que_pending", "pending question after the restart")
 }
 
 // Guard: a Create of an evicted question's id waits while its record is
@@ -489,9 +479,7 @@ func TestEvictionRaces(t *testing.T) {
 			if n := held(); n != retained+1 {
 				t.Errorf("store holds %d questions, want %d retained and the pending one", n, retained)
 			}
-			if q, err := m.Get(ctx, "que_pending"); err != nil || q.Ended != nil {
-				t.Errorf("pending question = %+v, %v", q, err)
-			}
+			expectPending(t, ctx, m, "que_pending", "pending question")
 			if j != nil {
 				qs, err := j.Load(ctx)
 				if err != nil {

@@ -50,9 +50,7 @@ func TestRetention(t *testing.T) {
 				}
 				// Forgotten means the id is free again.
 				mustCreate(t, m, ask("que_1"))
-				if q, err := m.Get(ctx, "que_1"); err != nil || q.Ended != nil {
-					t.Errorf("re-created question = %+v, %v; want it pending", q, err)
-				}
+				expectPending(t, ctx, m, "que_1", "re-created question")
 			})
 		})
 	}
@@ -75,9 +73,7 @@ func TestJanitorForgetsEndedQuestions(t *testing.T) {
 		if n := m.Held(); n != 1 {
 			t.Errorf("store holds %d questions after the sweep, want only the pending one", n)
 		}
-		if q, err := m.Get(ctx, "que_pending"); err != nil || q.Ended != nil {
-			t.Errorf("pending question after the sweep = %+v, %v; want it kept", q, err)
-		}
+		expectPending(t, ctx, m, "que_pending", "pending question after the sweep")
 	})
 }
 

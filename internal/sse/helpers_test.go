@@ -556,3 +556,13 @@ func await[T any](t testing.TB, c <-chan T, failure string) T {
 		return zero
 	}
 }
+
+// isClosed reports whether c is closed, without waiting.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

@@ -141,12 +141,7 @@ func TestConcurrentPublishSubscribeAndClose(t *testing.T) {
 
 	for p := range 4 {
 		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for i := 0; !isClosed(stop); i++ {
 				m := sse.Message{Directory: fmt.Sprint("/d", (p+i)%4), Event: sse.Event{Type: "t", Properties: json.RawMessage(`{"n":1}`)}}
 				if i%5 == 0 {
 					m.Directory = ""
@@ -164,12 +159,7 @@ func TestConcurrentPublishSubscribeAndClose(t *testing.T) {
 	// ones also leave by cancelling their request.
 	for c := range 16 {
 		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for i := 0; !isClosed(stop); i++ {
 				if c%2 == 0 {
 					target := []string{"/event", "/event?directory=/d1", "/global/event", "/event?directory=/d3"}[(c+i)%4]
 					resp, err := http.Get(h.ts.URL + target)

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -167,4 +168,24 @@ func PostAsync(url, body string) <-chan Answer {
 		answer <- Answer{res.StatusCode, res.Header, string(data)}
 	}()
 	return answer
+}
+
+// Delivery is a request a Webhook received, with its body.
+type Delivery struct {
+	Request *http.Request
+	Body    []byte
+}
+
+// Webhook starts a server that answers every request 200 and sends it,
+// with its body, to the returned channel (buffered for size). It is closed
+// when the test ends, if not before.
+func Webhook(tb testing.TB, size int) (*httptest.Server, <-chan Delivery) {
+	tb.Helper()
+	got := make(chan Delivery, size)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- Delivery{r, body}
+	}))
+	tb.Cleanup(hook.Close)
+	return hook, got
 }

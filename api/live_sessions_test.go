@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/session"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 const (
@@ -52,11 +52,8 @@ func (s mcpSession) header(pairs ...string) []string {
 func sseMessages(t *testing.T, body []byte) []map[string]any {
 	t.Helper()
 	var messages []map[string]any
-	lines := bufio.NewScanner(bytes.NewReader(body))
-	lines.Buffer(nil, 1<<20)
-	for lines.Scan() {
-		data, ok := strings.CutPrefix(lines.Text(), "data: ")
-		if !ok || data == "" {
+	for data := range testkit.Data(bytes.NewReader(body), 0) {
+		if data == "" {
 			continue
 		}
 		var m map[string]any
@@ -125,25 +122,8 @@ func (l *liveServer) listen(t *testing.T, x exchange) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	req, err := l.newRequest(ctx, x)
-	if err != nil {
-		t.Fatal(err)
-	}
-	input, err := l.validationInput(ctx, x, req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := openapi3filter.ValidateRequest(ctx, input); err != nil {
-		t.Errorf("%s: %v", x, err)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	input, res := l.openStream(t, ctx, x)
 	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("%s: status %d", x, res.StatusCode)
-	}
 	in := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: input,
 		Status:                 res.StatusCode,

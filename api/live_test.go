@@ -398,10 +398,11 @@ type liveStream struct {
 	validated bool
 }
 
-func (l *liveServer) open(t *testing.T, path string, header ...string) *liveStream {
+// openStream sends x, a GET of a stream, with ctx, its request validated
+// against the document, and fails the test unless the answer is 200. The
+// caller closes the answer's body.
+func (l *liveServer) openStream(t *testing.T, ctx context.Context, x exchange) (*openapi3filter.RequestValidationInput, *http.Response) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	x := exchange{method: http.MethodGet, path: path, header: header}
 	req, err := l.newRequest(ctx, x)
 	if err != nil {
 		t.Fatal(err)
@@ -418,8 +419,17 @@ func (l *liveServer) open(t *testing.T, path string, header ...string) *liveStre
 		t.Fatal(err)
 	}
 	if res.StatusCode != http.StatusOK {
+		res.Body.Close()
 		t.Fatalf("%s: status %d", x, res.StatusCode)
 	}
+	return input, res
+}
+
+func (l *liveServer) open(t *testing.T, path string, header ...string) *liveStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	x := exchange{method: http.MethodGet, path: path, header: header}
+	input, res := l.openStream(t, ctx, x)
 	s := &liveStream{l: l, x: x, input: input, header: res.Header, frames: make(chan []byte, 4096)}
 	done := make(chan struct{})
 	go func() {

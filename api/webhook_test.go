@@ -3,9 +3,6 @@ package api_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"testing"
 	"time"
@@ -13,6 +10,7 @@ import (
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/notify"
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // The webhook the document describes is the one questiond posts: every body,
@@ -37,13 +35,7 @@ func TestWebhookBodiesMatchTheDocument(t *testing.T) {
 	ended.Ended = &pending.Outcome{Ending: pending.EndReplied, At: created.Add(time.Minute),
 		Result: pending.Result{Action: pending.ActionAccept, Content: elicit.Content{"deploy": true}}, Answers: [][]string{{"Yes"}}}
 	for _, includeText := range []bool{false, true} {
-		got := make(chan *http.Request, 2)
-		bodies := make(chan []byte, 2)
-		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			got <- r
-			bodies <- body
-		}))
+		hook, got := testkit.Webhook(t, 2)
 		n, err := notify.New(context.Background(), notify.Options{URLs: []string{hook.URL}, Secret: []byte("0123456789abcdef"),
 			Link: "http://127.0.0.1:4097/ui", IncludeText: includeText})
 		if err != nil {
@@ -52,7 +44,8 @@ func TestWebhookBodiesMatchTheDocument(t *testing.T) {
 		n.Asked(q)
 		n.Ended(&ended)
 		for range 2 {
-			r, body := <-got, <-bodies
+			d := <-got
+			r, body := d.Request, d.Body
 			var v any
 			if err := json.Unmarshal(body, &v); err != nil {
 				t.Fatal(err)

@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/questiond/questiond/bench/workload"
 )
 
 // Settings of BenchmarkBinaries, from the environment (bench/compare.sh,
@@ -183,14 +185,7 @@ func (r binariesRun) cpuPerRoundTrip() float64 {
 	return float64(r.cpu.Microseconds()) / float64(r.roundTrips)
 }
 
-func (r binariesRun) quantile(q float64) time.Duration {
-	if len(r.latencies) == 0 {
-		return 0
-	}
-	sorted := slices.Clone(r.latencies)
-	slices.Sort(sorted)
-	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
-}
+func (r binariesRun) quantile(q float64) time.Duration { return workload.Quantile(r.latencies, q) }
 
 func (r binariesRun) summary() string {
 	if r.err != nil {

@@ -9,16 +9,8 @@ import (
 	"io"
 	"net/http"
 	"time"
-)
 
-// seedForm is the seed RFC's two-question form, and seedAnswers a valid
-// reply to it, as labels.
-var (
-	seedForm = []byte(`{"message":"Diagnose the machine","requestedSchema":{"type":"object",` +
-		`"properties":{"model":{"type":"string","title":"Model","description":"Equipment model?","enum":["SY215C","SY365H"]},` +
-		`"symptoms":{"type":"array","title":"Symptoms","description":"Select symptoms",` +
-		`"items":{"type":"string","enum":["Black smoke","Low power","Overheating"]}}},"required":["model"]}}`)
-	seedAnswers = []byte(`{"answers":[["SY215C"],["Black smoke"]]}`)
+	"github.com/questiond/questiond/bench/workload"
 )
 
 // longPoll is the agent's wait for a result; far longer than any exchange.
@@ -97,7 +89,7 @@ func (c *client) ask(ctx context.Context) (string, error) {
 	var created struct {
 		ID string `json:"id"`
 	}
-	if err := c.exchange(ctx, http.MethodPost, "/elicitations", seedForm, http.StatusCreated, &created); err != nil {
+	if err := c.exchange(ctx, http.MethodPost, "/elicitations", workload.SeedForm, http.StatusCreated, &created); err != nil {
 		return "", err
 	}
 	if created.ID == "" {
@@ -126,7 +118,7 @@ func (c *client) collect(ctx context.Context, id string) error {
 // reply is the operator's answer to question id.
 func (c *client) reply(ctx context.Context, id string) error {
 	var ok bool
-	if err := c.exchange(ctx, http.MethodPost, "/question/"+id+"/reply", seedAnswers, http.StatusOK, &ok); err != nil {
+	if err := c.exchange(ctx, http.MethodPost, "/question/"+id+"/reply", workload.SeedAnswers, http.StatusOK, &ok); err != nil {
 		return err
 	}
 	if !ok {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,13 +72,7 @@ func BenchmarkMCP(b *testing.B) {
 				if fx == nil {
 					fx = side.start(b, agents)
 				}
-				b.ResetTimer()
-				if err := fx.run(agents, b.N); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				rate := float64(b.N) / b.Elapsed().Seconds()
-				b.ReportMetric(rate, "roundtrips/s")
+				rate := timeRoundTrips(b, func(n int) error { return fx.run(agents, n) })
 				rates[side.name] = rate
 				switch side.name {
 				case "elicit":
@@ -270,26 +262,3 @@ func startBaselineSide(tb testing.TB, agents int) mcpSide {
 func (fx baselineSide) run(agents, n int) error { return runRoundTrips(fx.op, fx.client, agents, n) }
 
 func (fx baselineSide) close(testing.TB) { fx.roundTripFixture.close() }
-
-// runAgents makes n round trips with agents goroutines, each passing its own
-// index to roundTrip, and returns the first failure of an agent or of the
-// operator.
-func runAgents(op *operator, agents, n int, roundTrip func(ctx context.Context, agent int) error) error {
-	var started atomic.Int64
-	var wg sync.WaitGroup
-	for agent := range agents {
-		wg.Go(func() {
-			for started.Add(1) <= int64(n) {
-				if err := roundTrip(op.ctx, agent); err != nil {
-					op.fail(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if op.ctx.Err() != nil {
-		return context.Cause(op.ctx)
-	}
-	return nil
-}

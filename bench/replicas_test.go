@@ -115,13 +115,7 @@ func BenchmarkStores(b *testing.B) {
 				if fx == nil {
 					fx = newRoundTripFixture(b, start, agents)
 				}
-				b.ResetTimer()
-				if err := runRoundTrips(fx.op, fx.client, agents, b.N); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				rate := float64(b.N) / b.Elapsed().Seconds()
-				b.ReportMetric(rate, "roundtrips/s")
+				rate := timeRoundTrips(b, fx.roundTrips(agents))
 				rates[sys.name] = rate
 				switch sys.name {
 				case "postgres-1":

@@ -52,13 +52,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 				if measureSync {
 					syncBefore = measureSyncLatency(b, b.TempDir())
 				}
-				b.ResetTimer()
-				if err := runRoundTrips(fx.op, fx.client, agents, b.N); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				rate := float64(b.N) / b.Elapsed().Seconds()
-				b.ReportMetric(rate, "roundtrips/s")
+				rate := timeRoundTrips(b, fx.roundTrips(agents))
 				rates[srv.name] = rate
 				reportRatio(b, srv.name, rates)
 				if measureSync {
@@ -157,12 +151,19 @@ func (fx *roundTripFixture) close() {
 // runRoundTrips makes n round trips, agents at a time, and returns the first
 // failure of an agent or of the operator.
 func runRoundTrips(op *operator, c *client, agents, n int) error {
+	return runAgents(op, agents, n, func(ctx context.Context, _ int) error { return roundTrip(ctx, c) })
+}
+
+// runAgents makes n round trips with agents goroutines, each passing its own
+// index to roundTrip, and returns the first failure of an agent or of the
+// operator.
+func runAgents(op *operator, agents, n int, roundTrip func(ctx context.Context, agent int) error) error {
 	var started atomic.Int64
 	var wg sync.WaitGroup
-	for range agents {
+	for agent := range agents {
 		wg.Go(func() {
 			for started.Add(1) <= int64(n) {
-				if err := roundTrip(op.ctx, c); err != nil {
+				if err := roundTrip(op.ctx, agent); err != nil {
 					op.fail(err)
 					return
 				}
@@ -174,6 +175,25 @@ func runRoundTrips(op *operator, c *client, agents, n int) error {
 		return context.Cause(op.ctx)
 	}
 	return nil
+}
+
+// roundTrips is runRoundTrips on fx with agents at a time, for
+// timeRoundTrips.
+func (fx *roundTripFixture) roundTrips(agents int) func(n int) error {
+	return func(n int) error { return runRoundTrips(fx.op, fx.client, agents, n) }
+}
+
+// timeRoundTrips times run of b.N round trips (the timer reset first),
+// reports round trips per second and returns them.
+func timeRoundTrips(b *testing.B, run func(n int) error) float64 {
+	b.ResetTimer()
+	if err := run(b.N); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	rate := float64(b.N) / b.Elapsed().Seconds()
+	b.ReportMetric(rate, "roundtrips/s")
+	return rate
 }
 
 // roundTrip is one agent's question: ask, then long-poll for the answer the

@@ -127,12 +127,9 @@ func TestElicitCancelWithdrawsTheQuestion(t *testing.T) {
 // it creates: the POST may finish, and the id it returns is withdrawn.
 func TestElicitCancelDuringCreateWithdrawsTheQuestion(t *testing.T) {
 	created, answer := make(chan struct{}), make(chan struct{})
-	d := startDaemon(t, daemonConfig{wrap: func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodPost {
-				next.ServeHTTP(w, r)
-				return
-			}
+	d := startDaemon(t, daemonConfig{wrap: intercept(
+		func(r *http.Request) bool { return r.Method == http.MethodPost },
+		func(w http.ResponseWriter, r *http.Request, next http.Handler) {
 			rec := httptest.NewRecorder()
 			next.ServeHTTP(rec, r)
 			close(created)
@@ -142,8 +139,7 @@ func TestElicitCancelDuringCreateWithdrawsTheQuestion(t *testing.T) {
 			}
 			w.WriteHeader(rec.Code)
 			_, _ = w.Write(rec.Body.Bytes())
-		})
-	}})
+		})})
 	ops := watch(t, d.URL)
 	c := newClient(t, d.URL, client.Options{})
 	ctx, cancel := context.WithCancel(t.Context())

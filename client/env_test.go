@@ -23,9 +23,7 @@ func tokenSeen(t *testing.T) (*httptest.Server, func() string) {
 		mu.Lock()
 		auth = r.Header.Get("Authorization")
 		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = w.Write([]byte(`{"name":"NotFoundError","data":{"message":"no such elicitation"}}`))
+		answerJSON(w, http.StatusNotFound, `{"name":"NotFoundError","data":{"message":"no such elicitation"}}`)
 	}))
 	t.Cleanup(srv.Close)
 	return srv, func() string { mu.Lock(); defer mu.Unlock(); return auth }
@@ -130,9 +128,7 @@ func TestReachedDaemonIsNotGivenUpOn(t *testing.T) {
 	var once sync.Once
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		once.Do(calls.Done)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = w.Write([]byte(`{"name":"UnavailableError","data":{"message":"shutting down"}}`))
+		answerJSON(w, http.StatusServiceUnavailable, `{"name":"UnavailableError","data":{"message":"shutting down"}}`)
 	}))
 	defer srv.Close()
 	c, err := client.New(client.Options{Server: srv.URL, MaxBackoff: 10 * time.Millisecond, GiveUpUnreached: time.Nanosecond})
@@ -150,17 +146,11 @@ func TestReachedDaemonIsNotGivenUpOn(t *testing.T) {
 
 func TestOnRetrySeesFailuresWhileWaiting(t *testing.T) {
 	var failedPolls atomic.Int64
-	d := startDaemon(t, daemonConfig{wrap: func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/elicitations/") && failedPolls.Add(1) == 1 {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusServiceUnavailable)
-				_, _ = w.Write([]byte(`{"name":"UnavailableError","data":{"message":"restarting"}}`))
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}})
+	d := startDaemon(t, daemonConfig{wrap: intercept(
+		func(r *http.Request) bool { return isPoll(r) && failedPolls.Add(1) == 1 },
+		func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
+			answerJSON(w, http.StatusServiceUnavailable, `{"name":"UnavailableError","data":{"message":"restarting"}}`)
+		})})
 	ops := watch(t, d.URL)
 	seen := make(chan error, 16)
 	c := newClient(t, d.URL, client.Options{OnRetry: func(err error, _ time.Duration) { seen <- err }})

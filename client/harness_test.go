@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -85,6 +86,44 @@ func startDaemon(t *testing.T, cfg daemonConfig) *daemon {
 	return d
 }
 
+// intercept puts handle in front of the API for the requests match picks
+// (fault injection); the others go on to the API as they are. handle may
+// pass its request on to next too.
+func intercept(match func(*http.Request) bool, handle func(w http.ResponseWriter, r *http.Request, next http.Handler)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !match(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			handle(w, r, next)
+		})
+	}
+}
+
+// firstPost picks the first POST the daemon gets, and no other request.
+func firstPost() func(*http.Request) bool {
+	var seen atomic.Bool
+	return func(r *http.Request) bool { return r.Method == http.MethodPost && seen.CompareAndSwap(false, true) }
+}
+
+// isPoll picks the agents' GETs of a question (long-polls).
+func isPoll(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/elicitations/")
+}
+
+// isCreate picks the agents' POST /elicitations.
+func isCreate(r *http.Request) bool {
+	return r.Method == http.MethodPost && r.URL.Path == "/elicitations"
+}
+
+// answerJSON answers with status and body as application/json.
+func answerJSON(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
+
 // stop shuts the daemon down as cmd/questiond does (the durable store keeps
 // pending questions for the next start); it does nothing the second time.
 func (d *daemon) stop() {
@@ -98,7 +137,7 @@ func (d *daemon) stop() {
 // earlier request under the same Idempotency-Key created.
 func countCreated(next http.Handler, created *atomic.Int64) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.URL.Path != "/elicitations" {
+		if !isCreate(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -176,16 +215,7 @@ func call(t testing.TB, method, url string, body any) (int, []byte) {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	res, err := operatorHTTP.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, data
+	return testkit.Do(t, operatorHTTP, req)
 }
 
 // questionRequest is OpenCode's QuestionRequest, as operators see it.
@@ -323,13 +353,7 @@ func elicitAsync(t *testing.T, ctx context.Context, c *client.Client, p client.P
 // await returns the outcome of elicitAsync, failing after 30s.
 func await(t *testing.T, out <-chan elicitOutcome) elicitOutcome {
 	t.Helper()
-	select {
-	case o := <-out:
-		return o
-	case <-time.After(30 * time.Second):
-		t.Fatal("Elicit did not return within 30s")
-		return elicitOutcome{}
-	}
+	return testkit.Receive(t, out, 30*time.Second, "return of Elicit")
 }
 
 func boltPath(t *testing.T) string { return filepath.Join(t.TempDir(), "questiond.db") }
@@ -421,36 +445,35 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// cuttingProxy is a TCP proxy that cuts every connection a moment after a
-// long-poll (GET /elicitations/…) goes through it: the first cut is a reset
-// (RST), the others a plain close.
-type cuttingProxy struct {
-	URL      string
-	ln       net.Listener
-	backend  string
-	cutAfter time.Duration
-	cuts     chan string
-	reset    atomic.Bool
-	mu       sync.Mutex
-	conns    map[net.Conn]bool
-	wg       sync.WaitGroup
+// tcpProxy is a TCP proxy for tests that interfere with connections: each
+// connection it accepts is dialled through to backend, and relay says how
+// the bytes go up (client to backend) and down (backend to client); each
+// direction runs on its own goroutine. Cleanup closes every connection and
+// waits for the relays.
+type tcpProxy struct {
+	URL     string
+	ln      net.Listener
+	backend string
+	relay   func(in, out net.Conn) (up, down func())
+	mu      sync.Mutex
+	conns   map[net.Conn]bool
+	wg      sync.WaitGroup
 }
 
-func startCuttingProxy(t *testing.T, backend string, cutAfter time.Duration) *cuttingProxy {
+func startTCPProxy(t *testing.T, backend string, relay func(in, out net.Conn) (up, down func())) *tcpProxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &cuttingProxy{URL: "http://" + ln.Addr().String(), ln: ln, backend: backend, cutAfter: cutAfter,
-		cuts: make(chan string, 1000), conns: map[net.Conn]bool{}}
+	p := &tcpProxy{URL: "http://" + ln.Addr().String(), ln: ln, backend: backend, relay: relay, conns: map[net.Conn]bool{}}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
 	return p
 }
 
-func (p *cuttingProxy) accept() {
+func (p *tcpProxy) accept() {
 	defer p.wg.Done()
 	for {
 		in, err := p.ln.Accept()
@@ -465,18 +488,54 @@ func (p *cuttingProxy) accept() {
 		p.mu.Lock()
 		p.conns[in], p.conns[out] = true, true
 		p.mu.Unlock()
+		up, down := p.relay(in, out)
 		p.wg.Add(2)
 		go func() {
 			defer p.wg.Done()
-			_, _ = io.Copy(in, out)
-			_ = in.Close()
+			up()
 		}()
 		go func() {
 			defer p.wg.Done()
-			p.forward(in, out)
-			_ = out.Close()
+			down()
 		}()
 	}
+}
+
+func (p *tcpProxy) close() {
+	_ = p.ln.Close()
+	p.mu.Lock()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// cuttingProxy is a TCP proxy that cuts every connection a moment after a
+// long-poll (GET /elicitations/…) goes through it: the first cut is a reset
+// (RST), the others a plain close.
+type cuttingProxy struct {
+	*tcpProxy
+	cutAfter time.Duration
+	cuts     chan string
+	reset    atomic.Bool
+}
+
+func startCuttingProxy(t *testing.T, backend string, cutAfter time.Duration) *cuttingProxy {
+	t.Helper()
+	p := &cuttingProxy{cutAfter: cutAfter, cuts: make(chan string, 1000)}
+	p.tcpProxy = startTCPProxy(t, backend, func(in, out net.Conn) (up, down func()) {
+		up = func() {
+			p.forward(in, out)
+			_ = out.Close()
+		}
+		down = func() {
+			_, _ = io.Copy(in, out)
+			_ = in.Close()
+		}
+		return up, down
+	})
+	return p
 }
 
 // forward copies the client's bytes to the backend and arms a cut whenever
@@ -511,14 +570,4 @@ func (p *cuttingProxy) cut(in, out net.Conn) {
 	_ = in.Close()
 	_ = out.Close()
 	p.cuts <- how
-}
-
-func (p *cuttingProxy) close() {
-	_ = p.ln.Close()
-	p.mu.Lock()
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
 }

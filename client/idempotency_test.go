@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -23,50 +22,18 @@ import (
 // starts, forwards keep bytes of it (0: none; else headers and part of the
 // body), and drops the connection. Everything else passes.
 type losingProxy struct {
-	URL     string
-	ln      net.Listener
-	backend string
+	*tcpProxy
 	keep    func(answer []byte) int
 	lost    atomic.Bool // the answer has been lost
 	dropped chan struct{}
-	mu      sync.Mutex
-	conns   map[net.Conn]bool
-	wg      sync.WaitGroup
 }
 
 func startLosingProxy(t *testing.T, backend string, keep func([]byte) int) *losingProxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &losingProxy{URL: "http://" + ln.Addr().String(), ln: ln, backend: backend, keep: keep,
-		dropped: make(chan struct{}), conns: map[net.Conn]bool{}}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.close)
-	return p
-}
-
-func (p *losingProxy) accept() {
-	defer p.wg.Done()
-	for {
-		in, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		out, err := net.Dial("tcp", p.backend)
-		if err != nil {
-			_ = in.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns[in], p.conns[out] = true, true
-		p.mu.Unlock()
+	p := &losingProxy{keep: keep, dropped: make(chan struct{})}
+	p.tcpProxy = startTCPProxy(t, backend, func(in, out net.Conn) (up, down func()) {
 		var lose atomic.Bool // this connection carries the POST whose answer is lost
-		p.wg.Add(2)
-		go func() {
-			defer p.wg.Done()
+		up = func() {
 			buf := make([]byte, 32<<10)
 			for {
 				n, err := in.Read(buf)
@@ -83,9 +50,8 @@ func (p *losingProxy) accept() {
 				}
 			}
 			_ = out.Close()
-		}()
-		go func() {
-			defer p.wg.Done()
+		}
+		down = func() {
 			defer in.Close()
 			buf := make([]byte, 32<<10)
 			for {
@@ -105,18 +71,10 @@ func (p *losingProxy) accept() {
 					return
 				}
 			}
-		}()
-	}
-}
-
-func (p *losingProxy) close() {
-	_ = p.ln.Close()
-	p.mu.Lock()
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
+		}
+		return up, down
+	})
+	return p
 }
 
 // nothing keeps none of the answer: the connection drops before it starts.
@@ -197,24 +155,16 @@ func TestElicitSendsOneKeyPerQuestionAndRetriesConflicts(t *testing.T) {
 	var mu sync.Mutex
 	var keys []string
 	var conflicts atomic.Int64
-	d := startDaemon(t, daemonConfig{wrap: func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodPost || r.URL.Path != "/elicitations" {
-				next.ServeHTTP(w, r)
-				return
-			}
-			mu.Lock()
-			keys = append(keys, r.Header.Get("Idempotency-Key"))
-			mu.Unlock()
-			if conflicts.Add(1) <= 2 {
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusConflict)
-				_, _ = w.Write([]byte(`{"name":"Conflict","data":{"message":"A request with the same Idempotency-Key is still being created"}}`))
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}})
+	d := startDaemon(t, daemonConfig{wrap: intercept(isCreate, func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
+		if conflicts.Add(1) <= 2 {
+			answerJSON(w, http.StatusConflict, `{"name":"Conflict","data":{"message":"A request with the same Idempotency-Key is still being created"}}`)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})})
 	ops := watch(t, d.URL)
 	c := newClient(t, d.URL, client.Options{})
 	held := holdPauses(t, c)
@@ -248,11 +198,9 @@ func TestElicitSendsOneKeyPerQuestionAndRetriesConflicts(t *testing.T) {
 // A 422 (the key used for another request) is the caller's error: returned,
 // not retried.
 func TestElicitReturnsAReusedKey(t *testing.T) {
-	d := startDaemon(t, daemonConfig{wrap: func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnprocessableEntity)
-			_, _ = io.WriteString(w, `{"name":"UnprocessableContent","data":{"message":"The Idempotency-Key was already used for a different request"}}`)
+	d := startDaemon(t, daemonConfig{wrap: func(http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			answerJSON(w, http.StatusUnprocessableEntity, `{"name":"UnprocessableContent","data":{"message":"The Idempotency-Key was already used for a different request"}}`)
 		})
 	}})
 	c := newClient(t, d.URL, client.Options{})
@@ -270,17 +218,10 @@ func TestElicitReturnsAReusedKey(t *testing.T) {
 // Cancelling Elicit while it is about to resend a create whose answer was
 // lost withdraws the question the first attempt created.
 func TestElicitCancelledBetweenAttemptsWithdrawsTheQuestion(t *testing.T) {
-	var lost atomic.Bool
-	d := startDaemon(t, daemonConfig{wrap: func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodPost || !lost.CompareAndSwap(false, true) {
-				next.ServeHTTP(w, r)
-				return
-			}
-			next.ServeHTTP(discard{http.Header{}}, r)
-			panic(http.ErrAbortHandler) // the answer never leaves
-		})
-	}})
+	d := startDaemon(t, daemonConfig{wrap: intercept(firstPost(), func(_ http.ResponseWriter, r *http.Request, next http.Handler) {
+		next.ServeHTTP(discard{http.Header{}}, r)
+		panic(http.ErrAbortHandler) // the answer never leaves
+	})})
 	ops := watch(t, d.URL)
 	c := newClient(t, d.URL, client.Options{})
 	held := holdPauses(t, c)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -153,19 +152,10 @@ func TestElicitRetriesACreateRefusedByADrainingDaemon(t *testing.T) {
 // A 429 with Retry-After is sent again after that time; one without (too
 // many pending questions, freed only by answers) is returned.
 func TestElicitHonoursRetryAfter(t *testing.T) {
-	var refused atomic.Bool
-	d := startDaemon(t, daemonConfig{wrap: func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodPost && refused.CompareAndSwap(false, true) {
-				w.Header().Set("Retry-After", "7")
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusTooManyRequests)
-				_, _ = w.Write([]byte(`{"name":"TooManyRequests","data":{"message":"too many requests; try again in 7 seconds"}}`))
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}})
+	d := startDaemon(t, daemonConfig{wrap: intercept(firstPost(), func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
+		w.Header().Set("Retry-After", "7")
+		answerJSON(w, http.StatusTooManyRequests, `{"name":"TooManyRequests","data":{"message":"too many requests; try again in 7 seconds"}}`)
+	})})
 	ops := watch(t, d.URL)
 	c := newClient(t, d.URL, client.Options{})
 	held := holdPauses(t, c)
@@ -205,26 +195,19 @@ func TestElicitReturnsTooManyPendingQuestions(t *testing.T) {
 // Idempotency-Key, gets the question the first attempt created, and its
 // answer. One question is asked.
 func TestElicitResendsACreateWhoseAnswerWasReset(t *testing.T) {
-	var lost atomic.Bool
-	d := startDaemon(t, daemonConfig{wrap: func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method != http.MethodPost || !lost.CompareAndSwap(false, true) {
-				next.ServeHTTP(w, r)
-				return
-			}
-			next.ServeHTTP(discard{http.Header{}}, r) // the question is created…
-			conn, _, err := http.NewResponseController(w).Hijack()
-			if err != nil {
-				panic(err)
-			}
-			raw := conn
-			if wrapped, ok := raw.(interface{ NetConn() net.Conn }); ok {
-				raw = wrapped.NetConn() // the daemon's connection guard
-			}
-			_ = raw.(*net.TCPConn).SetLinger(0)
-			_ = conn.Close() // …and the answer is lost to a reset
-		})
-	}})
+	d := startDaemon(t, daemonConfig{wrap: intercept(firstPost(), func(w http.ResponseWriter, r *http.Request, next http.Handler) {
+		next.ServeHTTP(discard{http.Header{}}, r) // the question is created…
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		raw := conn
+		if wrapped, ok := raw.(interface{ NetConn() net.Conn }); ok {
+			raw = wrapped.NetConn() // the daemon's connection guard
+		}
+		_ = raw.(*net.TCPConn).SetLinger(0)
+		_ = conn.Close() // …and the answer is lost to a reset
+	})})
 	ops := watch(t, d.URL)
 	c := newClient(t, d.URL, client.Options{})
 	held := holdPauses(t, c)
@@ -254,15 +237,11 @@ func (d discard) WriteHeader(int)             {}
 // 5xx answers while waiting (a proxy with the daemon away) are retried.
 func TestWaitRetriesServerErrors(t *testing.T) {
 	var failures atomic.Int64
-	d := startDaemon(t, daemonConfig{wrap: func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/elicitations/") && failures.Add(1) <= 3 {
-				http.Error(w, "<html>502 Bad Gateway</html>", http.StatusBadGateway)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}})
+	d := startDaemon(t, daemonConfig{wrap: intercept(
+		func(r *http.Request) bool { return isPoll(r) && failures.Add(1) <= 3 },
+		func(w http.ResponseWriter, _ *http.Request, _ http.Handler) {
+			http.Error(w, "<html>502 Bad Gateway</html>", http.StatusBadGateway)
+		})})
 	ops := watch(t, d.URL)
 	c := newClient(t, d.URL, client.Options{})
 	held := holdPauses(t, c)

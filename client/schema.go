@@ -91,69 +91,54 @@ func (p *property) problem(format string, args ...any) {
 
 // String adds a free-text property.
 func (b *SchemaBuilder) String(name string, opts ...StringOption) *SchemaBuilder {
-	p := b.add(name, kindString)
-	applyOptions(p, opts, StringOption.applyString)
-	return b
+	return addProperty(b, name, kindString, nil, opts, StringOption.applyString)
 }
 
 // Integer adds a whole-number property.
 func (b *SchemaBuilder) Integer(name string, opts ...NumberOption) *SchemaBuilder {
-	return b.numeric(name, kindInteger, opts)
+	return addProperty(b, name, kindInteger, nil, opts, NumberOption.applyNumber)
 }
 
 // Number adds a number property.
 func (b *SchemaBuilder) Number(name string, opts ...NumberOption) *SchemaBuilder {
-	return b.numeric(name, kindNumber, opts)
-}
-
-func (b *SchemaBuilder) numeric(name string, k kind, opts []NumberOption) *SchemaBuilder {
-	p := b.add(name, k)
-	applyOptions(p, opts, NumberOption.applyNumber)
-	return b
+	return addProperty(b, name, kindNumber, nil, opts, NumberOption.applyNumber)
 }
 
 // Bool adds a yes/no property.
 func (b *SchemaBuilder) Bool(name string, opts ...BoolOption) *SchemaBuilder {
-	p := b.add(name, kindBool)
-	applyOptions(p, opts, BoolOption.applyBool)
-	return b
+	return addProperty(b, name, kindBool, nil, opts, BoolOption.applyBool)
 }
 
 // Choose adds a single choice among values, which the operator sees as
 // they are (a plain enum).
 func (b *SchemaBuilder) Choose(name string, values []string, opts ...ChoiceOption) *SchemaBuilder {
-	return b.choice(name, kindChoice, plainChoices(values), opts)
+	return addProperty(b, name, kindChoice, plainChoices(values), opts, ChoiceOption.applyChoice)
 }
 
 // ChooseTitled adds a single choice whose options show titles (oneOf
 // const/title); the result holds the chosen Value.
 func (b *SchemaBuilder) ChooseTitled(name string, choices []Choice, opts ...ChoiceOption) *SchemaBuilder {
-	return b.choice(name, kindChoiceTitled, slices.Clone(choices), opts)
-}
-
-func (b *SchemaBuilder) choice(name string, k kind, choices []Choice, opts []ChoiceOption) *SchemaBuilder {
-	p := b.add(name, k)
-	p.choices = choices
-	applyOptions(p, opts, ChoiceOption.applyChoice)
-	return b
+	return addProperty(b, name, kindChoiceTitled, slices.Clone(choices), opts, ChoiceOption.applyChoice)
 }
 
 // ChooseMany adds a multi-select among values (array of items.enum); the
 // result is the list of picks.
 func (b *SchemaBuilder) ChooseMany(name string, values []string, opts ...ManyOption) *SchemaBuilder {
-	return b.many(name, kindMany, plainChoices(values), opts)
+	return addProperty(b, name, kindMany, plainChoices(values), opts, ManyOption.applyMany)
 }
 
 // ChooseManyTitled adds a multi-select whose options show titles (array of
 // items.anyOf const/title); the result lists the picked Values.
 func (b *SchemaBuilder) ChooseManyTitled(name string, choices []Choice, opts ...ManyOption) *SchemaBuilder {
-	return b.many(name, kindManyTitled, slices.Clone(choices), opts)
+	return addProperty(b, name, kindManyTitled, slices.Clone(choices), opts, ManyOption.applyMany)
 }
 
-func (b *SchemaBuilder) many(name string, k kind, choices []Choice, opts []ManyOption) *SchemaBuilder {
+// addProperty adds property name of kind k with its choices (nil for a kind
+// without), applies opts to it and returns b.
+func addProperty[O any](b *SchemaBuilder, name string, k kind, choices []Choice, opts []O, apply func(O, *property)) *SchemaBuilder {
 	p := b.add(name, k)
 	p.choices = choices
-	applyOptions(p, opts, ManyOption.applyMany)
+	applyOptions(p, opts, apply)
 	return b
 }
 

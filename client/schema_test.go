@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/questiond/questiond/client"
+	"github.com/questiond/questiond/internal/testkit/mcptest"
 )
 
 func TestBuildRendersTheMCPSubsetInCallOrder(t *testing.T) {
@@ -138,54 +137,14 @@ func sdkRoundTrip(t *testing.T, schema json.RawMessage, content map[string]any) 
 func sdkCheck(ctx context.Context, schema json.RawMessage, content map[string]any) (map[string]any, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	received := make(chan *mcp.ElicitResult, 1)
-	server := mcp.NewServer(&mcp.Implementation{Name: "tool-server", Version: "test"}, nil)
-	mcp.AddTool(server, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Please answer", RequestedSchema: schema})
-		if err != nil {
-			return nil, nil, err
-		}
-		received <- res
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
-	})
-	clientEnd, serverEnd := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(ctx, serverEnd, nil)
+	got, err := mcptest.RoundTrip(ctx, schema, content)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("schema %s or content %v: %w", schema, content, err)
 	}
-	defer ss.Close()
-	mc := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "test"}, &mcp.ClientOptions{
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return &mcp.ElicitResult{Action: "accept", Content: content}, nil
-		},
-	})
-	cs, err := mc.Connect(ctx, clientEnd, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		return nil, err
-	}
-	defer cs.Close()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask"})
-	if err != nil {
-		return nil, fmt.Errorf("the SDK refused schema %s or content %v: %w", schema, content, err)
-	}
-	if res.IsError {
-		return nil, fmt.Errorf("the SDK refused schema %s or content %v: %s", schema, content, toolText(res))
-	}
-	got := <-received
 	if got.Action != "accept" {
 		return nil, fmt.Errorf("the tool received %q", got.Action)
 	}
 	return got.Content, nil
-}
-
-func toolText(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
 }
 
 // The SDK check is not a formality: content outside the schema, and a

@@ -13,6 +13,8 @@ import (
 
 	"github.com/questiond/questiond/client"
 	"github.com/questiond/questiond/client/mcpelicit"
+	"github.com/questiond/questiond/internal/testkit"
+	"github.com/questiond/questiond/internal/testkit/mcptest"
 )
 
 func deploySchema(t *testing.T) json.RawMessage {
@@ -71,23 +73,7 @@ func callAsync(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool st
 
 func awaitCall(t *testing.T, out <-chan callOutcome) callOutcome {
 	t.Helper()
-	select {
-	case o := <-out:
-		return o
-	case <-time.After(30 * time.Second):
-		t.Fatal("CallTool did not return within 30s")
-		return callOutcome{}
-	}
-}
-
-func toolText(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(tc.Text)
-		}
-	}
-	return b.String()
+	return testkit.Receive(t, out, 30*time.Second, "return of CallTool")
 }
 
 var done = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}
@@ -100,16 +86,8 @@ func TestHandlerAnswersElicitRequests(t *testing.T) {
 	base, c := startDaemon(t)
 	ops := watch(t, base)
 	schema := deploySchema(t)
-	received := make(chan *mcp.ElicitResult, 1)
 	server := mcp.NewServer(&mcp.Implementation{Name: "deployer", Version: "test"}, nil)
-	mcp.AddTool(server, &mcp.Tool{Name: "deploy"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Deploy what?", RequestedSchema: schema})
-		if err != nil {
-			return nil, nil, err
-		}
-		received <- res
-		return done, nil, nil
-	})
+	received := mcptest.ElicitingTool(server, "deploy", "Deploy what?", schema, done)
 	cs := connect(t, server, &mcp.ClientOptions{
 		ElicitationHandler: mcpelicit.Handler(c, mcpelicit.Options{SessionID: "ses_mcp_bridge", Directory: "/srv/app", Timeout: time.Minute}),
 	}, "2025-11-25")
@@ -125,7 +103,7 @@ func TestHandlerAnswersElicitRequests(t *testing.T) {
 	ops.reply(q, map[string][]string{"Name": {"api"}, "Replicas": {}, "Owners": {"Ada"}, "Dry run": {"No"}})
 	o := awaitCall(t, out)
 	if o.err != nil || o.res.IsError {
-		t.Fatalf("CallTool: %v %s", o.err, toolText(o.res))
+		t.Fatalf("CallTool: %v %s", o.err, mcptest.ToolText(o.res))
 	}
 	got := <-received
 	content, _ := json.Marshal(got.Content)
@@ -167,7 +145,7 @@ func TestHandlerAnswersInputRequests(t *testing.T) {
 	ops.reply(q, map[string][]string{"Name": {"web"}, "Replicas": {"5"}, "Owners": {"Linus", "Ada"}, "Dry run": {"Yes"}})
 	o := awaitCall(t, out)
 	if o.err != nil || o.res.IsError {
-		t.Fatalf("CallTool: %v %s", o.err, toolText(o.res))
+		t.Fatalf("CallTool: %v %s", o.err, mcptest.ToolText(o.res))
 	}
 	responses := <-received
 	res, ok := responses["target"].(*mcp.ElicitResult)
@@ -187,16 +165,8 @@ func TestHandlerPassesDeclineAndCancel(t *testing.T) {
 			base, c := startDaemon(t)
 			ops := watch(t, base)
 			schema := deploySchema(t)
-			received := make(chan *mcp.ElicitResult, 1)
 			server := mcp.NewServer(&mcp.Implementation{Name: "deployer", Version: "test"}, nil)
-			mcp.AddTool(server, &mcp.Tool{Name: "deploy"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-				res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Deploy what?", RequestedSchema: schema})
-				if err != nil {
-					return nil, nil, err
-				}
-				received <- res
-				return done, nil, nil
-			})
+			received := mcptest.ElicitingTool(server, "deploy", "Deploy what?", schema, done)
 			cs := connect(t, server, &mcp.ClientOptions{ElicitationHandler: mcpelicit.Handler(c, mcpelicit.Options{})}, "2025-11-25")
 			out := callAsync(t, t.Context(), cs, "deploy")
 			ops.reject(ops.asked().ID, action)

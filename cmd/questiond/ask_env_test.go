@@ -5,28 +5,9 @@ import (
 	"context"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-// lockedBuffer is stderr written by ask's goroutines and read by the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // A server without a scheme (QUESTIOND_SERVER=127.0.0.1:4601) is a one-line
 // usage error that names where it came from and shows the URL wanted, not
@@ -73,7 +54,7 @@ func TestAskStoppedBeforeTheDaemonWasReachedSaysNoQuestionWasAsked(t *testing.T)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var stdout bytes.Buffer
-	var stderr lockedBuffer
+	var stderr syncBuffer // written by ask's goroutines, read by the test
 	done := make(chan int, 1)
 	go func() {
 		done <- ask(ctx, []string{"--message", "Anyone?", "--text"}, envOf(map[string]string{"QUESTIOND_SERVER": closed}),

@@ -102,12 +102,7 @@ func TestAskAsksOnceWhenTheCreateAnswerIsLost(t *testing.T) {
 	a := startAsk(t, nil, "", "--server", proxy.base, "--message", "Ship it?", "--confirm")
 	q := awaitQuestion(t, d, a, "")
 	operator(t, d, "/question/"+q.ID+"/reply", `{"answers":[["Yes"]]}`)
-	if status := a.wait(t); status != 0 {
-		t.Fatalf("exit %d, want 0; stderr: %s", status, a.stderr.String())
-	}
-	if got, want := a.stdout.String(), `{"action":"accept","content":{"answer":true}}`+"\n"; got != want {
-		t.Fatalf("stdout %q, want %q", got, want)
-	}
+	a.expectOutput(t, `{"action":"accept","content":{"answer":true}}`)
 	if n := proxy.posts.Load(); n < 2 {
 		t.Fatalf("%d creates went through the proxy, want the lost one and its retry", n)
 	}

@@ -64,6 +64,18 @@ func startAsk(t *testing.T, env map[string]string, stdin string, args ...string)
 }
 
 // wait returns the exit status, failing the test if the process hangs.
+// expectOutput waits for the process and fails the test unless it exited
+// 0 having printed the line want on stdout.
+func (a *askRun) expectOutput(t *testing.T, want string) {
+	t.Helper()
+	if status := a.wait(t); status != 0 {
+		t.Fatalf("exit %d, want 0; stderr: %s", status, a.stderr.String())
+	}
+	if got := a.stdout.String(); got != want+"\n" {
+		t.Fatalf("stdout %q, want %q", got, want+"\n")
+	}
+}
+
 func (a *askRun) wait(t *testing.T) int {
 	t.Helper()
 	select {
@@ -166,12 +178,7 @@ func TestAskAcceptPrintsTheElicitResult(t *testing.T) {
 		t.Fatalf("--directory was not sent: another directory lists %+v", other)
 	}
 	operator(t, d, "/question/"+q.ID+"/reply", `{"answers":[["us-east"]]}`)
-	if status := a.wait(t); status != 0 {
-		t.Fatalf("exit %d, want 0; stderr: %s", status, a.stderr.String())
-	}
-	if got, want := a.stdout.String(), `{"action":"accept","content":{"answer":"us-east"}}`+"\n"; got != want {
-		t.Fatalf("stdout %q, want %q", got, want)
-	}
+	a.expectOutput(t, `{"action":"accept","content":{"answer":"us-east"}}`)
 }
 
 func TestAskSchemaFromStdinWithContentOnly(t *testing.T) {
@@ -186,12 +193,7 @@ func TestAskSchemaFromStdinWithContentOnly(t *testing.T) {
 		t.Fatalf("the operator sees %d questions, want 3: %+v", len(q.Questions), q)
 	}
 	operator(t, d, "/question/"+q.ID+"/reply", `{"answers":[["3"],["canary","<blue>"],["Yes"]]}`)
-	if status := a.wait(t); status != 0 {
-		t.Fatalf("exit %d, want 0; stderr: %s", status, a.stderr.String())
-	}
-	if got, want := a.stdout.String(), `{"notify":true,"replicas":3,"tags":["canary","<blue>"]}`+"\n"; got != want {
-		t.Fatalf("stdout %q, want %q", got, want)
-	}
+	a.expectOutput(t, `{"notify":true,"replicas":3,"tags":["canary","<blue>"]}`)
 }
 
 func TestAskSchemaFromFile(t *testing.T) {
@@ -203,12 +205,7 @@ func TestAskSchemaFromFile(t *testing.T) {
 	a := startAsk(t, env, "", "--message", "Explain", "--schema", file)
 	q := awaitQuestion(t, d, a, "")
 	operator(t, d, "/question/"+q.ID+"/reply", `{"answers":[["because, \"quoted\""]]}`)
-	if status := a.wait(t); status != 0 {
-		t.Fatalf("exit %d; stderr: %s", status, a.stderr.String())
-	}
-	if got, want := a.stdout.String(), `{"action":"accept","content":{"why":"because, \"quoted\""}}`+"\n"; got != want {
-		t.Fatalf("stdout %q, want %q", got, want)
-	}
+	a.expectOutput(t, `{"action":"accept","content":{"why":"because, \"quoted\""}}`)
 }
 
 func TestAskQuickQuestionKinds(t *testing.T) {
@@ -233,12 +230,7 @@ func TestAskQuickQuestionKinds(t *testing.T) {
 				t.Errorf("--title did not become the header: %+v", q)
 			}
 			operator(t, d, "/question/"+q.ID+"/reply", `{"answers":`+c.answers+`}`)
-			if status := a.wait(t); status != 0 {
-				t.Fatalf("exit %d; stderr: %s", status, a.stderr.String())
-			}
-			if got := a.stdout.String(); got != c.want+"\n" {
-				t.Fatalf("stdout %q, want %q", got, c.want)
-			}
+			a.expectOutput(t, c.want)
 		})
 	}
 }

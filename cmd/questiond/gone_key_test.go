@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -11,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // keyedPost is POST /elicitations of body under Idempotency-Key key.
@@ -22,16 +23,8 @@ func keyedPost(t *testing.T, base, key, body string) (int, string) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.StatusCode, string(data)
+	status, data := testkit.Do(t, http.DefaultClient, req)
+	return status, string(data)
 }
 
 // The Idempotency-Key of a result evicted by --max-retained is remembered

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/questiond/questiond/internal/testenv"
+	"github.com/questiond/questiond/internal/testkit/mcptest"
 )
 
 // SIGTERM while an MCP tool call waits for the operator: the daemon stops
@@ -20,20 +21,12 @@ func TestShutdownEndsWaitingMCPToolCalls(t *testing.T) {
 	testenv.Heavy(t, "runs the real binary")
 	dataDir := t.TempDir()
 	first := startProcess(t, "--data-dir", dataDir)
-	client := mcp.NewClient(&mcp.Implementation{Name: "shutdown-test", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: first.base + "/mcp?session=ses_alpha"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := mcptest.Connect(t, ctx, first.base+"/mcp?session=ses_alpha")
 	done := make(chan error, 1)
 	go func() {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question", Arguments: map[string]any{
-			"questions": []any{map[string]any{"question": "Deploy now?", "options": []any{
-				map[string]any{"label": "Yes"}, map[string]any{"label": "No"}}}},
-		}})
+		res, err := mcptest.AskDeployNow(ctx, cs)
 		if err == nil && !res.IsError {
 			t.Errorf("the call succeeded across a shutdown: %+v", res)
 		}

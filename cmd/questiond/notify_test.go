@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/questiond/questiond/internal/notify"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // Webhook URLs and their secret come from the environment only, and a bad
@@ -49,13 +49,7 @@ func TestWebhookSettings(t *testing.T) {
 func TestDaemonNotifiesWebhooks(t *testing.T) {
 	secret := "0123456789abcdef-secret"
 	for _, includeText := range []bool{false, true} {
-		got := make(chan *http.Request, 10)
-		bodies := make(chan []byte, 10)
-		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			body, _ := io.ReadAll(r.Body)
-			got <- r
-			bodies <- body
-		}))
+		hook, got := testkit.Webhook(t, 10)
 		env := map[string]string{"QUESTIOND_NOTIFY_URLS": hook.URL + "/hook", "QUESTIOND_NOTIFY_SECRET": secret}
 		args := []string{"--public-url", "https://q.example/base/"}
 		if includeText {
@@ -68,8 +62,8 @@ func TestDaemonNotifiesWebhooks(t *testing.T) {
 		var r *http.Request
 		var body []byte
 		select {
-		case r = <-got:
-			body = <-bodies
+		case d := <-got:
+			r, body = d.Request, d.Body
 		case <-time.After(10 * time.Second):
 			t.Fatal("the webhook got nothing")
 		}

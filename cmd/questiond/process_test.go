@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/internal/testenv"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // TestProcessStopsOnSIGTERM runs the real binary (memory store) on a random port with only
@@ -26,17 +27,7 @@ func TestProcessStopsOnSIGTERM(t *testing.T) {
 	}
 	base := p.base
 
-	result := make(chan string, 1)
-	go func() {
-		res, err := http.Post(base+"/elicit", "application/json", strings.NewReader(twoQuestions))
-		if err != nil {
-			result <- err.Error()
-			return
-		}
-		defer res.Body.Close()
-		body, _ := io.ReadAll(res.Body)
-		result <- strings.TrimSpace(string(body))
-	}()
+	result := testkit.PostAsync(base+"/elicit", twoQuestions)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		res, err := http.Get(base + "/question")
@@ -64,7 +55,7 @@ func TestProcessStopsOnSIGTERM(t *testing.T) {
 		t.Fatalf("exit after SIGTERM: %v", err)
 	}
 	t.Logf("stopped in %s", time.Since(start))
-	if got := <-result; got != `{"action":"cancel"}` {
+	if got := strings.TrimSpace((<-result).Body); got != `{"action":"cancel"}` {
 		t.Fatalf("the waiting agent got %q, want a cancel", got)
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/questiond/questiond/internal/testenv"
 	"github.com/questiond/questiond/internal/testkit"
+	"github.com/questiond/questiond/internal/testkit/mcptest"
 )
 
 // bigQuestions creates n pending questions whose question.asked frames are
@@ -55,30 +55,11 @@ func stalledClient(t *testing.T, p *daemonProcess, path string) {
 	}
 }
 
-// frame is one event of an operator's stream.
-type frame struct {
-	Type       string `json:"type"`
-	Properties struct {
-		ID        string `json:"id"`
-		RequestID string `json:"requestID"`
-		Questions []struct {
-			Question string `json:"question"`
-		} `json:"questions"`
-	} `json:"properties"`
-}
-
-// operatorStream reads GET /event until it ends; every frame goes to the
+// operatorStream reads GET /event until it ends; every event goes to the
 // channel, which is closed when the stream ends.
-func operatorStream(t *testing.T, p *daemonProcess) <-chan frame {
+func operatorStream(t *testing.T, p *daemonProcess) <-chan testkit.Event {
 	t.Helper()
-	res, err := http.Get(p.base + "/event")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("GET /event: %s", res.Status)
-	}
-	return testkit.Events[frame](res.Body, 64)
+	return testkit.OperatorEvents(t, p.base+"/event")
 }
 
 // TestShutdownWithAStalledStreamAnswersEveryone is the whole shutdown on the
@@ -95,37 +76,14 @@ func TestShutdownWithAStalledStreamAnswersEveryone(t *testing.T) {
 	stalledClient(t, p, "/event")
 	frames := operatorStream(t, p)
 
-	type answer struct {
-		status int
-		id     string
-		body   string
-	}
-	agent := make(chan answer, 1)
-	go func() {
-		res, err := http.Post(p.base+"/elicit", "application/json", strings.NewReader(twoQuestions))
-		if err != nil {
-			agent <- answer{body: err.Error()}
-			return
-		}
-		defer res.Body.Close()
-		body, _ := io.ReadAll(res.Body)
-		agent <- answer{res.StatusCode, res.Header.Get("X-Questiond-Request-Id"), string(body)}
-	}()
+	agent := testkit.PostAsync(p.base+"/elicit", twoQuestions)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "shutdown-test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.base + "/mcp?session=ses_alpha"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := mcptest.Connect(t, ctx, p.base+"/mcp?session=ses_alpha")
 	toolDone := make(chan string, 1)
 	go func() {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question", Arguments: map[string]any{
-			"questions": []any{map[string]any{"question": "Deploy now?", "options": []any{
-				map[string]any{"label": "Yes"}, map[string]any{"label": "No"}}}},
-		}})
+		res, err := mcptest.AskDeployNow(ctx, cs)
 		switch {
 		case err != nil:
 			toolDone <- err.Error()
@@ -167,8 +125,8 @@ func TestShutdownWithAStalledStreamAnswersEveryone(t *testing.T) {
 	t.Logf("stopped in %s", took)
 
 	got := <-agent
-	if got.status != http.StatusServiceUnavailable || got.id != elicitID || !strings.Contains(got.body, elicitID) {
-		t.Errorf("the waiting agent got %d %q (X-Questiond-Request-Id %q), want a 503 naming %s", got.status, got.body, got.id, elicitID)
+	if id := got.Header.Get("X-Questiond-Request-Id"); got.Status != http.StatusServiceUnavailable || id != elicitID || !strings.Contains(got.Body, elicitID) {
+		t.Errorf("the waiting agent got %d %q (X-Questiond-Request-Id %q), want a 503 naming %s", got.Status, got.Body, id, elicitID)
 	}
 	rejected := false
 	for f := range frames {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/questiond/questiond/internal/pgtest"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // hookServer is a webhook that answers 503 until it is opened, then 200,
@@ -75,11 +76,7 @@ func outboxRows(t *testing.T, url, cond string) int {
 // within fails unless ok holds within 20 s.
 func within(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 20 s: %s", what)
-		}
-	}
+	testkit.Eventually(t, 20*time.Second, what, ok)
 }
 
 // Webhook notifications replica A could not deliver are held by A: a

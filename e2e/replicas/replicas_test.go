@@ -83,13 +83,7 @@ func (r *replica) call(t *testing.T, method, path, body string) (int, string) {
 }
 
 // event is one frame of an OpenCode event stream.
-type event struct {
-	Type       string `json:"type"`
-	Properties struct {
-		ID        string `json:"id"`
-		RequestID string `json:"requestID"`
-	} `json:"properties"`
-}
+type event = testkit.Event
 
 // stream is a replica's /event stream, read into a channel.
 type stream struct {

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"net/http"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +15,7 @@ func TestOperatorPassword(t *testing.T) {
 	testenv.Heavy(t, "runs questiond and the OpenCode TUI")
 	d := startDaemon(t, daemonOptions{password: operatorPassword})
 	const session = "ses_e2eauth"
-	answer := d.elicit(t.Context(), twoQuestionForm(session))
-	d.waitPending(session, 1)
+	answer := d.askForm(t, session)
 
 	wrong := record(t, "wrong", d.URL)
 	w := attach(t, "wrong", wrong.URL, "--session", session, "--password", "not the password")
@@ -44,10 +42,6 @@ func TestOperatorPassword(t *testing.T) {
 	u := attach(t, "right", d.URL, "--session", session, "--password", operatorPassword)
 	u.waitFor("panel", "Database", "Features", panelHint)
 	answerForm(t, u, answer)
-	got := await(t, answer, 20*time.Second)
-	want := map[string]any{"db": "postgres", "feat": []any{"Auth", "Billing"}}
-	if got.Action != "accept" || !reflect.DeepEqual(got.Content, want) {
-		t.Fatalf("the agent got %s %v, want accept %v", got.Action, got.Content, want)
-	}
+	expectFormAnswer(t, answer, 20*time.Second, "the agent")
 	u.waitGone("answered", panelHint)
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testkit/launch"
 )
 
@@ -229,16 +230,11 @@ func (d *daemon) waitPending(session string, n int) []pendingQuestion {
 // await waits for an agent's result.
 func await(t *testing.T, results <-chan elicitResult, within time.Duration) elicitResult {
 	t.Helper()
-	select {
-	case r := <-results:
-		if r.err != nil {
-			t.Fatalf("the agent's question failed: %v", r.err)
-		}
-		return r
-	case <-time.After(within):
-		t.Fatalf("the agent got no result within %s", within)
-		return elicitResult{}
+	r := testkit.Receive(t, results, within, "the agent's result")
+	if r.err != nil {
+		t.Fatalf("the agent's question failed: %v", r.err)
 	}
+	return r
 }
 
 // stillWaiting fails the test if the agent already has a result.

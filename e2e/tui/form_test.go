@@ -48,25 +48,48 @@ func answerForm(t *testing.T, u *tui, answer <-chan elicitResult) {
 	u.keys("Enter")
 }
 
+// askForm has an agent ask twoQuestionForm in session and waits until
+// questiond lists it; the agent's answer comes on the channel.
+func (d *daemon) askForm(t *testing.T, session string) <-chan elicitResult {
+	t.Helper()
+	answer := d.elicit(t.Context(), twoQuestionForm(session))
+	d.waitPending(session, 1)
+	return answer
+}
+
+// expectFormAnswer waits up to timeout for the agent's answer and fails the
+// test, saying who got what, unless it is answerForm's: accept with
+// Postgres, Auth and Billing.
+func expectFormAnswer(t *testing.T, answer <-chan elicitResult, timeout time.Duration, who string) {
+	t.Helper()
+	got := await(t, answer, timeout)
+	want := map[string]any{"db": "postgres", "feat": []any{"Auth", "Billing"}}
+	if got.Action != "accept" || !reflect.DeepEqual(got.Content, want) {
+		t.Fatalf("%s got %s %v, want accept %v", who, got.Action, got.Content, want)
+	}
+}
+
+// formInTUI starts a daemon, has an agent ask twoQuestionForm in session
+// and attaches a TUI to the session, waiting until its question panel
+// shows texts.
+func formInTUI(t *testing.T, session string, texts ...string) (*daemon, *tui, <-chan elicitResult) {
+	t.Helper()
+	d := startDaemon(t, daemonOptions{})
+	answer := d.askForm(t, session)
+	u := attach(t, "tui", d.URL, "--session", session)
+	u.waitFor("panel", append(texts, panelHint)...)
+	return d, u, answer
+}
+
 // panelHint is the question panel's key help, shown while a question is up.
 const panelHint = "esc dismiss"
 
 func TestFormAnsweredWithKeys(t *testing.T) {
 	testenv.Heavy(t, "runs questiond and the OpenCode TUI")
-	d := startDaemon(t, daemonOptions{})
-	const session = "ses_e2eform"
-	answer := d.elicit(t.Context(), twoQuestionForm(session))
-	d.waitPending(session, 1)
-
-	u := attach(t, "tui", d.URL, "--session", session)
-	u.waitFor("panel", "Database", "Features", "Which database should we use?", "Postgres", panelHint)
+	d, u, answer := formInTUI(t, "ses_e2eform", "Database", "Features", "Which database should we use?", "Postgres")
 	answerForm(t, u, answer)
 
-	got := await(t, answer, 20*time.Second)
-	want := map[string]any{"db": "postgres", "feat": []any{"Auth", "Billing"}}
-	if got.Action != "accept" || !reflect.DeepEqual(got.Content, want) {
-		t.Fatalf("the agent got %s %v, want accept %v", got.Action, got.Content, want)
-	}
+	expectFormAnswer(t, answer, 20*time.Second, "the agent")
 	u.waitGone("answered", panelHint)
 	if status, body := d.call(http.MethodGet, "/question", nil); status != http.StatusOK || string(body) != "[]" {
 		t.Fatalf("GET /question after the answer: %d %s", status, body)
@@ -75,13 +98,7 @@ func TestFormAnsweredWithKeys(t *testing.T) {
 
 func TestEscGivesTheAgentCancel(t *testing.T) {
 	testenv.Heavy(t, "runs questiond and the OpenCode TUI")
-	d := startDaemon(t, daemonOptions{})
-	const session = "ses_e2eesc"
-	answer := d.elicit(t.Context(), twoQuestionForm(session))
-	d.waitPending(session, 1)
-
-	u := attach(t, "tui", d.URL, "--session", session)
-	u.waitFor("panel", "Database", "Features", panelHint)
+	_, u, answer := formInTUI(t, "ses_e2eesc", "Database", "Features")
 	stillWaiting(t, answer)
 	u.keys("Escape")
 
@@ -99,13 +116,7 @@ const busyHint = "esc interrupt"
 
 func TestSessionIsIdleAfterTheAnswer(t *testing.T) {
 	testenv.Heavy(t, "runs questiond and the OpenCode TUI")
-	d := startDaemon(t, daemonOptions{})
-	const session = "ses_e2eidle"
-	answer := d.elicit(t.Context(), twoQuestionForm(session))
-	d.waitPending(session, 1)
-
-	u := attach(t, "tui", d.URL, "--session", session)
-	u.waitFor("panel", "Database", panelHint)
+	_, u, answer := formInTUI(t, "ses_e2eidle", "Database")
 	answerForm(t, u, answer)
 	if got := await(t, answer, 20*time.Second); got.Action != "accept" {
 		t.Fatalf("the agent got %s, want accept", got.Action)

@@ -24,8 +24,7 @@ func TestTUIsMCPStatusCallIsHarmless(t *testing.T) {
 			testenv.Heavy(t, "runs questiond and the OpenCode TUI")
 			d := startDaemon(t, daemonOptions{password: tc.password})
 			const session = "ses_e2emcpstatus"
-			answer := d.elicit(t.Context(), twoQuestionForm(session))
-			d.waitPending(session, 1)
+			answer := d.askForm(t, session)
 
 			rec := record(t, "tui", d.URL)
 			args := []string{"--session", session}

@@ -10,18 +10,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/questiond/questiond/internal/testenv"
+	"github.com/questiond/questiond/internal/testkit/mcptest"
 )
 
 func TestMCPToolQuestionAnsweredInTheTUI(t *testing.T) {
 	testenv.Heavy(t, "runs questiond and the OpenCode TUI")
 	d := startDaemon(t, daemonOptions{})
 	const session = "ses_e2emcptool"
-	mc := mcp.NewClient(&mcp.Implementation{Name: "e2e-agent", Version: "1"}, nil)
-	cs, err := mc.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: d.URL + "/mcp?session=" + session}, nil)
-	if err != nil {
-		t.Fatalf("MCP connect: %v", err)
-	}
-	t.Cleanup(func() { cs.Close() })
+	cs := mcptest.Connect(t, t.Context(), d.URL+"/mcp?session="+session)
 
 	type toolCall struct {
 		res *mcp.CallToolResult

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"reflect"
 	"testing"
 	"time"
 
@@ -53,11 +52,7 @@ func TestRestartUnderAnAttachedTUI(t *testing.T) {
 	u.shot("after-restart")
 	d.waitPending(session, 1)
 	answerForm(t, u, answer)
-	got := await(t, answer, 30*time.Second)
-	want := map[string]any{"db": "postgres", "feat": []any{"Auth", "Billing"}}
-	if got.Action != "accept" || !reflect.DeepEqual(got.Content, want) {
-		t.Fatalf("after the restart the agent got %s %v, want accept %v", got.Action, got.Content, want)
-	}
+	expectFormAnswer(t, answer, 30*time.Second, "after the restart the agent")
 	u.waitGone("answered", panelHint)
 
 	// A question that times out while questiond is down: the restarted

@@ -54,10 +54,7 @@ func TestServerRefusalShownInlineAndFixed(t *testing.T) {
 		chromedp.Click(card(id, "button.submit")),
 		chromedp.WaitNotPresent(card(id)),
 	)
-	want := result{Action: "accept", Content: map[string]any{"ticket": "TICKET-42", "note": "keep me"}}
-	if got := d.result(id); !reflect.DeepEqual(got, want) {
-		t.Errorf("the agent got %+v, want %+v", got, want)
-	}
+	d.expectAccepted(t, id, map[string]any{"ticket": "TICKET-42", "note": "keep me"})
 }
 
 const shortForm = `{"sessionID":"ses_short","message":"%s","requestedSchema":{"type":"object","properties":{
@@ -66,6 +63,28 @@ const shortForm = `{"sessionID":"ses_short","message":"%s","requestedSchema":{"t
 
 func ask(d *daemon, message string) string {
 	return d.ask(strings.Replace(shortForm, "%s", message, 1))
+}
+
+// answerShortForm answers question id, a shortForm, in the page with color
+// and note, and waits for its card to go.
+func answerShortForm(b *browser, id, color, note string) {
+	b.do(
+		chromedp.WaitVisible(card(id)),
+		chromedp.Click(option(id, 0, color)),
+		chromedp.SendKeys(field(id, 1), note),
+		chromedp.Click(card(id, "button.submit")),
+		chromedp.WaitNotPresent(card(id)),
+	)
+}
+
+// expectAccepted fails the test unless the agent of question id got accept
+// with content.
+func (d *daemon) expectAccepted(t *testing.T, id string, content map[string]any) {
+	t.Helper()
+	want := result{Action: "accept", Content: content}
+	if got := d.result(id); !reflect.DeepEqual(got, want) {
+		t.Errorf("the agent got %+v, want %+v", got, want)
+	}
 }
 
 // TestDismissAndDecline: Dismiss tells the agent cancel (not now), Decline
@@ -136,10 +155,7 @@ func TestKeyboardOnly(t *testing.T) {
 		chromedp.KeyEvent(kb.Enter),
 		chromedp.WaitNotPresent(card(id)),
 	)
-	want := result{Action: "accept", Content: map[string]any{"color": "blue", "note": "via keys"}}
-	if got := d.result(id); !reflect.DeepEqual(got, want) {
-		t.Errorf("the agent got %+v, want %+v", got, want)
-	}
+	d.expectAccepted(t, id, map[string]any{"color": "blue", "note": "via keys"})
 	if !eval[bool](b, `document.activeElement.matches('`+field(next, 0)+`')`) {
 		t.Errorf("after the answer the focus is on %s, want the next question", eval[string](b, `document.activeElement.outerHTML`))
 	}
@@ -257,17 +273,8 @@ func TestAnswerAtIPv6Loopback(t *testing.T) {
 	}
 	id := ask(d, "Over IPv6")
 	b := openPage(t, d)
-	b.do(
-		chromedp.WaitVisible(card(id)),
-		chromedp.Click(option(id, 0, "red")),
-		chromedp.SendKeys(field(id, 1), "from [::1]"),
-		chromedp.Click(card(id, "button.submit")),
-		chromedp.WaitNotPresent(card(id)),
-	)
-	want := result{Action: "accept", Content: map[string]any{"color": "red", "note": "from [::1]"}}
-	if got := d.result(id); !reflect.DeepEqual(got, want) {
-		t.Errorf("the agent got %+v, want %+v", got, want)
-	}
+	answerShortForm(b, id, "red", "from [::1]")
+	d.expectAccepted(t, id, map[string]any{"color": "red", "note": "from [::1]"})
 }
 
 // TestGroupedBySessionOldestFirst: questions are grouped by session and
@@ -313,15 +320,6 @@ func TestBehindAPathPrefix(t *testing.T) {
 	if path := eval[string](b, `location.pathname`); path != "/base/ui" {
 		t.Errorf("the page is at %s, want /base/ui", path)
 	}
-	b.do(
-		chromedp.WaitVisible(card(id)),
-		chromedp.Click(option(id, 0, "blue")),
-		chromedp.SendKeys(field(id, 1), "proxied"),
-		chromedp.Click(card(id, "button.submit")),
-		chromedp.WaitNotPresent(card(id)),
-	)
-	want := result{Action: "accept", Content: map[string]any{"color": "blue", "note": "proxied"}}
-	if got := d.result(id); !reflect.DeepEqual(got, want) {
-		t.Errorf("the agent got %+v, want %+v", got, want)
-	}
+	answerShortForm(b, id, "blue", "proxied")
+	d.expectAccepted(t, id, map[string]any{"color": "blue", "note": "proxied"})
 }

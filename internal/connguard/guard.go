@@ -37,6 +37,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/defaults"
 )
 
 // Defaults for Options.
@@ -175,24 +177,16 @@ func New(opts Options) (*Guard, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	if opts.BodyReadTimeout <= 0 {
-		opts.BodyReadTimeout = DefaultBodyReadTimeout
-	}
-	if opts.MaxConnsPerAddr <= 0 {
-		opts.MaxConnsPerAddr = DefaultMaxConnsPerAddr
-	}
-	if opts.MaxConnsPerAgent <= 0 {
-		opts.MaxConnsPerAgent = DefaultMaxConnsPerAgent
-	}
+	defaults.Fill(&opts.BodyReadTimeout, DefaultBodyReadTimeout)
+	defaults.Fill(&opts.MaxConnsPerAddr, DefaultMaxConnsPerAddr)
+	defaults.Fill(&opts.MaxConnsPerAgent, DefaultMaxConnsPerAgent)
 	if opts.OperatorReserve == 0 {
 		opts.OperatorReserve = DefaultOperatorReserve
 	}
 	if opts.OperatorReserve < 0 {
 		opts.OperatorReserve = 0
 	}
-	if opts.MaxConns <= 0 {
-		opts.MaxConns = DefaultMaxConns
-	}
+	defaults.Fill(&opts.MaxConns, DefaultMaxConns)
 	// More connections than file descriptors would fail accept(2) for
 	// everyone, operators included.
 	if files, ok := openFileLimit(); ok && files-fdHeadroom < opts.MaxConns {

@@ -26,6 +26,7 @@ import (
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/sse"
 	"github.com/questiond/questiond/internal/testkit"
+	"github.com/questiond/questiond/internal/testkit/mcptest"
 	"github.com/questiond/questiond/internal/testserver"
 )
 
@@ -522,12 +523,7 @@ func TestAnMCPSessionOutlivesTheBodyReadTimeout(t *testing.T) {
 	events := watch(t, s)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "connguard-test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := mcptest.Connect(t, ctx, s.URL+"/mcp")
 	time.Sleep(20 * timeout) // the session's GET /mcp stream is open all along
 	result := make(chan error, 1)
 	go func() {

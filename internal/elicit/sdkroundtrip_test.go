@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/questiond/questiond/internal/elicit"
+	"github.com/questiond/questiond/internal/testkit/mcptest"
 )
 
 // roundTripThroughSDK hands content to a real MCP Go SDK client as its
@@ -32,47 +31,10 @@ func roundTripThroughSDK(t testing.TB, rawSchema string, content elicit.Content)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-
-	received := make(chan *mcp.ElicitResult, 1)
-	server := mcp.NewServer(&mcp.Implementation{Name: "tool-server", Version: "test"}, nil)
-	mcp.AddTool(server, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Please answer", RequestedSchema: schema})
-		if err != nil {
-			return nil, nil, err
-		}
-		received <- res
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
-	})
-	clientEnd, serverEnd := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(ctx, serverEnd, nil)
+	got, err := mcptest.RoundTrip(ctx, schema, plain)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("content %s: %v", encoded, err)
 	}
-	defer ss.Close()
-	client := mcp.NewClient(&mcp.Implementation{Name: "questiond-bridge", Version: "test"}, &mcp.ClientOptions{
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return &mcp.ElicitResult{Action: "accept", Content: plain}, nil
-		},
-	})
-	cs, err := client.Connect(ctx, clientEnd, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask"})
-	if err != nil {
-		t.Fatalf("the SDK refused content %s: %v", encoded, err)
-	}
-	if res.IsError {
-		text := ""
-		for _, c := range res.Content {
-			if tc, ok := c.(*mcp.TextContent); ok {
-				text += tc.Text
-			}
-		}
-		t.Fatalf("the SDK refused content %s: %s", encoded, text)
-	}
-	got := <-received
 	if got.Content == nil {
 		got.Content = map[string]any{} // the SDK omits empty content on the wire
 	}

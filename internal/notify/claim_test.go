@@ -140,12 +140,7 @@ func TestClaimedNotificationsAreDeliveredOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const lease = 3 * time.Second
 		outbox := newSharedOutbox(lease)
-		hook := &countingWebhook{delivered: map[string]int{}}
-		n, err := notify.New(context.Background(), notify.Options{URLs: []string{"https://hooks.example/x"}, Transport: hook,
-			Outbox: outbox, MinBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
+		hook, n := notifyThrough(t, outbox, notify.Options{MinBackoff: 10 * time.Second, MaxBackoff: 10 * time.Second})
 		n.Asked(question("que_1"))
 		synctest.Wait() // the first attempt failed: the notification is in the outbox
 		own, _ := outbox.memoryOutbox.Load(context.Background())
@@ -183,12 +178,7 @@ func TestClaimedNotificationsAreDeliveredOnce(t *testing.T) {
 func TestCloseReleasesAfterKeeping(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		outbox := newSharedOutbox(time.Minute)
-		hook := &countingWebhook{delivered: map[string]int{}}
-		n, err := notify.New(context.Background(), notify.Options{URLs: []string{"https://hooks.example/x"}, Transport: hook,
-			Outbox: outbox, MinBackoff: time.Hour, Grace: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, n := notifyThrough(t, outbox, notify.Options{MinBackoff: time.Hour, Grace: time.Second})
 		n.Asked(question("que_1"))
 		synctest.Wait()
 		n.Asked(question("que_2")) // waits behind the failing first, not written yet
@@ -248,12 +238,7 @@ func TestLapsedLeasesStopDeliveries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const lease = 3 * time.Second
 		outbox := newSharedOutbox(lease)
-		hook := &countingWebhook{delivered: map[string]int{}}
-		n, err := notify.New(context.Background(), notify.Options{URLs: []string{"https://hooks.example/x"}, Transport: hook,
-			Outbox: outbox, MinBackoff: 100 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
+		hook, n := notifyThrough(t, outbox, notify.Options{MinBackoff: 100 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
 		defer n.Close(context.Background())
 		n.Asked(question("que_1"))
 		n.Asked(question("que_2"))
@@ -300,4 +285,18 @@ func TestLapsedLeasesStopDeliveries(t *testing.T) {
 			t.Fatalf("outbox holds %v; want the other replica's record alone, undeleted", slices.Collect(maps.Keys(left)))
 		}
 	})
+}
+
+// notifyThrough starts a notifier of one webhook, answered by a fresh
+// countingWebhook, whose undelivered notifications go to outbox; opts sets
+// the rest.
+func notifyThrough(t *testing.T, outbox notify.Outbox, opts notify.Options) (*countingWebhook, *notify.Notifier) {
+	t.Helper()
+	hook := &countingWebhook{delivered: map[string]int{}}
+	opts.URLs, opts.Transport, opts.Outbox = []string{"https://hooks.example/x"}, hook, outbox
+	n, err := notify.New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hook, n
 }

@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/defaults"
 	"github.com/questiond/questiond/internal/ident"
 	"github.com/questiond/questiond/internal/pending"
 )
@@ -142,25 +143,13 @@ func New(ctx context.Context, opts Options) (*Notifier, error) {
 }
 
 func withDefaults(o Options) Options {
-	if o.MaxAge <= 0 {
-		o.MaxAge = DefaultMaxAge
-	}
-	if o.QueueLength <= 0 {
-		o.QueueLength = DefaultQueueLength
-	}
-	if o.AttemptTimeout <= 0 {
-		o.AttemptTimeout = DefaultAttemptTimeout
-	}
-	if o.MinBackoff <= 0 {
-		o.MinBackoff = DefaultMinBackoff
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
+	defaults.Fill(&o.MaxAge, DefaultMaxAge)
+	defaults.Fill(&o.QueueLength, DefaultQueueLength)
+	defaults.Fill(&o.AttemptTimeout, DefaultAttemptTimeout)
+	defaults.Fill(&o.MinBackoff, DefaultMinBackoff)
+	defaults.Fill(&o.MaxBackoff, DefaultMaxBackoff)
 	o.MaxBackoff = max(o.MaxBackoff, o.MinBackoff)
-	if o.Grace <= 0 {
-		o.Grace = DefaultGrace
-	}
+	defaults.Fill(&o.Grace, DefaultGrace)
 	if o.Transport == nil {
 		o.Transport = http.DefaultTransport.(*http.Transport).Clone()
 	}

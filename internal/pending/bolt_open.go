@@ -16,6 +16,8 @@ import (
 	bbolt "go.etcd.io/bbolt"
 	bberrors "go.etcd.io/bbolt/errors"
 	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/defaults"
 )
 
 // Errors of OpenBolt. Each names the file; a file that gives ErrCorrupt or
@@ -58,9 +60,7 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 		log = zap.NewNop()
 	}
 	wait := opts.LockTimeout
-	if wait <= 0 {
-		wait = DefaultLockTimeout
-	}
+	defaults.Fill(&wait, DefaultLockTimeout)
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open question store %s: %w: %w", path, ErrUnavailable, err)
 	}
@@ -96,12 +96,8 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 	if b.openFile == nil {
 		b.openFile = os.OpenFile
 	}
-	if b.walSize <= 0 {
-		b.walSize = defaultWALSegment
-	}
-	if b.idle <= 0 {
-		b.idle = defaultIdleCheckpoint
-	}
+	defaults.Fill(&b.walSize, defaultWALSegment)
+	defaults.Fill(&b.idle, defaultIdleCheckpoint)
 	b.walCond = sync.NewCond(&b.walMu)
 	if err := guardCorruption(b.prepare); err != nil {
 		_ = db.Close()

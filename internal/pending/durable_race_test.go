@@ -40,9 +40,7 @@ func isCreationOf(id string) func(*pending.Question) bool {
 // Guard: no journal call is made under the store's lock. With the lock held
 // across a commit, every other call waits for the disk.
 func TestJournalCallsRunOutsideStoreLock(t *testing.T) {
-	ctx := t.Context()
-	j := newFakeJournal()
-	m := openStore(t, j, pending.Options{})
+	ctx, j, m := journaled(t, pending.Options{})
 	mustCreate(t, m, ask("que_other"))
 	mustCreate(t, m, ask("que_ending"))
 	g := newGate()
@@ -95,9 +93,7 @@ func TestJournalCallsRunOutsideStoreLock(t *testing.T) {
 // Create of the same id also commits, overwriting the first one's record,
 // and then fails with ErrExists.
 func TestCreateRacesCreateOfSameID(t *testing.T) {
-	ctx := t.Context()
-	j := newFakeJournal()
-	m := openStore(t, j, pending.Options{})
+	ctx, j, m := journaled(t, pending.Options{})
 	g := newGate()
 	defer g.open()
 	parkPuts(j, g, isCreationOf("que_1"))
@@ -126,10 +122,8 @@ func TestCreateRacesCreateOfSameID(t *testing.T) {
 // loser's, and memory the winner's.
 func TestDurableFirstEndingWins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
 		var ends endLog
-		m := openStore(t, j, pending.Options{OnEnd: ends.record})
+		ctx, j, m := journaled(t, pending.Options{OnEnd: ends.record})
 		mustCreate(t, m, ask("que_1"))
 		g := newGate()
 		defer g.open() // a failed assertion must not leave a commit parked
@@ -168,9 +162,7 @@ func TestDurableFirstEndingWins(t *testing.T) {
 // and changes nothing.
 func TestDurableSettleWaitingGivesUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
-		m := openStore(t, j, pending.Options{})
+		ctx, j, m := journaled(t, pending.Options{})
 		mustCreate(t, m, ask("que_1"))
 		g := newGate()
 		defer g.open() // a failed assertion must not leave a commit parked
@@ -193,16 +185,10 @@ func TestDurableSettleWaitingGivesUp(t *testing.T) {
 // what the journal holds is also what callers were told.
 func TestCloseWaitsForCommits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
 		var ends endLog
-		m := openStore(t, j, pending.Options{OnEnd: ends.record})
+		ctx, j, m := journaled(t, pending.Options{OnEnd: ends.record})
 		mustCreate(t, m, ask("que_ending"))
-		waited := make(chan settled, 1)
-		go func() {
-			q, err := m.Wait(ctx, "que_ending")
-			waited <- settled{q, err}
-		}()
+		waited := waitAsync(ctx, m, "que_ending")
 		synctest.Wait() // the waiter waits before Close begins, not after
 		g := newGate()
 		defer g.open() // a failed assertion must not leave a commit parked
@@ -248,9 +234,7 @@ func TestCloseWaitsForCommits(t *testing.T) {
 // erases it.
 func TestCreateWaitsForSweepOfSameID(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
-		m := openStore(t, j, pending.Options{Retention: time.Hour})
+		ctx, j, m := journaled(t, pending.Options{Retention: time.Hour})
 		mustCreate(t, m, ask("que_1"))
 		if _, err := m.Settle(ctx, "que_1", replied("Red")); err != nil {
 			t.Fatalf("settle: %v", err)
@@ -261,19 +245,8 @@ func TestCreateWaitsForSweepOfSameID(t *testing.T) {
 		time.Sleep(time.Hour) // expired, and the sweep starts
 		g.await(1)
 
-		created := make(chan error, 1)
-		go func() { created <- m.Create(ctx, ask("que_1", func(q *pending.Question) { q.Message = "again" })) }()
-		synctest.Wait()
-		if len(created) != 0 {
-			t.Fatal("create of an id whose record is being deleted did not wait")
-		}
-		g.open()
-		if err := <-created; err != nil {
-			t.Fatalf("create after the sweep: %v", err)
-		}
-		if r := j.record("que_1"); r == nil || r.Ended != nil || r.Message != "again" {
-			t.Errorf("journal record = %+v, want the new pending question", r)
-		}
+		createWaitsFor(t, createAgain(ctx, m, "que_1"), g, "sweep")
+		expectCreatedAgain(t, j, "que_1")
 	})
 }
 
@@ -282,9 +255,7 @@ func TestCreateWaitsForSweepOfSameID(t *testing.T) {
 // and erase it.
 func TestSweepSparesIDBeingCreated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
-		m := openStore(t, j, pending.Options{Retention: time.Hour})
+		ctx, j, m := journaled(t, pending.Options{Retention: time.Hour})
 		// The janitor ticks at 1h, 2h, 3h; the old question expires at 1h30.
 		time.Sleep(30 * time.Minute)
 		mustCreate(t, m, ask("que_1"))
@@ -297,8 +268,7 @@ func TestSweepSparesIDBeingCreated(t *testing.T) {
 		defer deleting.open()
 		parkPuts(j, creating, isCreationOf("que_1"))
 		j.set(func(j *fakeJournal) { j.onDelete = func([]string) { deleting.park() } })
-		created := make(chan error, 1)
-		go func() { created <- m.Create(ctx, ask("que_1", func(q *pending.Question) { q.Message = "again" })) }()
+		created := createAgain(ctx, m, "que_1")
 		creating.await(1)
 		time.Sleep(30 * time.Minute) // 2h15: swept at 2h while the create commits
 		synctest.Wait()

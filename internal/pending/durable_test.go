@@ -37,9 +37,7 @@ func TestOpenFailsWhenLoadFails(t *testing.T) {
 }
 
 func TestCreateCommitsFirst(t *testing.T) {
-	ctx := t.Context()
-	j := newFakeJournal()
-	m := openStore(t, j, pending.Options{})
+	ctx, j, m := journaled(t, pending.Options{})
 	mustCreate(t, m, ask("que_1"))
 	if r := j.record("que_1"); r == nil || r.Ended != nil || r.CreatedAt.IsZero() {
 		t.Fatalf("record after create = %+v, want the pending question with its CreatedAt", r)
@@ -70,16 +68,10 @@ func TestCreateCommitsFirst(t *testing.T) {
 
 func TestSettleFailureChangesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
 		var ends endLog
-		m := openStore(t, j, pending.Options{OnEnd: ends.record})
+		ctx, j, m := journaled(t, pending.Options{OnEnd: ends.record})
 		mustCreate(t, m, ask("que_1"))
-		waited := make(chan settled, 1)
-		go func() {
-			q, err := m.Wait(ctx, "que_1")
-			waited <- settled{q, err}
-		}()
+		waited := waitAsync(ctx, m, "que_1")
 
 		j.set(func(j *fakeJournal) { j.failPut = failEndingsOf("que_1", 1) })
 		if _, err := m.Settle(ctx, "que_1", replied("Red")); !errors.Is(err, pending.ErrUnavailable) {
@@ -121,10 +113,8 @@ func TestSettleFailureChangesNothing(t *testing.T) {
 }
 
 func TestSettleAllStopsAtFailedCommit(t *testing.T) {
-	ctx := t.Context()
-	j := newFakeJournal()
 	var ends endLog
-	m := openStore(t, j, pending.Options{OnEnd: ends.record})
+	ctx, j, m := journaled(t, pending.Options{OnEnd: ends.record})
 	for _, id := range []string{"que_1", "que_2", "que_3"} {
 		mustCreate(t, m, ask(id))
 	}
@@ -147,10 +137,8 @@ func TestSettleAllStopsAtFailedCommit(t *testing.T) {
 
 func TestTimeoutCommitIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
 		var ends endLog
-		m := openStore(t, j, pending.Options{OnEnd: ends.record})
+		ctx, j, m := journaled(t, pending.Options{OnEnd: ends.record})
 		j.set(func(j *fakeJournal) { j.failPut = failEndingsOf("que_1", 3) })
 		mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
 		putsBefore := j.count("put")
@@ -187,9 +175,8 @@ func TestTimeoutCommitIsRetried(t *testing.T) {
 // A retry armed for a failed timeout commit dies with the store.
 func TestCloseStopsTimeoutRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j := newFakeJournal()
 		var ends endLog
-		m := openStore(t, j, pending.Options{OnEnd: ends.record})
+		_, j, m := journaled(t, pending.Options{OnEnd: ends.record})
 		j.set(func(j *fakeJournal) { j.failPut = failEndingsOf("que_1", 1) })
 		mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
 		time.Sleep(time.Minute)
@@ -261,9 +248,7 @@ func TestOpenRestoresFromJournal(t *testing.T) {
 // the store opens: committed first, then reported once, before Open returns.
 func TestOpenTimesOutOverdueQuestions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
-		first := openStore(t, j, pending.Options{})
+		ctx, j, first := journaled(t, pending.Options{})
 		mustCreate(t, first, ask("que_overdue", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
 		mustCreate(t, first, ask("que_plain"))
 		if err := first.Close(ctx); err != nil {
@@ -302,9 +287,7 @@ func TestOpenTimesOutOverdueQuestions(t *testing.T) {
 // time out once a retry commits.
 func TestOpenRetriesOverdueCommit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
-		first := openStore(t, j, pending.Options{})
+		ctx, j, first := journaled(t, pending.Options{})
 		mustCreate(t, first, ask("que_overdue", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
 		if err := first.Close(ctx); err != nil {
 			t.Fatalf("close: %v", err)
@@ -327,9 +310,7 @@ func TestOpenRetriesOverdueCommit(t *testing.T) {
 
 func TestOpenForgetsExpiredEndings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
-		first := openStore(t, j, pending.Options{Retention: time.Hour})
+		ctx, j, first := journaled(t, pending.Options{Retention: time.Hour})
 		for _, id := range []string{"que_old", "que_recent"} {
 			mustCreate(t, first, ask(id))
 			if _, err := first.Settle(ctx, id, replied("Red")); err != nil {
@@ -362,9 +343,7 @@ func TestOpenForgetsExpiredEndings(t *testing.T) {
 
 func TestOpenFailsWhenExpiredCannotBeDeleted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
-		first := openStore(t, j, pending.Options{Retention: time.Hour})
+		ctx, j, first := journaled(t, pending.Options{Retention: time.Hour})
 		mustCreate(t, first, ask("que_1"))
 		if _, err := first.Settle(ctx, "que_1", replied("Red")); err != nil {
 			t.Fatalf("settle: %v", err)
@@ -383,9 +362,7 @@ func TestOpenFailsWhenExpiredCannotBeDeleted(t *testing.T) {
 
 func TestJanitorDeletesExpiredRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
-		m := openStore(t, j, pending.Options{Retention: time.Hour})
+		ctx, j, m := journaled(t, pending.Options{Retention: time.Hour})
 		mustCreate(t, m, ask("que_pending"))
 		for _, id := range []string{"que_1", "que_2"} {
 			mustCreate(t, m, ask(id))

@@ -2,6 +2,7 @@ package pending
 
 import (
 	"container/list"
+	"context"
 	"sync"
 	"time"
 )
@@ -51,6 +52,18 @@ func newEntry(q *Question, durable bool) *entry {
 		e.settling = make(chan struct{}, 1)
 	}
 	return e
+}
+
+// takeSettling takes e.settling, waiting for a rival ending that holds it;
+// it gives up, with ctx's error, when ctx ends first. The taker releases it
+// with <-e.settling.
+func (e *entry) takeSettling(ctx context.Context) error {
+	select {
+	case e.settling <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // snapshot returns a copy of the question as it stands. Callers hold e.mu.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/questiond/questiond/internal/pending"
 )
@@ -163,4 +164,61 @@ var storeKinds = map[string]func(t *testing.T, opts pending.Options) (*pending.S
 		j := openBolt(t, "", pending.BoltOptions{})
 		return openStore(t, j, opts), j
 	},
+}
+
+// journaled opens a store (openStore) over a fresh fake journal; with the
+// test's context, it is how most tests of the durable store begin.
+func journaled(t *testing.T, opts pending.Options) (context.Context, *fakeJournal, *pending.Store) {
+	t.Helper()
+	j := newFakeJournal()
+	return t.Context(), j, openStore(t, j, opts)
+}
+
+// recording is a memory store (newStore) whose endings ends records
+// (OnEnd), with the test's context.
+func recording(t *testing.T) (ctx context.Context, m *pending.Store, ends *endLog) {
+	t.Helper()
+	ends = new(endLog)
+	return t.Context(), newStore(t, pending.Options{OnEnd: ends.record}), ends
+}
+
+// createAgain creates id again, with the message "again", in a goroutine;
+// its error comes on the channel.
+func createAgain(ctx context.Context, m *pending.Store, id string) <-chan error {
+	created := make(chan error, 1)
+	go func() { created <- m.Create(ctx, ask(id, func(q *pending.Question) { q.Message = "again" })) }()
+	return created
+}
+
+// createWaitsFor checks that a create (createAgain) of an id whose old
+// record's deletion is parked at g waits for it, and succeeds once g lets
+// the deletion go; deletion names it in failures. In a synctest bubble.
+func createWaitsFor(t *testing.T, created <-chan error, g *gate, deletion string) {
+	t.Helper()
+	synctest.Wait()
+	if len(created) != 0 {
+		t.Fatal("create of an id whose record is being deleted did not wait")
+	}
+	g.open()
+	if err := <-created; err != nil {
+		t.Fatalf("create after the %s: %v", deletion, err)
+	}
+}
+
+// expectCreatedAgain fails unless the journal holds id as createAgain
+// created it: pending, with the message "again".
+func expectCreatedAgain(t *testing.T, j *fakeJournal, id string) {
+	t.Helper()
+	if r := j.record(id); r == nil || r.Ended != nil || r.Message != "again" {
+		t.Errorf("journal record = %+v, want the new pending question", r)
+	}
+}
+
+// expectPending fails the test unless question id of m is pending; what
+// names it in the failure.
+func expectPending(t *testing.T, ctx context.Context, m *pending.Store, id, what string) {
+	t.Helper()
+	if q, err := m.Get(ctx, id); err != nil || q.Ended != nil {
+		t.Errorf("%s = %+v, %v; want it pending", what, q, err)
+	}
 }

@@ -25,9 +25,7 @@ func keyOf(q *Question) (requestKey, bool) {
 // retry learns that its result is lost instead of asking again. A key it
 // never saw, or forgot, fails with ErrNotFound.
 func (m *Store) FindKey(ctx context.Context, owner, key string) (*Question, error) {
-	m.mu.RLock()
-	if m.closed {
-		m.mu.RUnlock()
+	if !m.rlockOpen() {
 		return nil, fmt.Errorf("find idempotency key: %w", ErrClosed)
 	}
 	now := time.Now()

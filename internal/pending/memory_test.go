@@ -157,9 +157,7 @@ func TestListOrderAndFilters(t *testing.T) {
 }
 
 func TestSettle(t *testing.T) {
-	ctx := t.Context()
-	var ends endLog
-	m := newStore(t, pending.Options{OnEnd: ends.record})
+	ctx, m, ends := recording(t)
 	mustCreate(t, m, ask("que_1"))
 	mustCreate(t, m, ask("que_2"))
 
@@ -232,9 +230,7 @@ func TestSettleKeepsItsOwnOutcome(t *testing.T) {
 }
 
 func TestSettleAll(t *testing.T) {
-	ctx := t.Context()
-	var ends endLog
-	m := newStore(t, pending.Options{OnEnd: ends.record})
+	ctx, m, ends := recording(t)
 	for _, id := range []string{"que_1", "que_2", "que_3", "que_4"} {
 		mustCreate(t, m, ask(id))
 	}

@@ -85,16 +85,7 @@ func (m *Store) armObserved(e *entry) {
 	if e.q.Deadline.IsZero() {
 		return
 	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.closed || m.noTimeouts {
-		return
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.outcome == nil {
-		e.timer = time.AfterFunc(time.Until(e.q.Deadline), func() { m.timeOut(e, 0) })
-	}
+	m.armTimeOut(e, func() time.Duration { return time.Until(e.q.Deadline) }, 0)
 }
 
 // observeEnding ends the entry of id with o, if it is pending here. While
@@ -102,9 +93,7 @@ func (m *Store) armObserved(e *entry) {
 // to apply once it is indexed (a rival can only end what it has seen
 // committed, so the creation will succeed).
 func (m *Store) observeEnding(ctx context.Context, id string, o Outcome) (bool, error) {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
+	if !m.lockOpen() {
 		return false, fmt.Errorf("observe question %q: %w", id, ErrClosed)
 	}
 	e, held := m.entries[id]
@@ -121,10 +110,8 @@ func (m *Store) observeEnding(ctx context.Context, id string, o Outcome) (bool, 
 	m.mu.Unlock()
 
 	// An ending of e committing here holds settling until it is applied.
-	select {
-	case e.settling <- struct{}{}:
-	case <-ctx.Done():
-		return false, fmt.Errorf("observe question %q: %w", id, ctx.Err())
+	if err := e.takeSettling(ctx); err != nil {
+		return false, fmt.Errorf("observe question %q: %w", id, err)
 	}
 	m.mu.Lock()
 	if m.closed {

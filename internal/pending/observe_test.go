@@ -67,8 +67,7 @@ func TestObserveAppliesRivalChangesOnce(t *testing.T) {
 // the question ends once, reported once.
 func TestObserveWaitsForALocalEndingCommit(t *testing.T) {
 	var ends, observed endLog
-	j := newFakeJournal()
-	m := openStore(t, j, pending.Options{OnEnd: ends.record, OnObserve: observed.record})
+	_, j, m := journaled(t, pending.Options{OnEnd: ends.record, OnObserve: observed.record})
 	ctx := context.Background()
 	mustCreate(t, m, ask("q1"))
 	g := newGate()
@@ -114,8 +113,7 @@ func TestObserveWaitsForALocalEndingCommit(t *testing.T) {
 // refused creation (ErrExists) is ErrExists.
 func TestJournalRefusalsAreRivalsWins(t *testing.T) {
 	var ends endLog
-	j := newFakeJournal()
-	m := openStore(t, j, pending.Options{OnEnd: ends.record})
+	_, j, m := journaled(t, pending.Options{OnEnd: ends.record})
 	ctx := context.Background()
 	mustCreate(t, m, ask("q1"))
 	j.set(func(j *fakeJournal) {
@@ -144,8 +142,7 @@ func TestJournalRefusalsAreRivalsWins(t *testing.T) {
 // committing is applied once the creation is in place.
 func TestObserveEndingDuringCreation(t *testing.T) {
 	var observed endLog
-	j := newFakeJournal()
-	m := openStore(t, j, pending.Options{OnObserve: observed.record})
+	_, j, m := journaled(t, pending.Options{OnObserve: observed.record})
 	ctx := context.Background()
 	g := newGate()
 	j.set(func(j *fakeJournal) { j.onPut = func([]*pending.Question) { g.park() } })
@@ -176,9 +173,7 @@ func TestObserveEndingDuringCreation(t *testing.T) {
 // answers at once must not get 404.
 func TestObserveOfOwnCreationWaitsForItsCommit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
-		m := openStore(t, j, pending.Options{})
+		ctx, j, m := journaled(t, pending.Options{})
 		g := newGate()
 		defer g.open()
 		parkPuts(j, g, isCreationOf("q1"))

@@ -45,6 +45,17 @@ func settleAsync(ctx context.Context, m *pending.Store, id string, o pending.Out
 	return out
 }
 
+// waitAsync runs m.Wait(ctx, id) in a goroutine; its result comes on the
+// channel.
+func waitAsync(ctx context.Context, m *pending.Store, id string) <-chan settled {
+	out := make(chan settled, 1)
+	go func() {
+		q, err := m.Wait(ctx, id)
+		out <- settled{q, err}
+	}()
+	return out
+}
+
 // Guard: the check-and-set of the outcome under the entry lock in decide
 // ("if e.outcome != nil"), and with a journal the settling semaphore around
 // the check and the commit. Without them the loser closes done a second time
@@ -132,9 +143,7 @@ func TestFirstEndingWins(t *testing.T) {
 // a trip through that check; this test cannot see it.)
 func TestReplyRacesTimeout(t *testing.T) {
 	t.Run("timer parked, reply wins", func(t *testing.T) {
-		ctx := t.Context()
-		var ends endLog
-		m := newStore(t, pending.Options{OnEnd: ends.record})
+		ctx, m, ends := recording(t)
 		g := newGate()
 		parkEndings(m, g, pending.EndTimeout, 1)
 		mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(-time.Second) }))
@@ -157,9 +166,7 @@ func TestReplyRacesTimeout(t *testing.T) {
 	})
 	t.Run("reply parked, timer wins", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			ctx := t.Context()
-			var ends endLog
-			m := newStore(t, pending.Options{OnEnd: ends.record})
+			ctx, m, ends := recording(t)
 			g := newGate()
 			parkEndings(m, g, pending.EndReplied, 1)
 			mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
@@ -187,9 +194,7 @@ func TestReplyRacesTimeout(t *testing.T) {
 // Without the skip SettleAll fails when a rival got there first.
 func TestSettleRacesSettleAll(t *testing.T) {
 	t.Run("settle parked, settle all wins", func(t *testing.T) {
-		ctx := t.Context()
-		var ends endLog
-		m := newStore(t, pending.Options{OnEnd: ends.record})
+		ctx, m, ends := recording(t)
 		for _, id := range []string{"que_1", "que_2", "que_3"} {
 			mustCreate(t, m, ask(id))
 		}
@@ -211,9 +216,7 @@ func TestSettleRacesSettleAll(t *testing.T) {
 		}
 	})
 	t.Run("settle all parked on one question, settle wins it", func(t *testing.T) {
-		ctx := t.Context()
-		var ends endLog
-		m := newStore(t, pending.Options{OnEnd: ends.record})
+		ctx, m, ends := recording(t)
 		for _, id := range []string{"que_1", "que_2", "que_3"} {
 			mustCreate(t, m, ask(id))
 		}
@@ -255,9 +258,7 @@ func TestSettleRacesSettleAll(t *testing.T) {
 // the wait Close returns while a callback is still inside the store.
 func TestSettleRacesClose(t *testing.T) {
 	t.Run("settle parked, close wins", func(t *testing.T) {
-		ctx := t.Context()
-		var ends endLog
-		m := newStore(t, pending.Options{OnEnd: ends.record})
+		ctx, m, ends := recording(t)
 		mustCreate(t, m, ask("que_1"))
 		g := newGate()
 		parkEndings(m, g, "", 1)
@@ -277,9 +278,7 @@ func TestSettleRacesClose(t *testing.T) {
 	})
 	t.Run("timer parked, close waits for it", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			ctx := t.Context()
-			var ends endLog
-			m := newStore(t, pending.Options{OnEnd: ends.record})
+			ctx, m, ends := recording(t)
 			g := newGate()
 			parkEndings(m, g, pending.EndTimeout, 1)
 			mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
@@ -312,9 +311,7 @@ func TestSettleRacesClose(t *testing.T) {
 // The second half guards that a leaving waiter ends nothing.
 func TestWaitCancelRacesSettle(t *testing.T) {
 	t.Run("ended while the waiter gave up", func(t *testing.T) {
-		ctx := t.Context()
-		var ends endLog
-		m := newStore(t, pending.Options{OnEnd: ends.record})
+		ctx, m, ends := recording(t)
 		const rounds = 64
 		gates := make(map[string]*gate, rounds)
 		for i := range rounds {
@@ -326,11 +323,7 @@ func TestWaitCancelRacesSettle(t *testing.T) {
 			id := fmt.Sprintf("que_%d", i)
 			mustCreate(t, m, ask(id))
 			waitCtx, cancel := context.WithCancel(ctx)
-			waited := make(chan settled, 1)
-			go func() {
-				q, err := m.Wait(waitCtx, id)
-				waited <- settled{q, err}
-			}()
+			waited := waitAsync(waitCtx, m, id)
 			gates[id].await(1)
 			cancel()
 			if _, err := m.Settle(ctx, id, replied("Red")); err != nil {
@@ -346,18 +339,12 @@ func TestWaitCancelRacesSettle(t *testing.T) {
 		}
 	})
 	t.Run("gave up before the ending", func(t *testing.T) {
-		ctx := t.Context()
-		var ends endLog
-		m := newStore(t, pending.Options{OnEnd: ends.record})
+		ctx, m, ends := recording(t)
 		mustCreate(t, m, ask("que_1"))
 		g := newGate()
 		m.SetOnWaitEntered(func(string) { g.park() })
 		waitCtx, cancel := context.WithCancel(ctx)
-		waited := make(chan settled, 1)
-		go func() {
-			q, err := m.Wait(waitCtx, "que_1")
-			waited <- settled{q, err}
-		}()
+		waited := waitAsync(waitCtx, m, "que_1")
 		g.await(1)
 		cancel()
 		g.open()

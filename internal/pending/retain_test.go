@@ -82,9 +82,7 @@ func TestMaxRetainedEvictsInEndingOrder(t *testing.T) {
 			if got := readable(t, m, all...); fmt.Sprint(got) != "[que_2 que_4 que_5]" {
 				t.Errorf("after 5 endings, readable %v; want the last three ended", got)
 			}
-			if q, err := m.Get(ctx, "que_pending"); err != nil || q.Ended != nil {
-				t.Errorf("pending question = %+v, %v; the bound must never touch it", q, err)
-			}
+			expectPending(t, ctx, m, "que_pending", "pending question, which the bound must never touch")
 			if n, _ := m.Count(ctx, pending.Filter{}); n != 1 {
 				t.Errorf("count = %d, want the one pending question", n)
 			}
@@ -131,9 +129,7 @@ func TestEvictedReadsLikeExpired(t *testing.T) {
 		}
 		// Forgotten means the id is free again.
 		mustCreate(t, evicting, ask("que_1"))
-		if q, err := evicting.Get(ctx, "que_1"); err != nil || q.Ended != nil {
-			t.Errorf("re-created question = %+v, %v; want it pending", q, err)
-		}
+		expectPending(t, ctx, evicting, "que_1", "re-created question")
 	})
 }
 
@@ -181,8 +177,7 @@ func TestWaitOnEvictedQuestion(t *testing.T) {
 // would have run out.
 func TestEvictionDeletesRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		j := newFakeJournal()
-		m := openStore(t, j, pending.Options{Retention: time.Hour, MaxRetained: 2})
+		_, j, m := journaled(t, pending.Options{Retention: time.Hour, MaxRetained: 2})
 		mustCreate(t, m, ask("que_pending"))
 		endAll(t, m, "que_1", "que_2", "que_3", "que_4")
 		awaitSweep()
@@ -250,9 +245,7 @@ func TestEvictionsAreDeletedInBatches(t *testing.T) {
 // and the next Open evicts them again. Pending questions are never touched.
 func TestEvictionSurvivesFailedDeletionAndRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
-		first := openStore(t, j, pending.Options{Retention: time.Hour, MaxRetained: 2})
+		ctx, j, first := journaled(t, pending.Options{Retention: time.Hour, MaxRetained: 2})
 		mustCreate(t, first, ask("que_pending"))
 		j.set(func(j *fakeJournal) { j.failDelete = failAlways })
 		endAll(t, first, "que_1", "que_2", "que_3")
@@ -288,9 +281,7 @@ func TestEvictionSurvivesFailedDeletionAndRestart(t *testing.T) {
 		if got := readable(t, m, "que_3", "que_4", "que_5"); fmt.Sprint(got) != "[que_4 que_5]" {
 			t.Errorf("readable after the restart %v, want que_4 and que_5", got)
 		}
-		if q, err := m.Get(ctx, "que_pending"); err != nil || q.Ended != nil {
-			t.Errorf("pending question after the restart = %+v, %v; want it pending", q, err)
-		}
+		expectPending(t, ctx, m, "que_pending", "pending question after the restart")
 	})
 }
 
@@ -329,9 +320,7 @@ func TestOpenAppliesTheBound(t *testing.T) {
 		if q, err := m.Get(ctx, "que_overdue"); err != nil || q.Ended == nil || q.Ended.Ending != pending.EndTimeout {
 			t.Errorf("overdue question = %+v, %v; want it timed out and kept", q, err)
 		}
-		if q, err := m.Get(ctx, "que_pending"); err != nil || q.Ended != nil {
-			t.Errorf("pending question = %+v, %v; want it pending", q, err)
-		}
+		expectPending(t, ctx, m, "que_pending", "pending question")
 	})
 }
 
@@ -367,9 +356,7 @@ func TestEvictionOnBoltFile(t *testing.T) {
 	if got := readable(t, second.Store, "que_1", "que_2", "que_3", "que_4"); fmt.Sprint(got) != "[que_3 que_4]" {
 		t.Errorf("readable after the restart %v, want que_3 and que_4", got)
 	}
-	if q, err := second.Get(ctx, "que_pending"); err != nil || q.Ended != nil {
-		t.Errorf("pending question after the restart = %+v, %v", q, err)
-	}
+	expectPending(t, ctx, second.Store, "que_pending", "pending question after the restart")
 }
 
 // Guard: a Create of an evicted question's id waits while its record is
@@ -377,9 +364,7 @@ func TestEvictionOnBoltFile(t *testing.T) {
 // new record.
 func TestCreateWaitsForDeletionOfEvictedID(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
-		m := openStore(t, j, pending.Options{MaxRetained: 1})
+		ctx, j, m := journaled(t, pending.Options{MaxRetained: 1})
 		endAll(t, m, "que_1")
 		g := newGate()
 		defer g.open()
@@ -387,20 +372,9 @@ func TestCreateWaitsForDeletionOfEvictedID(t *testing.T) {
 		endAll(t, m, "que_2") // evicts que_1; its deletion parks
 		g.await(1)
 
-		created := make(chan error, 1)
-		go func() { created <- m.Create(ctx, ask("que_1", func(q *pending.Question) { q.Message = "again" })) }()
+		createWaitsFor(t, createAgain(ctx, m, "que_1"), g, "deletion")
 		synctest.Wait()
-		if len(created) != 0 {
-			t.Fatal("create of an id whose record is being deleted did not wait")
-		}
-		g.open()
-		if err := <-created; err != nil {
-			t.Fatalf("create after the deletion: %v", err)
-		}
-		synctest.Wait()
-		if r := j.record("que_1"); r == nil || r.Ended != nil || r.Message != "again" {
-			t.Errorf("journal record = %+v, want the new pending question", r)
-		}
+		expectCreatedAgain(t, j, "que_1")
 	})
 }
 
@@ -409,9 +383,7 @@ func TestCreateWaitsForDeletionOfEvictedID(t *testing.T) {
 // the deletion of the old record lands after, and erases, the new one.
 func TestEvictionSparesIDBeingCreated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		j := newFakeJournal()
-		m := openStore(t, j, pending.Options{MaxRetained: 1})
+		ctx, j, m := journaled(t, pending.Options{MaxRetained: 1})
 		busy, deletingOld, creating := newGate(), newGate(), newGate()
 		defer busy.open()
 		defer deletingOld.open()
@@ -429,8 +401,7 @@ func TestEvictionSparesIDBeingCreated(t *testing.T) {
 		busy.await(1)
 		endAll(t, m, "que_1") // evicts que_old; the janitor will sweep once free
 		parkPuts(j, creating, isCreationOf("que_old"))
-		created := make(chan error, 1)
-		go func() { created <- m.Create(ctx, ask("que_old", func(q *pending.Question) { q.Message = "again" })) }()
+		created := createAgain(ctx, m, "que_old")
 		creating.await(1)
 		busy.open() // the janitor sweeps que_old while its id is being created
 		awaitSweep()
@@ -442,9 +413,7 @@ func TestEvictionSparesIDBeingCreated(t *testing.T) {
 		synctest.Wait()
 		endAll(t, m, "que_2") // another sweep drops the stale entry
 		awaitSweep()
-		if r := j.record("que_old"); r == nil || r.Ended != nil || r.Message != "again" {
-			t.Errorf("journal record = %+v, want the new pending question", r)
-		}
+		expectCreatedAgain(t, j, "que_old")
 		if q, err := m.Get(ctx, "que_old"); err != nil || q.Ended != nil || m.Held() != 2 {
 			t.Errorf("get = %+v, %v (held %d); want the new question pending, beside que_2", q, err, m.Held())
 		}
@@ -510,9 +479,7 @@ func TestEvictionRaces(t *testing.T) {
 			if n := held(); n != retained+1 {
 				t.Errorf("store holds %d questions, want %d retained and the pending one", n, retained)
 			}
-			if q, err := m.Get(ctx, "que_pending"); err != nil || q.Ended != nil {
-				t.Errorf("pending question = %+v, %v", q, err)
-			}
+			expectPending(t, ctx, m, "que_pending", "pending question")
 			if j != nil {
 				qs, err := j.Load(ctx)
 				if err != nil {

@@ -30,15 +30,10 @@ func (m *Store) Settle(ctx context.Context, id string, o Outcome) (*Question, er
 // SettleAll runs are left to the rival and not returned. With a journal it
 // stops at the first failed commit, returning what it ended before.
 func (m *Store) SettleAll(ctx context.Context, o Outcome) ([]*Question, error) {
-	m.mu.RLock()
-	if m.closed {
-		m.mu.RUnlock()
+	if !m.rlockOpen() {
 		return nil, fmt.Errorf("settle all questions: %w", ErrClosed)
 	}
-	targets := make([]*entry, 0, m.pending.Len())
-	for el := m.pending.Front(); el != nil; el = el.Next() {
-		targets = append(targets, el.Value.(*entry))
-	}
+	targets := m.pendingEntriesLocked()
 	m.mu.RUnlock()
 
 	if o.At.IsZero() {
@@ -110,6 +105,13 @@ func (m *Store) timeOut(e *entry, attempt int) {
 // the store is closing or the question has ended meanwhile. Close stops the
 // timers of pending questions after setting closed, so it stops this one too.
 func (m *Store) retryTimeOut(e *entry, delay time.Duration, attempt int) {
+	m.armTimeOut(e, func() time.Duration { return delay }, attempt)
+}
+
+// armTimeOut arms e's timer to call timeOut(e, attempt) after the delay
+// that after returns, read once the locks are held, unless the store is
+// closing, timeouts are off or the question has ended.
+func (m *Store) armTimeOut(e *entry, after func() time.Duration, attempt int) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.closed || m.noTimeouts {
@@ -118,7 +120,7 @@ func (m *Store) retryTimeOut(e *entry, delay time.Duration, attempt int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.outcome == nil {
-		e.timer = time.AfterFunc(delay, func() { m.timeOut(e, attempt) })
+		e.timer = time.AfterFunc(after(), func() { m.timeOut(e, attempt) })
 	}
 }
 
@@ -158,10 +160,8 @@ func (m *Store) end(ctx context.Context, e *entry, o Outcome) (*Question, error)
 // questions commit alongside.
 func (m *Store) endDurably(ctx context.Context, e *entry, o Outcome) (*Question, error) {
 	id := e.q.ID
-	select {
-	case e.settling <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("settle question %q: %w", id, ctx.Err())
+	if err := e.takeSettling(ctx); err != nil {
+		return nil, fmt.Errorf("settle question %q: %w", id, err)
 	}
 	m.mu.RLock()
 	if m.closed {
@@ -270,24 +270,13 @@ func (m *Store) report(q *Question) {
 // ended as timed out by the next start (restored questions past their
 // deadline end so).
 func (m *Store) StopTimeouts(ctx context.Context) error {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
+	if !m.lockOpen() {
 		return fmt.Errorf("stop timeouts: %w", ErrClosed)
 	}
 	m.noTimeouts = true
-	var armed []*entry
-	for el := m.pending.Front(); el != nil; el = el.Next() {
-		armed = append(armed, el.Value.(*entry))
-	}
+	armed := m.pendingEntriesLocked()
 	m.mu.Unlock()
-	for _, e := range armed {
-		e.mu.Lock()
-		if e.timer != nil {
-			e.timer.Stop()
-		}
-		e.mu.Unlock()
-	}
+	stopTimers(armed)
 	// A callback that got past the check before noTimeouts was set is
 	// counted in timers (it registers under the read lock).
 	done := make(chan struct{})

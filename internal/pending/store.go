@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/defaults"
 )
 
 // DefaultRetention is how long an ended question stays readable when
@@ -193,25 +195,13 @@ func newStore(opts Options) *Store {
 		closing:             make(chan struct{}),
 		janitorDone:         make(chan struct{}),
 	}
-	if m.retention <= 0 {
-		m.retention = DefaultRetention
-	}
-	if m.maxRetained <= 0 {
-		m.maxRetained = DefaultMaxRetained
-	}
-	if m.maxRetainedPerAgent <= 0 {
-		m.maxRetainedPerAgent = DefaultMaxRetainedPerAgent
-	}
-	if m.keyRetention <= 0 {
-		m.keyRetention = DefaultKeyRetention
-	}
+	defaults.Fill(&m.retention, DefaultRetention)
+	defaults.Fill(&m.maxRetained, DefaultMaxRetained)
+	defaults.Fill(&m.maxRetainedPerAgent, DefaultMaxRetainedPerAgent)
+	defaults.Fill(&m.keyRetention, DefaultKeyRetention)
 	m.keyRetention = max(m.keyRetention, m.retention)
-	if m.maxBytes <= 0 {
-		m.maxBytes = DefaultMaxBytes
-	}
-	if m.maxBytesPerAgent <= 0 {
-		m.maxBytesPerAgent = DefaultMaxBytesPerAgent
-	}
+	defaults.Fill(&m.maxBytes, DefaultMaxBytes)
+	defaults.Fill(&m.maxBytesPerAgent, DefaultMaxBytesPerAgent)
 	if m.log == nil {
 		m.log = zap.NewNop()
 	}
@@ -309,9 +299,7 @@ func (m *Store) reserve(ctx context.Context, e *entry) error {
 	q := e.q
 	id := q.ID
 	for {
-		m.mu.Lock()
-		if m.closed {
-			m.mu.Unlock()
+		if !m.lockOpen() {
 			return fmt.Errorf("create question %q: %w", id, ErrClosed)
 		}
 		_, creating := m.creating[id]
@@ -456,6 +444,49 @@ func (m *Store) eachRetained(f Filter, fn func(*entry)) {
 	}
 }
 
+// pendingEntriesLocked lists the pending entries, oldest first. Callers
+// hold m.mu (read or write).
+func (m *Store) pendingEntriesLocked() []*entry {
+	entries := make([]*entry, 0, m.pending.Len())
+	for el := m.pending.Front(); el != nil; el = el.Next() {
+		entries = append(entries, el.Value.(*entry))
+	}
+	return entries
+}
+
+// stopTimers stops the timers of entries (deadlines, retries of their
+// commits).
+func stopTimers(entries []*entry) {
+	for _, e := range entries {
+		e.mu.Lock()
+		if e.timer != nil {
+			e.timer.Stop()
+		}
+		e.mu.Unlock()
+	}
+}
+
+// lockOpen takes m.mu, unless the store is closed: then it returns false
+// with m.mu released, and the caller returns ErrClosed.
+func (m *Store) lockOpen() bool {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return false
+	}
+	return true
+}
+
+// rlockOpen is lockOpen taking m.mu for reading.
+func (m *Store) rlockOpen() bool {
+	m.mu.RLock()
+	if m.closed {
+		m.mu.RUnlock()
+		return false
+	}
+	return true
+}
+
 // Close stops timers and background work without ending any question;
 // later calls return ErrClosed, and so do Waits blocked when it runs. Journal
 // commits already under way finish first, and what they committed is applied
@@ -463,9 +494,7 @@ func (m *Store) eachRetained(f Filter, fn func(*entry)) {
 // deadline callback already running have finished, or with ctx's error if
 // ctx ends first. It does not close the journal.
 func (m *Store) Close(ctx context.Context) error {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
+	if !m.lockOpen() {
 		return fmt.Errorf("close store: %w", ErrClosed)
 	}
 	m.closed = true
@@ -479,21 +508,12 @@ func (m *Store) Close(ctx context.Context) error {
 		<-m.janitorDone
 
 		m.mu.Lock()
-		var armed []*entry
-		for el := m.pending.Front(); el != nil; el = el.Next() {
-			armed = append(armed, el.Value.(*entry))
-		}
+		armed := m.pendingEntriesLocked()
 		// Records of evicted entries not yet deleted stay in the journal;
 		// Open applies the bound again.
 		m.entries, m.pending, m.ended, m.evicted, m.keys = nil, nil, newRetainedQueue(), nil, nil
 		m.mu.Unlock()
-		for _, e := range armed {
-			e.mu.Lock()
-			if e.timer != nil {
-				e.timer.Stop()
-			}
-			e.mu.Unlock()
-		}
+		stopTimers(armed)
 		m.timers.Wait()
 	}()
 	select {

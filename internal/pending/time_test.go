@@ -50,9 +50,7 @@ func TestRetention(t *testing.T) {
 				}
 				// Forgotten means the id is free again.
 				mustCreate(t, m, ask("que_1"))
-				if q, err := m.Get(ctx, "que_1"); err != nil || q.Ended != nil {
-					t.Errorf("re-created question = %+v, %v; want it pending", q, err)
-				}
+				expectPending(t, ctx, m, "que_1", "re-created question")
 			})
 		})
 	}
@@ -75,9 +73,7 @@ func TestJanitorForgetsEndedQuestions(t *testing.T) {
 		if n := m.Held(); n != 1 {
 			t.Errorf("store holds %d questions after the sweep, want only the pending one", n)
 		}
-		if q, err := m.Get(ctx, "que_pending"); err != nil || q.Ended != nil {
-			t.Errorf("pending question after the sweep = %+v, %v; want it kept", q, err)
-		}
+		expectPending(t, ctx, m, "que_pending", "pending question after the sweep")
 	})
 }
 
@@ -109,9 +105,7 @@ func TestJanitorSparesNewerQuestionWithSameID(t *testing.T) {
 
 func TestDeadlineTimesOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		var ends endLog
-		m := newStore(t, pending.Options{OnEnd: ends.record})
+		ctx, m, ends := recording(t)
 		deadline := time.Now().Add(10 * time.Minute)
 		mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = deadline }))
 		waited := make(chan *pending.Question, 1)
@@ -152,9 +146,7 @@ func TestDeadlineTimesOut(t *testing.T) {
 
 func TestDeadlineInThePast(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		var ends endLog
-		m := newStore(t, pending.Options{OnEnd: ends.record})
+		ctx, m, ends := recording(t)
 		mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(-time.Minute) }))
 		synctest.Wait() // no clock advance: "promptly" means now
 		if n := ends.count("que_1"); n != 1 {
@@ -168,9 +160,7 @@ func TestDeadlineInThePast(t *testing.T) {
 
 func TestEndingDisarmsDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		var ends endLog
-		m := newStore(t, pending.Options{OnEnd: ends.record})
+		ctx, m, ends := recording(t)
 		mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(10 * time.Minute) }))
 		time.Sleep(5 * time.Minute)
 		if _, err := m.Settle(ctx, "que_1", replied("Red")); err != nil {
@@ -253,9 +243,7 @@ func TestWaitGivesUpAlone(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ctx := t.Context()
-				var ends endLog
-				m := newStore(t, pending.Options{OnEnd: ends.record})
+				ctx, m, ends := recording(t)
 				mustCreate(t, m, ask("que_1"))
 				stayed := make(chan *pending.Question, 1)
 				go func() {
@@ -300,9 +288,7 @@ func TestWaitGivesUpAlone(t *testing.T) {
 
 func TestClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		var ends endLog
-		m := newStore(t, pending.Options{OnEnd: ends.record})
+		ctx, m, ends := recording(t)
 		mustCreate(t, m, ask("que_timed", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
 		mustCreate(t, m, ask("que_plain"))
 		waited := make(chan error, 1)
@@ -351,9 +337,7 @@ func sameOutcome(got *pending.Outcome, want pending.Outcome) bool {
 // replies still work and a closed store refuses the call.
 func TestStopTimeoutsLeavesOverdueQuestionsPending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := t.Context()
-		var ends endLog
-		m := newStore(t, pending.Options{OnEnd: ends.record})
+		ctx, m, ends := recording(t)
 		for _, id := range []string{"que_1", "que_2"} {
 			mustCreate(t, m, ask(id, func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
 		}

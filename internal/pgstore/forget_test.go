@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // A result one replica forgets to keep an agent within its byte budget is
@@ -39,18 +40,9 @@ func TestBudgetEvictionIsForgottenOnEveryReplica(t *testing.T) {
 		t.Fatalf("A after the eviction: %v; want ErrNotFound", err)
 	}
 	// A's janitor deletes the record (and stores the key) in one commit.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var n int
-		if err := a.db.Pool().QueryRow(ctx, "SELECT count(*) FROM gone_keys WHERE owner = 'alpha' AND request_key = 'k1'").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("A did not delete the evicted record within 10 s")
-		}
-	}
+	testkit.Eventually(t, 10*time.Second, "A deleting the evicted record", func() bool {
+		return rowCount(t, a.db, "gone_keys", "owner = 'alpha' AND request_key = 'k1'") == 1
+	})
 	// Wait for B's tail to apply every change committed so far, the
 	// deletion included; then B must agree with A at once.
 	if err := b.tail.CatchUp(ctx); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // The Idempotency-Key of a result evicted by one replica's bound is
@@ -34,18 +35,9 @@ func TestForgottenKeysAreShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	// que_1 is evicted at once; its record goes with the janitor's sweep.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var n int
-		if err := a.db.Pool().QueryRow(ctx, "SELECT count(*) FROM gone_keys WHERE owner = 'alpha' AND request_key = 'k1' AND question_id = 'que_1'").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the evicted question's key was not stored within 10 s")
-		}
-	}
+	testkit.Eventually(t, 10*time.Second, "the evicted question's key stored", func() bool {
+		return rowCount(t, a.db, "gone_keys", "owner = 'alpha' AND request_key = 'k1' AND question_id = 'que_1'") == 1
+	})
 	b := newReplica(t, url, opts)
 	for name, r := range map[string]*replica{"running replica": a, "replica started later": b} {
 		var gone *pending.KeyGoneError

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/questiond/questiond/internal/defaults"
 )
 
 // DefaultOutboxLease is how long a replica holds the undelivered
@@ -41,9 +43,7 @@ type Outbox struct {
 // writes are held by it. Each call returns a replica of its own.
 func (s *Store) Outbox() *Outbox {
 	lease := s.opts.OutboxLease
-	if lease <= 0 {
-		lease = DefaultOutboxLease
-	}
+	defaults.Fill(&lease, DefaultOutboxLease)
 	return &Outbox{s: s, owner: "replica-" + rand.Text(), lease: lease}
 }
 

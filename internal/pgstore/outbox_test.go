@@ -13,6 +13,7 @@ import (
 
 	"github.com/questiond/questiond/internal/notify"
 	"github.com/questiond/questiond/internal/pgstore"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // webhook counts the deliveries it got by event id.
@@ -148,8 +149,14 @@ func (r *notifying) ask(count int) {
 // outboxCount counts the outbox's records that match cond.
 func outboxCount(t *testing.T, db *pgstore.Store, cond string) int {
 	t.Helper()
+	return rowCount(t, db, "notify_outbox", cond)
+}
+
+// rowCount counts the rows of table that match cond.
+func rowCount(t *testing.T, db *pgstore.Store, table, cond string) int {
+	t.Helper()
 	var n int
-	if err := db.Pool().QueryRow(context.Background(), "SELECT count(*) FROM notify_outbox WHERE "+cond).Scan(&n); err != nil {
+	if err := db.Pool().QueryRow(context.Background(), "SELECT count(*) FROM "+table+" WHERE "+cond).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -158,11 +165,7 @@ func outboxCount(t *testing.T, db *pgstore.Store, cond string) int {
 // eventually fails unless ok holds within 15 s.
 func eventually(t *testing.T, what string, ok func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 15 s: %s", what)
-		}
-	}
+	testkit.Eventually(t, 15*time.Second, what, ok)
 }
 
 // deliveredOnce waits until hook got want events and the outbox is empty,

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/defaults"
 	"github.com/questiond/questiond/internal/pending"
 )
 
@@ -119,18 +120,10 @@ type Tailer struct {
 // order, from one goroutine. apply must not call back into the tailer.
 // Stop ends it.
 func (s *Store) Tail(from int64, apply func(Change), opts TailOptions) *Tailer {
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = DefaultPollInterval
-	}
-	if opts.Batch <= 0 {
-		opts.Batch = DefaultBatch
-	}
-	if opts.MaxBackoff <= 0 {
-		opts.MaxBackoff = DefaultMaxBackoff
-	}
-	if opts.KeepChanges <= 0 {
-		opts.KeepChanges = DefaultKeepChanges
-	}
+	defaults.Fill(&opts.PollInterval, DefaultPollInterval)
+	defaults.Fill(&opts.Batch, DefaultBatch)
+	defaults.Fill(&opts.MaxBackoff, DefaultMaxBackoff)
+	defaults.Fill(&opts.KeepChanges, DefaultKeepChanges)
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &Tailer{s: s, opts: opts, apply: apply, cancel: cancel, done: make(chan struct{}), last: from, resume: from, wake: make(chan struct{})}
 	go t.run(ctx)

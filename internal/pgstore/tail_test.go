@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,13 +32,8 @@ func TestTailIsGapFreeUnderConcurrentWriters(t *testing.T) {
 	}
 	defer a.Close()
 	b := open(t, url)
-	var mu sync.Mutex
-	var seen []pgstore.Change
-	tail := a.Tail(0, func(c pgstore.Change) {
-		mu.Lock()
-		seen = append(seen, c)
-		mu.Unlock()
-	}, pgstore.TailOptions{PollInterval: 100 * time.Millisecond, Batch: 7})
+	var changes changeLog
+	tail := a.Tail(0, changes.record, pgstore.TailOptions{PollInterval: 100 * time.Millisecond, Batch: 7})
 	defer tail.Stop()
 
 	ctx := context.Background()
@@ -92,8 +88,7 @@ func TestTailIsGapFreeUnderConcurrentWriters(t *testing.T) {
 			t.Errorf("%q logged %d times; want once", msg, n)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	seen := changes.all()
 	state := map[string]string{}
 	for i, c := range seen {
 		if i > 0 && (c.Xid < seen[i-1].Xid || c.Xid == seen[i-1].Xid && c.Seq <= seen[i-1].Seq) {
@@ -122,13 +117,8 @@ func TestTailIsGapFreeUnderConcurrentWriters(t *testing.T) {
 func TestTailWaitsForAnOpenWriter(t *testing.T) {
 	url := database(t)
 	a := open(t, url)
-	var mu sync.Mutex
-	var seen []pgstore.Change
-	tail := a.Tail(0, func(c pgstore.Change) {
-		mu.Lock()
-		seen = append(seen, c)
-		mu.Unlock()
-	}, pgstore.TailOptions{PollInterval: 20 * time.Millisecond})
+	var changes changeLog
+	tail := a.Tail(0, changes.record, pgstore.TailOptions{PollInterval: 20 * time.Millisecond})
 	defer tail.Stop()
 	ctx := context.Background()
 
@@ -152,11 +142,9 @@ func TestTailWaitsForAnOpenWriter(t *testing.T) {
 	if err == nil {
 		t.Fatal("the tailer's position passed a transaction still open")
 	}
-	mu.Lock()
-	if len(seen) != 0 {
+	if seen := changes.all(); len(seen) != 0 {
 		t.Fatalf("handed over %d changes while an earlier writer was open", len(seen))
 	}
-	mu.Unlock()
 	if err := held.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -165,8 +153,7 @@ func TestTailWaitsForAnOpenWriter(t *testing.T) {
 	if err := tail.WaitFor(waitCtx, nextXid(t, a)); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	seen := changes.all()
 	if len(seen) != 2 || seen[0].Question == nil || seen[0].Question.ID != "held" || seen[1].Question == nil || seen[1].Question.ID != "later" {
 		t.Fatalf("handed over %v; want held, then later", seen)
 	}
@@ -397,4 +384,23 @@ func TestTailReadsChangesUnderIdsReusedAfterACrash(t *testing.T) {
 			t.Fatalf("running tailer handed over %q, want before,after; tailer from the load %q, want after (positions %d, %d; next id after the crash %d)", got, gotLate, tail.Last(), fromLoad.Last(), next)
 		}
 	}
+}
+
+// changeLog records the changes a tailer hands over (its apply is record).
+type changeLog struct {
+	mu   sync.Mutex
+	seen []pgstore.Change
+}
+
+func (l *changeLog) record(c pgstore.Change) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen = append(l.seen, c)
+}
+
+// all is what was handed over so far.
+func (l *changeLog) all() []pgstore.Change {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.seen)
 }

@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -34,6 +33,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/questiond/questiond/internal/testenv"
+	"github.com/questiond/questiond/internal/testkit/launch"
 )
 
 // Server is one running PostgreSQL postmaster.
@@ -251,7 +251,7 @@ func (s *Server) Restart() error {
 		return errors.New("pgtest: the server is running")
 	}
 	if s.port == 0 {
-		port, err := freePort()
+		port, err := launch.FreePort()
 		if err != nil {
 			return err
 		}
@@ -340,15 +340,6 @@ func (s *Server) signal(sig os.Signal) error {
 	}
 	s.proc = nil
 	return nil
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // LeakOption tells a goleak check inside one test to ignore the goroutine

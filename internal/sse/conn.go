@@ -157,11 +157,7 @@ func (s *subscriber) endCleanly() {
 func (s *subscriber) watch() {
 	var probe [1]byte
 	n, err := s.conn.Read(probe[:])
-	s.mu.Lock()
-	was := s.state
-	s.stopLocked()
-	s.mu.Unlock()
-	switch {
+	switch was := s.stop(); {
 	case was == subStopped:
 	case n > 0:
 		s.log(zap.DebugLevel, "event subscriber sent data after its request: stream closed")

@@ -168,11 +168,7 @@ func TestStreamWithoutHijackIsServedByItsHandler(t *testing.T) {
 		t.Fatalf("got %+v", e)
 	}
 	s.close()
-	select {
-	case <-ended:
-	case <-time.After(patience):
-		t.Fatal("the end of a stream served by its handler was never reported")
-	}
+	await(t, ended, "the end of a stream served by its handler was never reported")
 }
 
 // HTTP/1.0 has no chunks: its streams are left to net/http, which ends them
@@ -224,19 +220,11 @@ func TestHangUpIsNoticedWithoutWriting(t *testing.T) {
 	default:
 	}
 	s.close()
-	select {
-	case <-left:
-	case <-time.After(patience):
-		t.Fatal("hang-up not noticed")
-	}
+	await(t, left, "hang-up not noticed")
 	if n := h.b.Subscribers(); n != 0 {
 		t.Fatalf("%d subscribers after the hang-up", n)
 	}
-	select {
-	case <-ended:
-	case <-time.After(patience):
-		t.Fatal("end of stream not reported")
-	}
+	await(t, ended, "end of stream not reported")
 	// Refused streams are reported over too.
 	if err := h.b.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -244,11 +232,7 @@ func TestHangUpIsNoticedWithoutWriting(t *testing.T) {
 	if s := dialStream(t, h, "/event"); s.status != "HTTP/1.1 503 Service Unavailable" {
 		t.Fatalf("after close: %s", s.status)
 	}
-	select {
-	case <-ended:
-	case <-time.After(patience):
-		t.Fatal("end of a refused stream not reported")
-	}
+	await(t, ended, "end of a refused stream not reported")
 	if len(ended) != 0 {
 		t.Fatalf("a stream's end reported twice")
 	}
@@ -360,11 +344,7 @@ func TestCloseContextEndCutsOffHijackedStreams(t *testing.T) {
 	if err := h.b.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("close: %v, want the context's end", err)
 	}
-	select {
-	case <-left:
-	case <-time.After(patience):
-		t.Fatal("the cut-off stream never ended")
-	}
+	await(t, left, "the cut-off stream never ended")
 	if n := h.b.Subscribers(); n != 0 {
 		t.Fatalf("%d subscribers", n)
 	}
@@ -400,11 +380,7 @@ func TestCutOffWhileConnectingClosesTheConnection(t *testing.T) {
 	if got, err := io.ReadAll(conn); len(got) != 0 || err != nil {
 		t.Fatalf("read %q, %v; want the connection closed without a response", got, err)
 	}
-	select {
-	case <-left:
-	case <-time.After(patience):
-		t.Fatal("the stream never ended")
-	}
+	await(t, left, "the stream never ended")
 	if n := h.b.Subscribers(); n != 0 {
 		t.Fatalf("%d subscribers", n)
 	}

@@ -310,14 +310,20 @@ type wireGlobal struct {
 	Payload   wireEvent `json:"payload"`
 }
 
-func (s *clientStream) nextEvent(t testing.TB) wireEvent {
+// nextJSON decodes the next frame of s as a T.
+func nextJSON[T any](t testing.TB, s *clientStream) T {
 	t.Helper()
-	var e wireEvent
+	var v T
 	f := s.next(t)
-	if err := json.Unmarshal([]byte(f), &e); err != nil {
+	if err := json.Unmarshal([]byte(f), &v); err != nil {
 		t.Fatalf("frame %q: %v", f, err)
 	}
-	return e
+	return v
+}
+
+func (s *clientStream) nextEvent(t testing.TB) wireEvent {
+	t.Helper()
+	return nextJSON[wireEvent](t, s)
 }
 
 // nextLive skips heartbeats.
@@ -332,12 +338,7 @@ func (s *clientStream) nextLive(t testing.TB) wireEvent {
 
 func (s *clientStream) nextGlobal(t testing.TB) wireGlobal {
 	t.Helper()
-	var g wireGlobal
-	f := s.next(t)
-	if err := json.Unmarshal([]byte(f), &g); err != nil {
-		t.Fatalf("frame %q: %v", f, err)
-	}
-	return g
+	return nextJSON[wireGlobal](t, s)
 }
 
 // waitEnd waits for the stream to end and returns nil for a clean end (the
@@ -540,4 +541,28 @@ func audienceOf(r *http.Request) sse.Audience {
 		return sse.Console
 	}
 	return sse.Standard
+}
+
+// await returns what comes on c, failing the test with failure if nothing
+// comes within patience.
+func await[T any](t testing.TB, c <-chan T, failure string) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(patience):
+		t.Fatal(failure)
+		var zero T
+		return zero
+	}
+}
+
+// isClosed reports whether c is closed, without waiting.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }

@@ -29,11 +29,7 @@ func TestConnectDisconnectLeavesNoGoroutine(t *testing.T) {
 		s := dialStream(t, h, target)
 		s.nextEvent(t)
 		s.close()
-		select {
-		case <-left:
-		case <-time.After(patience):
-			t.Fatalf("handler of %s never returned", target)
-		}
+		await(t, left, fmt.Sprintf("handler of %s never returned", target))
 	}
 	// net/http's pools and the runtime's caches warm up first: they are not
 	// part of the leak.
@@ -145,12 +141,7 @@ func TestConcurrentPublishSubscribeAndClose(t *testing.T) {
 
 	for p := range 4 {
 		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for i := 0; !isClosed(stop); i++ {
 				m := sse.Message{Directory: fmt.Sprint("/d", (p+i)%4), Event: sse.Event{Type: "t", Properties: json.RawMessage(`{"n":1}`)}}
 				if i%5 == 0 {
 					m.Directory = ""
@@ -168,12 +159,7 @@ func TestConcurrentPublishSubscribeAndClose(t *testing.T) {
 	// ones also leave by cancelling their request.
 	for c := range 16 {
 		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for i := 0; !isClosed(stop); i++ {
 				if c%2 == 0 {
 					target := []string{"/event", "/event?directory=/d1", "/global/event", "/event?directory=/d3"}[(c+i)%4]
 					resp, err := http.Get(h.ts.URL + target)
@@ -281,11 +267,7 @@ func TestSubscribeCyclesReturnToBaseline(t *testing.T) {
 			}
 		}
 		conn.Close()
-		select {
-		case <-left:
-		case <-time.After(patience):
-			t.Fatalf("handler of cycle %d never returned", i)
-		}
+		await(t, left, fmt.Sprintf("handler of cycle %d never returned", i))
 	}
 	for i := range 50 { // net/http's pools and the runtime's caches warm up
 		cycle(-1 - i)

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/defaults"
 )
 
 // Defaults for Options.
@@ -53,25 +55,13 @@ func (o Options) withDefaults() (Options, error) {
 	case o.MaxScopes < 0:
 		return o, fmt.Errorf("sse options: negative scope limit %d", o.MaxScopes)
 	}
-	if o.Heartbeat == 0 {
-		o.Heartbeat = DefaultHeartbeat
-	}
-	if o.WriteTimeout == 0 {
-		o.WriteTimeout = DefaultWriteTimeout
-	}
-	if o.CloseGrace == 0 {
-		o.CloseGrace = DefaultCloseGrace
-	}
+	defaults.Fill(&o.Heartbeat, DefaultHeartbeat)
+	defaults.Fill(&o.WriteTimeout, DefaultWriteTimeout)
+	defaults.Fill(&o.CloseGrace, DefaultCloseGrace)
 	o.CloseGrace = min(o.CloseGrace, o.WriteTimeout)
-	if o.QueueLength == 0 {
-		o.QueueLength = DefaultQueueLength
-	}
-	if o.QueueBytes == 0 {
-		o.QueueBytes = DefaultQueueBytes
-	}
-	if o.MaxScopes == 0 {
-		o.MaxScopes = DefaultMaxScopes
-	}
+	defaults.Fill(&o.QueueLength, DefaultQueueLength)
+	defaults.Fill(&o.QueueBytes, DefaultQueueBytes)
+	defaults.Fill(&o.MaxScopes, DefaultMaxScopes)
 	if o.Project == "" {
 		o.Project = DefaultProject
 	}

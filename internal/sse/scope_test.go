@@ -3,7 +3,6 @@ package sse_test
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/questiond/questiond/internal/sse"
 )
@@ -76,11 +75,7 @@ func TestDirectoriesAreFreedWithTheirLastSubscriber(t *testing.T) {
 	})
 	waitLeft := func() {
 		t.Helper()
-		select {
-		case <-left:
-		case <-time.After(patience):
-			t.Fatal("a handler never returned")
-		}
+		await(t, left, "a handler never returned")
 	}
 	for i := range 4 * limit {
 		s := dialStream(t, h, fmt.Sprintf("/event?directory=/x%d", i))

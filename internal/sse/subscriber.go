@@ -165,13 +165,19 @@ func (s *subscriber) finish(by time.Time) {
 
 // cutOff stops s at once and says why.
 func (s *subscriber) cutOff(reason string, err error) {
-	s.mu.Lock()
-	stopped := s.state != subStopped
-	s.stopLocked()
-	s.mu.Unlock()
-	if stopped {
+	if s.stop() != subStopped {
 		s.logCutOff(reason, err)
 	}
+}
+
+// stop is stopLocked under s.mu; it returns the state s was in, so that
+// only whoever stopped it says why.
+func (s *subscriber) stop() (was subState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	was = s.state
+	s.stopLocked()
+	return was
 }
 
 // stopLocked moves s to subStopped and wakes its writer, even one blocked
@@ -256,11 +262,7 @@ func (s *subscriber) writeResponse(f []byte) error {
 // failed stops s after a failed write and says why, unless whoever stopped
 // it first already did.
 func (s *subscriber) failed(err error) {
-	s.mu.Lock()
-	was := s.state
-	s.stopLocked()
-	s.mu.Unlock()
-	switch {
+	switch was := s.stop(); {
 	case was == subStopped:
 	case !errors.Is(err, os.ErrDeadlineExceeded):
 		s.log(zap.DebugLevel, "event subscriber gone", zap.Error(err))

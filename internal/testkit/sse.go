@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -110,4 +111,35 @@ func Data(body io.Reader, size int) <-chan string {
 		}
 	}()
 	return data
+}
+
+// Event is an OpenCode event as the suites read it from GET /event: its
+// type, the question it is about (properties.id of question.asked,
+// properties.requestID of question.replied and question.rejected) and, for
+// question.asked, the questions' text.
+type Event struct {
+	Type       string `json:"type"`
+	Properties struct {
+		ID        string `json:"id"`
+		RequestID string `json:"requestID"`
+		Questions []struct {
+			Question string `json:"question"`
+		} `json:"questions"`
+	} `json:"properties"`
+}
+
+// OperatorEvents opens the event stream at url (GET /event) and sends its
+// events to the returned channel (buffered for 64), which is closed when
+// the stream ends; it fails the test unless the stream opens with 200.
+func OperatorEvents(tb testing.TB, url string) <-chan Event {
+	tb.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		res.Body.Close()
+		tb.Fatalf("GET %s: %s", url, res.Status)
+	}
+	return Events[Event](res.Body, 64)
 }

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -124,7 +125,15 @@ func SendJSON(tb testing.TB, method, url, body string) (int, string) {
 		tb.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
+	status, data := Do(tb, http.DefaultClient, req)
+	return status, string(data)
+}
+
+// Do sends req with c and returns the status and the body of the answer;
+// it fails the test if there is no answer or its body cannot be read.
+func Do(tb testing.TB, c *http.Client, req *http.Request) (int, []byte) {
+	tb.Helper()
+	res, err := c.Do(req)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -133,5 +142,50 @@ func SendJSON(tb testing.TB, method, url, body string) (int, string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return res.StatusCode, string(data)
+	return res.StatusCode, data
+}
+
+// Answer is the answer to a request a test sent in the background.
+type Answer struct {
+	Status int
+	Header http.Header // nil when the request failed
+	Body   string      // the error's text when the request failed
+}
+
+// PostAsync posts body as application/json to url in a goroutine and
+// sends its answer to the returned channel (buffered for one); a request
+// that fails is an Answer with status 0 and the error as its body.
+func PostAsync(url, body string) <-chan Answer {
+	answer := make(chan Answer, 1)
+	go func() {
+		res, err := http.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			answer <- Answer{Body: err.Error()}
+			return
+		}
+		defer res.Body.Close()
+		data, _ := io.ReadAll(res.Body)
+		answer <- Answer{res.StatusCode, res.Header, string(data)}
+	}()
+	return answer
+}
+
+// Delivery is a request a Webhook received, with its body.
+type Delivery struct {
+	Request *http.Request
+	Body    []byte
+}
+
+// Webhook starts a server that answers every request 200 and sends it,
+// with its body, to the returned channel (buffered for size). It is closed
+// when the test ends, if not before.
+func Webhook(tb testing.TB, size int) (*httptest.Server, <-chan Delivery) {
+	tb.Helper()
+	got := make(chan Delivery, size)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		got <- Delivery{r, body}
+	}))
+	tb.Cleanup(hook.Close)
+	return hook, got
 }

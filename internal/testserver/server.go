@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/internal/daemon"
+	"github.com/questiond/questiond/internal/defaults"
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
@@ -43,9 +44,7 @@ type Server struct {
 // running.
 func Start(cfg Config) (*Server, error) {
 	timeout := cfg.FailureTimeout
-	if timeout <= 0 {
-		timeout = DefaultStopTimeout
-	}
+	defaults.Fill(&timeout, DefaultStopTimeout)
 	cfg.FailureTimeout = timeout
 	d, err := daemon.New(context.Background(), cfg)
 	if err != nil {

@@ -2,7 +2,6 @@ package testserver_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -10,35 +9,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/testkit"
+	"github.com/questiond/questiond/internal/testkit/mcptest"
 	"github.com/questiond/questiond/internal/testserver"
 )
 
 // event is one frame of an operator's stream.
-type event struct {
-	Type       string `json:"type"`
-	Properties struct {
-		ID        string `json:"id"`
-		RequestID string `json:"requestID"`
-	} `json:"properties"`
-}
+type event = testkit.Event
 
 // operatorStream reads GET /event until the stream ends; the channel gets
 // every event and is closed at the end.
 func operatorStream(t *testing.T, s *testserver.Server) <-chan event {
 	t.Helper()
-	res, err := http.Get(s.URL + "/event")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("GET /event: %s", res.Status)
-	}
-	return testkit.Events[event](res.Body, 64)
+	return testkit.OperatorEvents(t, s.URL+"/event")
 }
 
 // nextOf returns the next event of type typ.
@@ -58,18 +43,10 @@ func TestStopAnnouncesTheWithdrawalOfWaitingMCPToolCalls(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "stop-test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL + "/mcp?session=ses_alpha"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := mcptest.Connect(t, ctx, s.URL+"/mcp?session=ses_alpha")
 	called := make(chan error, 1)
 	go func() {
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user_question", Arguments: map[string]any{
-			"questions": []any{map[string]any{"question": "Deploy now?", "options": []any{
-				map[string]any{"label": "Yes"}, map[string]any{"label": "No"}}}},
-		}})
+		res, err := mcptest.AskDeployNow(ctx, cs)
 		if err == nil && !res.IsError {
 			t.Errorf("the tool call succeeded across a shutdown: %+v", res)
 		}
@@ -125,22 +102,7 @@ func TestACreateUnderWayWhenStopBeginsIsAnsweredConsistently(t *testing.T) {
 	events := operatorStream(t, s)
 	nextOf(t, events, "server.connected")
 
-	type answer struct {
-		status int
-		id     string
-		body   string
-	}
-	agent := make(chan answer, 1)
-	go func() {
-		res, err := http.Post(s.URL+"/elicit", "application/json", strings.NewReader(form))
-		if err != nil {
-			agent <- answer{body: err.Error()}
-			return
-		}
-		defer res.Body.Close()
-		body, _ := io.ReadAll(res.Body)
-		agent <- answer{res.StatusCode, res.Header.Get("X-Questiond-Request-Id"), strings.TrimSpace(string(body))}
-	}()
+	agent := testkit.PostAsync(s.URL+"/elicit", form)
 	<-gate.entered // the create is past the door, before its question is stored
 
 	stopped := make(chan error, 1)
@@ -153,7 +115,11 @@ func TestACreateUnderWayWhenStopBeginsIsAnsweredConsistently(t *testing.T) {
 	if err := <-stopped; err != nil {
 		t.Fatal(err)
 	}
-	got := <-agent
+	answer := <-agent
+	got := struct {
+		status   int
+		id, body string
+	}{answer.Status, answer.Header.Get("X-Questiond-Request-Id"), strings.TrimSpace(answer.Body)}
 	var seen []event
 	for e := range events {
 		seen = append(seen, e)

@@ -14,19 +14,16 @@
 // run.sh builds the daemon and passes its path in QUESTIOND_BIN.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
-import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import {
   StreamableHTTPClientTransport,
   StreamableHTTPError,
 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { daemonEnv, startDaemon as launch, stopDaemon, within } from "../daemon.mjs";
 import { daemonStore, testStore } from "../daemon-store.mjs";
 
 const BIN = process.env.QUESTIOND_BIN;
-const PIDFILE = process.env.QUESTIOND_PIDFILE;
 const STORE = testStore("memory");
 
 // Every wait is bounded by one of these.
@@ -62,72 +59,23 @@ let daemon; // { child, base, logs }
 
 // --- the daemon ------------------------------------------------------------
 
-/** This process's environment without inherited questiond or OpenCode settings, plus ours. */
-function daemonEnv(storeEnv) {
-  const env = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith("QUESTIOND_") && !name.startsWith("OPENCODE_SERVER_")) env[name] = value;
-  }
-  return {
-    ...env,
-    ...storeEnv,
-    QUESTIOND_OPERATOR_USERNAME: OPERATOR.user,
-    QUESTIOND_OPERATOR_PASSWORD: OPERATOR.password,
-    QUESTIOND_AGENT_TOKENS: `interop=${AGENT_TOKEN}`,
-  };
-}
-
 async function startDaemon(bin) {
   const store = daemonStore(STORE);
-  const child = spawn(
-    bin,
-    ["--addr", "127.0.0.1:0", "--log-format", "json", ...store.args, "--keepalive", KEEPALIVE],
-    { stdio: ["ignore", "ignore", "pipe"], env: daemonEnv(store.env) },
-  );
-  if (PIDFILE && child.pid) writeFileSync(PIDFILE, String(child.pid));
-  // Even if the test process dies early, the daemon must not outlive it.
-  process.once("exit", () => child.kill("SIGKILL"));
-
-  // Drain stderr for the whole run: a full pipe would block the daemon.
-  const logs = [];
-  const lines = createInterface({ input: child.stderr });
-  const listening = new Promise((resolve, reject) => {
-    lines.on("line", (line) => {
-      logs.push(line);
-      if (line.includes('"msg":"questiond listening"')) resolve(line);
-    });
-    child.once("error", reject);
-    child.once("exit", (code, signal) =>
-      reject(new Error(`questiond exited before listening (code ${code}, signal ${signal}):\n${logs.join("\n")}`)),
-    );
+  const d = await launch(bin, {
+    args: [...store.args, "--keepalive", KEEPALIVE],
+    env: daemonEnv(store.env, {
+      QUESTIOND_OPERATOR_USERNAME: OPERATOR.user,
+      QUESTIOND_OPERATOR_PASSWORD: OPERATOR.password,
+      QUESTIOND_AGENT_TOKENS: `interop=${AGENT_TOKEN}`,
+    }),
+    startupMs: STARTUP_MS,
   });
-  const entry = JSON.parse(await within(listening, STARTUP_MS, "questiond's listening log line"));
+  const entry = JSON.parse(d.line);
   assert.match(entry.addr, /^127\.0\.0\.1:\d+$/, `listening line: ${JSON.stringify(entry)}`);
-  return { child, base: `http://${entry.addr}`, logs };
-}
-
-async function stopDaemon(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGTERM");
-  try {
-    await within(exited, 10_000, "questiond to shut down");
-  } catch {
-    child.kill("SIGKILL");
-    await within(exited, 5_000, "questiond to die");
-  }
+  return { child: d.child, base: d.base, logs: d.logs };
 }
 
 // --- helpers ----------------------------------------------------------------
-
-/** Resolves like p, or rejects naming what was awaited once ms have passed. */
-function within(p, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
-}
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -18,15 +18,12 @@
 // run.sh builds the daemon and passes its path in QUESTIOND_BIN.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
-import { createInterface } from "node:readline";
 import { createOpencodeClient } from "@opencode-ai/sdk/v2";
+import { daemonEnv, startDaemon as launch, stopDaemon, within } from "../daemon.mjs";
 import { daemonStore, testStore } from "../daemon-store.mjs";
 
 const BIN = process.env.QUESTIOND_BIN;
-const PIDFILE = process.env.QUESTIOND_PIDFILE;
 const STORE = testStore("bolt");
 
 // Every wait is bounded by one of these.
@@ -102,72 +99,25 @@ for (const mode of MODES) {
 // --- the daemon ------------------------------------------------------------
 
 /**
- * The daemon's environment: this process's, without any questiond setting or
- * OpenCode credential it may have inherited, plus the mode's own.
+ * A daemon in mode on an empty store, its environment without any questiond
+ * setting or OpenCode credential this process may have inherited.
  */
-function daemonEnv(mode, storeEnv) {
-  const env = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith("QUESTIOND_") && !name.startsWith("OPENCODE_SERVER_")) env[name] = value;
-  }
-  return { ...env, ...storeEnv, ...mode.env };
-}
-
 async function startDaemon(bin, mode) {
   const store = daemonStore(STORE); // an empty one for each daemon
-  const child = spawn(
-    bin,
-    ["--addr", "127.0.0.1:0", "--log-format", "json", "--heartbeat", "1s", ...store.args],
-    { stdio: ["ignore", "ignore", "pipe"], env: daemonEnv(mode, store.env) },
-  );
-  if (PIDFILE && child.pid) writeFileSync(PIDFILE, String(child.pid));
-  // Even if the test process dies early, the daemon must not outlive it.
-  process.once("exit", () => child.kill("SIGKILL"));
-
-  // Keep draining stderr for the whole run: a full pipe would block the daemon.
-  const logs = [];
-  const lines = createInterface({ input: child.stderr });
-  const listening = new Promise((resolve, reject) => {
-    lines.on("line", (line) => {
-      logs.push(line);
-      if (line.includes('"msg":"questiond listening"')) resolve(line);
-    });
-    child.once("error", reject);
-    child.once("exit", (code, signal) =>
-      reject(new Error(`questiond exited before listening (code ${code}, signal ${signal}):\n${logs.join("\n")}`)),
-    );
+  const d = await launch(bin, {
+    args: ["--heartbeat", "1s", ...store.args],
+    env: daemonEnv(store.env, mode.env),
+    startupMs: STARTUP_MS,
   });
-  const line = await within(listening, STARTUP_MS, "questiond's listening log line");
-  for (const l of logs) JSON.parse(l); // every log line is one JSON object
-  const entry = JSON.parse(line);
-  assert.equal(entry.msg, "questiond listening", `listening line: ${line}`);
+  for (const l of d.logs) JSON.parse(l); // every log line is one JSON object
+  const entry = JSON.parse(d.line);
+  assert.equal(entry.msg, "questiond listening", `listening line: ${d.line}`);
   assert.equal(entry.level, "info");
   assert.match(entry.addr, /^127\.0\.0\.1:\d+$/);
-  return { child, base: `http://${entry.addr}`, logs, mode };
-}
-
-async function stopDaemon(child) {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGTERM");
-  try {
-    await within(exited, 10_000, "questiond to shut down");
-  } catch {
-    child.kill("SIGKILL");
-    await within(exited, 5_000, "questiond to die");
-  }
+  return { child: d.child, base: d.base, logs: d.logs, mode };
 }
 
 // --- helpers ----------------------------------------------------------------
-
-/** Resolves like p, or rejects naming what was awaited once ms have passed. */
-function within(p, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
-}
 
 /** HTTP Basic credentials, as OpenCode clients send them. */
 const basic = (user, password) => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;

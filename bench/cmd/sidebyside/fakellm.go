@@ -13,14 +13,14 @@ import (
 // OpenCode's model, so that OpenCode asks questions with no network and no
 // model: a turn that offers the question tool and ends with the user's
 // message gets one call of that tool (the questions questiond makes of
-// seedForm); every other turn (titles, the turn after the answer) gets a
-// short text.
+// workload.SeedForm); every other turn (titles, the turn after the answer)
+// gets a short text.
 type fakeLLM struct {
 	calls atomic.Int64
 }
 
 // fakeQuestionArgs are the question tool's arguments: the same questions,
-// headers and options questiond shows for seedForm.
+// headers and options questiond shows for workload.SeedForm.
 var fakeQuestionArgs = mustJSON(map[string]any{"questions": []map[string]any{
 	{"question": "Diagnose the machine\n\nEquipment model? (pick one) (required)", "header": "Model",
 		"options": []map[string]string{{"label": "SY215C", "description": ""}, {"label": "SY365H", "description": ""}}},

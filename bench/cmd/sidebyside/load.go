@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/questiond/questiond/bench/workload"
 )
 
 // request is one HTTP request of a load case.
@@ -33,14 +34,7 @@ func (r loadResult) perSecond() float64 {
 }
 
 // quantile is the q-quantile of the latencies (nearest rank), 0 with none.
-func (r loadResult) quantile(q float64) time.Duration {
-	if len(r.latencies) == 0 {
-		return 0
-	}
-	sorted := slices.Clone(r.latencies)
-	slices.Sort(sorted)
-	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
-}
+func (r loadResult) quantile(q float64) time.Duration { return workload.Quantile(r.latencies, q) }
 
 // newLoadClient keeps up to conns keep-alive connections to one server, so
 // the load measures requests, not connection set-up.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/bench/bare"
+	"github.com/questiond/questiond/bench/workload"
 	"github.com/questiond/questiond/internal/opencodenpm"
 	"github.com/questiond/questiond/internal/testenv"
 	"github.com/questiond/questiond/internal/testkit"
@@ -49,13 +50,13 @@ func TestBareServerSendsTheSeededBytes(t *testing.T) {
 	if _, body := send(t, http.MethodGet, srv.URL+"/question", nil); body != "["+first+","+second+"]" {
 		t.Fatalf("list = %s", body)
 	}
-	if status, body := send(t, http.MethodPost, srv.URL+"/question/que_1/reply", seedAnswers); status != http.StatusOK || body != "true" {
+	if status, body := send(t, http.MethodPost, srv.URL+"/question/que_1/reply", workload.SeedAnswers); status != http.StatusOK || body != "true" {
 		t.Fatalf("reply: %d %s", status, body)
 	}
 	if _, body := send(t, http.MethodGet, srv.URL+"/question", nil); body != "["+second+"]" {
 		t.Fatalf("list after the reply = %s", body)
 	}
-	if status, _ := send(t, http.MethodPost, srv.URL+"/question/que_1/reply", seedAnswers); status != http.StatusNotFound {
+	if status, _ := send(t, http.MethodPost, srv.URL+"/question/que_1/reply", workload.SeedAnswers); status != http.StatusNotFound {
 		t.Fatalf("second reply: %d, want 404", status)
 	}
 	if status, _ := send(t, http.MethodPost, srv.URL+"/seed", []byte(`[{"noid":1}]`)); status != http.StatusBadRequest {
@@ -122,7 +123,7 @@ func TestFakeLLMAsksOnlyWhenTheUserSpokeLast(t *testing.T) {
 	}
 	_, body := send(t, http.MethodPost, base+"/chat/completions", []byte(`{"stream":true,`+tools+`,"messages":[{"role":"user"}]}`))
 	if !strings.Contains(body, `Equipment model? (pick one) (required)`) || !strings.HasSuffix(body, "data: [DONE]\n\n") {
-		t.Errorf("the tool call does not carry seedForm's questions as questiond shows them, or the stream does not end:\n%s", body)
+		t.Errorf("the tool call does not carry workload.SeedForm's questions as questiond shows them, or the stream does not end:\n%s", body)
 	}
 }
 

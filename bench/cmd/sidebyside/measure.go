@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/questiond/questiond/bench/workload"
 )
 
 // measurement is what one server measured in one run; each load case holds
@@ -99,7 +101,7 @@ func measureAll(cfg *config, targets []*target) (map[string]*measurement, error)
 		return nil, err
 	}
 	rounds(http.StatusOK, get, func(m *measurement) *[]loadResult { return &m.empty })
-	rounds(http.StatusNotFound, request{http.MethodPost, "/question/" + unknownID + "/reply", seedAnswers}, func(m *measurement) *[]loadResult { return &m.unknown })
+	rounds(http.StatusNotFound, request{http.MethodPost, "/question/" + unknownID + "/reply", workload.SeedAnswers}, func(m *measurement) *[]loadResult { return &m.unknown })
 	for round := 1; round < cfg.rounds; round++ {
 		if err := replyRound(round); err != nil {
 			return nil, err
@@ -116,7 +118,7 @@ func replyAll(cfg *config, client *http.Client, t *target, list []byte) (loadRes
 	}
 	replies := make([]request, len(items))
 	for i, q := range items {
-		replies[i] = request{http.MethodPost, "/question/" + q.ID + "/reply", seedAnswers}
+		replies[i] = request{http.MethodPost, "/question/" + q.ID + "/reply", workload.SeedAnswers}
 	}
 	return drive(client, t.base, cfg.conns, 0, http.StatusOK, each(replies)), nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/internal/opencodenpm"
+	"github.com/questiond/questiond/internal/testkit/launch"
 )
 
 // pendingTimeout bounds how long OpenCode may take to have its questions
@@ -26,7 +26,7 @@ const pendingTimeout = 10 * time.Minute
 // offline: home and XDG directories of its own, no update check, no models
 // or plugin downloads, npm pointed at a closed port, and a project whose
 // only model is the fake one, which makes each prompted session ask
-// seedForm's questions with OpenCode's question tool.
+// workload.SeedForm's questions with OpenCode's question tool.
 func startOpencode(cfg *config) (*target, error) {
 	bin, err := opencodenpm.Install(cfg.opencodeVersion, func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, format+"\n", args...)
@@ -66,7 +66,7 @@ func startOpencode(cfg *config) (*target, error) {
 		stopLLM()
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := launch.FreePort()
 	if err != nil {
 		stopLLM()
 		return nil, err
@@ -178,13 +178,4 @@ func postJSON(client *http.Client, url string, body []byte) ([]byte, error) {
 		return nil, fmt.Errorf("POST %s: status %d: %.300s", url, res.StatusCode, out)
 	}
 	return out, nil
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/bench/bare"
+	"github.com/questiond/questiond/bench/workload"
 	"github.com/questiond/questiond/internal/testkit/launch"
 )
 
@@ -43,17 +44,6 @@ func (t *target) replyRounds(cfg *config) int {
 	return cfg.rounds
 }
 
-// seedForm is the two-question form every agent asks (questiond's
-// bench/client_test.go uses the same one), and seedAnswers the operator's
-// reply to what it becomes.
-var (
-	seedForm = []byte(`{"message":"Diagnose the machine","requestedSchema":{"type":"object",` +
-		`"properties":{"model":{"type":"string","title":"Model","description":"Equipment model?","enum":["SY215C","SY365H"]},` +
-		`"symptoms":{"type":"array","title":"Symptoms","description":"Select symptoms",` +
-		`"items":{"type":"string","enum":["Black smoke","Low power","Overheating"]}}},"required":["model"]}}`)
-	seedAnswers = []byte(`{"answers":[["SY215C"],["Black smoke"]]}`)
-)
-
 // startQuestiond runs the questiond binary with its defaults but: the given
 // store (bolt in a fresh data directory), a free loopback port, JSON logs
 // (to read the port from), and no request rate limit, since all the load
@@ -75,8 +65,8 @@ func startQuestiond(cfg *config, name, store string) (*target, error) {
 	return t, nil
 }
 
-// askQuestiond posts n elicitations of seedForm from up to conns agents at
-// once.
+// askQuestiond posts n elicitations of workload.SeedForm from up to conns
+// agents at once.
 func askQuestiond(client *http.Client, base string, n, conns int) error {
 	var (
 		next  atomic.Int64
@@ -89,7 +79,7 @@ func askQuestiond(client *http.Client, base string, n, conns int) error {
 		go func() {
 			defer wg.Done()
 			for next.Add(1) <= int64(n) {
-				if _, err := exchange(client, base, request{http.MethodPost, "/elicitations", seedForm}, http.StatusCreated); err != nil {
+				if _, err := exchange(client, base, request{http.MethodPost, "/elicitations", workload.SeedForm}, http.StatusCreated); err != nil {
 					mu.Lock()
 					first = cmpErr(first, err)
 					mu.Unlock()

@@ -13,12 +13,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/questiond/questiond/internal/defaults"
 )
 
 // Listening is the message questiond logs once it accepts connections; its
@@ -94,12 +97,8 @@ func Start(cmd *exec.Cmd, opts Options) (*Process, error) {
 	if opts.AddrIn == nil {
 		opts.AddrIn = ListeningAddr
 	}
-	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = DefaultStartTimeout
-	}
-	if opts.StopTimeout <= 0 {
-		opts.StopTimeout = DefaultStopTimeout
-	}
+	defaults.Fill(&opts.StartTimeout, DefaultStartTimeout)
+	defaults.Fill(&opts.StopTimeout, DefaultStopTimeout)
 	addrs := make(chan string, 1)
 	out := &output{log: opts.Log, found: func(line string) {
 		if opts.NoAddr {
@@ -277,3 +276,14 @@ func (o *output) tail() string {
 
 // ErrNoGo is returned by Build when the go command is not on PATH.
 var ErrNoGo = errors.New("no go command on PATH")
+
+// FreePort returns a loopback TCP port nothing listens on now, for a
+// server that takes its port as a flag rather than choosing one itself.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

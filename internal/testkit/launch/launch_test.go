@@ -1,6 +1,8 @@
 package launch_test
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -112,4 +114,17 @@ func TestBuildFromAnotherProcess(t *testing.T) {
 	if _, err := launch.Build(t.Context(), launch.BuildOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// FreePort names a loopback port a server can then listen on.
+func TestFreePort(t *testing.T) {
+	port, err := launch.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatalf("listening on the free port %d: %v", port, err)
+	}
+	ln.Close()
 }

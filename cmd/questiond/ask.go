@@ -174,7 +174,7 @@ func parseAsk(args []string, getenv func(string) string, stdin io.Reader, stderr
 			printAskHelp(fs, stderr)
 			return nil, client.Params{}, err
 		}
-		return nil, client.Params{}, &usageError{err.Error()}
+		return nil, client.Params{}, &usageError{flagError(err)}
 	}
 	if fs.NArg() > 0 {
 		return nil, client.Params{}, usagef("unexpected argument %q", fs.Arg(0))
@@ -224,15 +224,7 @@ func parseAsk(args []string, getenv func(string) string, stdin io.Reader, stderr
 
 func printAskHelp(fs *flag.FlagSet, out io.Writer) {
 	fmt.Fprint(out, askUsageHeader)
-	for _, name := range askHelpOrder {
-		fl := fs.Lookup(name)
-		arg, usage := flag.UnquoteUsage(fl)
-		line := "  --" + fl.Name
-		if arg != "" {
-			line += " " + arg
-		}
-		fmt.Fprintf(out, "%s\n    \t%s\n", line, usage)
-	}
+	writeFlags(out, fs, askHelpOrder, nil)
 }
 
 // requestedSchema is --schema's content, or the schema of the one quick

@@ -226,11 +226,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		case badValue != nil:
 			return nil, badValue
 		default: // an unknown flag, or one missing its value
-			msg := strings.Replace(err.Error(), ": -", ": --", 1) // the flag package names flags with one dash
-			if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
-				msg = "unknown flag " + name
-			}
-			return nil, fmt.Errorf("%s (see questiond --help)", msg)
+			return nil, fmt.Errorf("%s (see questiond --help)", flagError(err))
 		}
 	}
 	if fs.NArg() > 0 {
@@ -263,23 +259,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 // default (when it has one) and its environment variable.
 func printUsage(fs *flag.FlagSet, out io.Writer) {
 	fmt.Fprint(out, usageHeader)
-	fs.VisitAll(func(f *flag.Flag) {
-		name, usage := flag.UnquoteUsage(f)
-		line := "  --" + f.Name
-		if name != "" {
-			line += " " + name
+	writeFlags(out, fs, nil, func(f *flag.Flag) []string {
+		if f.Name == "version" { // an action, not a setting: no default, no twin
+			return nil
 		}
-		var notes []string
-		if f.Name != "version" { // an action, not a setting: no default, no twin
-			if f.DefValue != "" {
-				notes = append(notes, fmt.Sprintf("default %q", f.DefValue))
-			}
-			notes = append(notes, "env "+envName(f.Name))
-		}
-		if len(notes) > 0 {
-			usage += " (" + strings.Join(notes, ", ") + ")"
-		}
-		fmt.Fprintf(out, "%s\n    \t%s\n", line, usage)
+		return append(defaultNote(f), "env "+envName(f.Name))
 	})
 	fmt.Fprint(out, secretsHelp)
 }

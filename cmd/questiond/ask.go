@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/questiond/questiond/client"
 )
@@ -160,7 +161,7 @@ func parseAsk(args []string, getenv func(string) string, stdin io.Reader, stderr
 	fs.StringVar(&f.chooseMany, "choose-many", "", "quick question: pick any of comma-separated `values`")
 	fs.BoolVar(&f.text, "text", false, "quick question: free text")
 	fs.BoolVar(&f.confirm, "confirm", false, "quick question: Yes or No (a boolean)")
-	fs.StringVar(&f.title, "title", "", "quick question: its `title` (the operator's question header)")
+	fs.StringVar(&f.title, "title", "", "quick question: its `title` (the operator's question header; default: the first words of --message)")
 	fs.StringVar(&f.key, "key", defaultAskKey, "quick question: the content `key` of its answer (default \""+defaultAskKey+"\")")
 	fs.StringVar(&f.server, "server", "", "questiond's base `URL` (env QUESTIOND_SERVER, default "+client.DefaultServer+")")
 	fs.StringVar(&f.token, "token", "", "agent bearer `token` (env QUESTIOND_TOKEN; prefer the environment, flags show in the process list)")
@@ -246,6 +247,12 @@ func (f *askFlags) requestedSchema(stdin io.Reader) (json.RawMessage, error) {
 	if strings.TrimSpace(f.key) == "" {
 		return nil, usagef("--key must not be empty")
 	}
+	labels := []client.Option{client.Title(f.title)}
+	if !f.titleSet {
+		// Without a title the operator's header would be the key ("answer")
+		// and the question "answer (Yes or No)": the message names it better.
+		labels = []client.Option{client.Title(headerFrom(f.message)), client.Description(quickQuestionText)}
+	}
 	b := client.NewSchema()
 	switch f.quickQuestions[0] {
 	case "--choose":
@@ -253,39 +260,69 @@ func (f *askFlags) requestedSchema(stdin io.Reader) (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		var opts []client.ChoiceOption
-		if f.title != "" {
-			opts = append(opts, client.Title(f.title))
-		}
-		b.Choose(f.key, values, opts...)
+		b.Choose(f.key, values, optionsAs[client.ChoiceOption](labels)...)
 	case "--choose-many":
 		values, err := splitChoices("--choose-many", f.chooseMany)
 		if err != nil {
 			return nil, err
 		}
-		var opts []client.ManyOption
-		if f.title != "" {
-			opts = append(opts, client.Title(f.title))
-		}
-		b.ChooseMany(f.key, values, opts...)
+		b.ChooseMany(f.key, values, optionsAs[client.ManyOption](labels)...)
 	case "--text":
-		var opts []client.StringOption
-		if f.title != "" {
-			opts = append(opts, client.Title(f.title))
-		}
-		b.String(f.key, opts...)
+		b.String(f.key, optionsAs[client.StringOption](labels)...)
 	case "--confirm":
-		var opts []client.BoolOption
-		if f.title != "" {
-			opts = append(opts, client.Title(f.title))
-		}
-		b.Bool(f.key, opts...)
+		b.Bool(f.key, optionsAs[client.BoolOption](labels)...)
 	}
 	schema, err := b.Build()
 	if err != nil {
 		return nil, usagef("%s: %v", f.quickQuestions[0], err)
 	}
 	return schema, nil
+}
+
+// optionsAs gives the options that apply to every kind of property as the
+// options of one kind.
+func optionsAs[T any](opts []client.Option) []T {
+	out := make([]T, len(opts))
+	for i, o := range opts {
+		out[i] = any(o).(T)
+	}
+	return out
+}
+
+// quickQuestionText is the question text under the message of a quick
+// question asked without --title.
+const quickQuestionText = "Your answer"
+
+// headerWords is the most runes of a header taken from the message: a few
+// words, well inside the daemon's --header-limit.
+const headerWords = 24
+
+// headerFrom is a quick question's header when --title is not given: the
+// first words of the message's first line that fit in headerWords runes
+// (the first word cut if it alone is longer), without trailing punctuation:
+// "Deploy build 1234?" is headed "Deploy build 1234".
+func headerFrom(message string) string {
+	var header string
+	for _, line := range strings.Split(message, "\n") {
+		words := strings.Fields(line)
+		for i, w := range words {
+			next := strings.Join(words[:i+1], " ")
+			if utf8.RuneCountInString(next) > headerWords {
+				if i == 0 {
+					header = string([]rune(w)[:headerWords-1]) + "…"
+				}
+				break
+			}
+			header = next
+		}
+		if header != "" {
+			break
+		}
+	}
+	if trimmed := strings.TrimRight(header, "?!.,;:-–— "); trimmed != "" {
+		return trimmed
+	}
+	return header // all punctuation, like "??"
 }
 
 // splitChoices splits a comma-separated list; a value with a comma in it

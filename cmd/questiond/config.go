@@ -120,7 +120,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.StringVar(&c.store, "store", "bolt", "where questions are kept, `bolt|memory|postgres`: bolt is durable (a file in --data-dir; survives restarts), memory is lost on restart, postgres is the database QUESTIOND_DATABASE_URL names, shared by several replicas")
 	fs.StringVar(&c.dataDir, "data-dir", "", "`dir` of the durable store (questiond.db, and its write-ahead log questiond.db-wal.0 and .1 while questiond runs); by default $XDG_STATE_HOME/questiond, else ~/.local/state/questiond")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `debug|info|warn|error` messages and worse")
-	fs.StringVar(&c.logFormat, "log-format", "auto", "log format, `auto|console|json`: auto is console on a terminal, JSON otherwise")
+	fs.StringVar(&c.logFormat, "log-format", "auto", "log format, `auto|console|json`: auto is console on a terminal, JSON otherwise; console lines are coloured on a terminal only")
 	c.heartbeat = daemon.DefaultHeartbeat
 	fs.Var(durationValue{&c.heartbeat}, "heartbeat", "interval (a `duration`) of server.heartbeat events on event streams")
 	c.defaultTimeout = daemon.DefaultTimeout

@@ -136,6 +136,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		zap.String("version", version), zap.Bool("operatorAuth", cfg.operatorPassword != ""),
 		zap.Int("agentTokens", len(cfg.agentTokens)), zap.Int("webhooks", len(cfg.notifyURLs)),
 		zap.Bool("webhooksSigned", cfg.notifySecret != ""), metricsField(metricsLn))
+	// The line above is what tools wait for; this one is for a person.
+	page := daemon.PageURL(cfg.publicURL, d.Addr(), tlsConfig != nil)
+	log.Info("open "+page+" to answer questions", zap.String("url", page))
 	if ready != nil {
 		ready <- d.Addr().String()
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"strings"
 	"sync"
@@ -64,7 +65,7 @@ Exit status:
      the operator's answer is lost; ask did not ask again
 
 When the daemon cannot be reached, ask says so on stderr and keeps trying (it
-may be restarting). To bound the whole wait, run it under timeout(1): its
+may be restarting), and says "reconnected" once it reaches it again. To bound the whole wait, run it under timeout(1): its
 SIGTERM withdraws the question (and timeout exits 124); if the daemon was
 never reached, ask says so instead: no question was asked.
 
@@ -404,29 +405,53 @@ func contentObject(c map[string]any) map[string]any {
 	return c
 }
 
-// unreachableNotice says once on stderr that the daemon cannot be reached.
-// Elicit keeps trying then (the daemon may be restarting), so without it a
-// script pointed at the wrong --server would wait in silence.
+// unreachableNotice says on stderr when the daemon cannot be reached, and
+// when it answers again. Elicit keeps trying then (the daemon may be
+// restarting), so without it a script pointed at the wrong --server would
+// wait in silence, and one whose daemon came back would still look stuck.
 type unreachableNotice struct {
 	ctx    context.Context // once it ends, failures are the interruption's own
 	next   http.RoundTripper
 	out    io.Writer
 	server string
-	once   sync.Once
 	// answered is set once any HTTP answer came back: from then on a
 	// question may exist, and an interruption withdraws it.
 	answered atomic.Bool
+
+	mu          sync.Mutex
+	unreachable bool // the last attempt failed, and that was said
 }
 
 func (n *unreachableNotice) RoundTrip(req *http.Request) (*http.Response, error) {
-	res, err := n.next.RoundTrip(req)
+	// A new connection is the daemon back: a long-poll's answer may be
+	// minutes away, and the person watching wants to know now.
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if !info.Reused {
+			n.reached()
+		}
+	}}
+	res, err := n.next.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
 	if res != nil {
 		n.answered.Store(true)
+		n.reached()
 	}
 	if err != nil && n.ctx.Err() == nil && req.Context().Err() == nil {
-		n.once.Do(func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if !n.unreachable {
+			n.unreachable = true
 			fmt.Fprintf(n.out, "questiond ask: %s is not answering (%v); still trying, as it may be restarting (Ctrl-C gives up)\n", n.server, err)
-		})
+		}
 	}
 	return res, err
+}
+
+// reached says that the daemon can be reached again, if it could not.
+func (n *unreachableNotice) reached() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.unreachable {
+		n.unreachable = false
+		fmt.Fprintf(n.out, "questiond ask: reconnected to %s\n", n.server)
+	}
 }

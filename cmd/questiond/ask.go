@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/questiond/questiond/client"
 )
@@ -63,7 +65,7 @@ Exit status:
      the operator's answer is lost; ask did not ask again
 
 When the daemon cannot be reached, ask says so on stderr and keeps trying (it
-may be restarting). To bound the whole wait, run it under timeout(1): its
+may be restarting), and says "reconnected" once it reaches it again. To bound the whole wait, run it under timeout(1): its
 SIGTERM withdraws the question (and timeout exits 124); if the daemon was
 never reached, ask says so instead: no question was asked.
 
@@ -160,7 +162,7 @@ func parseAsk(args []string, getenv func(string) string, stdin io.Reader, stderr
 	fs.StringVar(&f.chooseMany, "choose-many", "", "quick question: pick any of comma-separated `values`")
 	fs.BoolVar(&f.text, "text", false, "quick question: free text")
 	fs.BoolVar(&f.confirm, "confirm", false, "quick question: Yes or No (a boolean)")
-	fs.StringVar(&f.title, "title", "", "quick question: its `title` (the operator's question header)")
+	fs.StringVar(&f.title, "title", "", "quick question: its `title` (the operator's question header; default: the first words of --message)")
 	fs.StringVar(&f.key, "key", defaultAskKey, "quick question: the content `key` of its answer (default \""+defaultAskKey+"\")")
 	fs.StringVar(&f.server, "server", "", "questiond's base `URL` (env QUESTIOND_SERVER, default "+client.DefaultServer+")")
 	fs.StringVar(&f.token, "token", "", "agent bearer `token` (env QUESTIOND_TOKEN; prefer the environment, flags show in the process list)")
@@ -174,7 +176,7 @@ func parseAsk(args []string, getenv func(string) string, stdin io.Reader, stderr
 			printAskHelp(fs, stderr)
 			return nil, client.Params{}, err
 		}
-		return nil, client.Params{}, &usageError{err.Error()}
+		return nil, client.Params{}, &usageError{flagError(err)}
 	}
 	if fs.NArg() > 0 {
 		return nil, client.Params{}, usagef("unexpected argument %q", fs.Arg(0))
@@ -224,15 +226,7 @@ func parseAsk(args []string, getenv func(string) string, stdin io.Reader, stderr
 
 func printAskHelp(fs *flag.FlagSet, out io.Writer) {
 	fmt.Fprint(out, askUsageHeader)
-	for _, name := range askHelpOrder {
-		fl := fs.Lookup(name)
-		arg, usage := flag.UnquoteUsage(fl)
-		line := "  --" + fl.Name
-		if arg != "" {
-			line += " " + arg
-		}
-		fmt.Fprintf(out, "%s\n    \t%s\n", line, usage)
-	}
+	writeFlags(out, fs, askHelpOrder, nil)
 }
 
 // requestedSchema is --schema's content, or the schema of the one quick
@@ -254,6 +248,12 @@ func (f *askFlags) requestedSchema(stdin io.Reader) (json.RawMessage, error) {
 	if strings.TrimSpace(f.key) == "" {
 		return nil, usagef("--key must not be empty")
 	}
+	labels := []client.Option{client.Title(f.title)}
+	if !f.titleSet {
+		// Without a title the operator's header would be the key ("answer")
+		// and the question "answer (Yes or No)": the message names it better.
+		labels = []client.Option{client.Title(headerFrom(f.message)), client.Description(quickQuestionText)}
+	}
 	b := client.NewSchema()
 	switch f.quickQuestions[0] {
 	case "--choose":
@@ -261,39 +261,69 @@ func (f *askFlags) requestedSchema(stdin io.Reader) (json.RawMessage, error) {
 		if err != nil {
 			return nil, err
 		}
-		var opts []client.ChoiceOption
-		if f.title != "" {
-			opts = append(opts, client.Title(f.title))
-		}
-		b.Choose(f.key, values, opts...)
+		b.Choose(f.key, values, optionsAs[client.ChoiceOption](labels)...)
 	case "--choose-many":
 		values, err := splitChoices("--choose-many", f.chooseMany)
 		if err != nil {
 			return nil, err
 		}
-		var opts []client.ManyOption
-		if f.title != "" {
-			opts = append(opts, client.Title(f.title))
-		}
-		b.ChooseMany(f.key, values, opts...)
+		b.ChooseMany(f.key, values, optionsAs[client.ManyOption](labels)...)
 	case "--text":
-		var opts []client.StringOption
-		if f.title != "" {
-			opts = append(opts, client.Title(f.title))
-		}
-		b.String(f.key, opts...)
+		b.String(f.key, optionsAs[client.StringOption](labels)...)
 	case "--confirm":
-		var opts []client.BoolOption
-		if f.title != "" {
-			opts = append(opts, client.Title(f.title))
-		}
-		b.Bool(f.key, opts...)
+		b.Bool(f.key, optionsAs[client.BoolOption](labels)...)
 	}
 	schema, err := b.Build()
 	if err != nil {
 		return nil, usagef("%s: %v", f.quickQuestions[0], err)
 	}
 	return schema, nil
+}
+
+// optionsAs gives the options that apply to every kind of property as the
+// options of one kind.
+func optionsAs[T any](opts []client.Option) []T {
+	out := make([]T, len(opts))
+	for i, o := range opts {
+		out[i] = any(o).(T)
+	}
+	return out
+}
+
+// quickQuestionText is the question text under the message of a quick
+// question asked without --title.
+const quickQuestionText = "Your answer"
+
+// headerWords is the most runes of a header taken from the message: a few
+// words, well inside the daemon's --header-limit.
+const headerWords = 24
+
+// headerFrom is a quick question's header when --title is not given: the
+// first words of the message's first line that fit in headerWords runes
+// (the first word cut if it alone is longer), without trailing punctuation:
+// "Deploy build 1234?" is headed "Deploy build 1234".
+func headerFrom(message string) string {
+	var header string
+	for _, line := range strings.Split(message, "\n") {
+		words := strings.Fields(line)
+		for i, w := range words {
+			next := strings.Join(words[:i+1], " ")
+			if utf8.RuneCountInString(next) > headerWords {
+				if i == 0 {
+					header = string([]rune(w)[:headerWords-1]) + "…"
+				}
+				break
+			}
+			header = next
+		}
+		if header != "" {
+			break
+		}
+	}
+	if trimmed := strings.TrimRight(header, "?!.,;:-–— "); trimmed != "" {
+		return trimmed
+	}
+	return header // all punctuation, like "??"
 }
 
 // splitChoices splits a comma-separated list; a value with a comma in it
@@ -375,29 +405,53 @@ func contentObject(c map[string]any) map[string]any {
 	return c
 }
 
-// unreachableNotice says once on stderr that the daemon cannot be reached.
-// Elicit keeps trying then (the daemon may be restarting), so without it a
-// script pointed at the wrong --server would wait in silence.
+// unreachableNotice says on stderr when the daemon cannot be reached, and
+// when it answers again. Elicit keeps trying then (the daemon may be
+// restarting), so without it a script pointed at the wrong --server would
+// wait in silence, and one whose daemon came back would still look stuck.
 type unreachableNotice struct {
 	ctx    context.Context // once it ends, failures are the interruption's own
 	next   http.RoundTripper
 	out    io.Writer
 	server string
-	once   sync.Once
 	// answered is set once any HTTP answer came back: from then on a
 	// question may exist, and an interruption withdraws it.
 	answered atomic.Bool
+
+	mu          sync.Mutex
+	unreachable bool // the last attempt failed, and that was said
 }
 
 func (n *unreachableNotice) RoundTrip(req *http.Request) (*http.Response, error) {
-	res, err := n.next.RoundTrip(req)
+	// A new connection is the daemon back: a long-poll's answer may be
+	// minutes away, and the person watching wants to know now.
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if !info.Reused {
+			n.reached()
+		}
+	}}
+	res, err := n.next.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
 	if res != nil {
 		n.answered.Store(true)
+		n.reached()
 	}
 	if err != nil && n.ctx.Err() == nil && req.Context().Err() == nil {
-		n.once.Do(func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if !n.unreachable {
+			n.unreachable = true
 			fmt.Fprintf(n.out, "questiond ask: %s is not answering (%v); still trying, as it may be restarting (Ctrl-C gives up)\n", n.server, err)
-		})
+		}
 	}
 	return res, err
+}
+
+// reached says that the daemon can be reached again, if it could not.
+func (n *unreachableNotice) reached() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.unreachable {
+		n.unreachable = false
+		fmt.Fprintf(n.out, "questiond ask: reconnected to %s\n", n.server)
+	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"strings"
 	"testing"
@@ -75,5 +76,83 @@ func TestAskStoppedBeforeTheDaemonWasReachedSaysNoQuestionWasAsked(t *testing.T)
 	}
 	if !strings.Contains(got, closed+" could not be reached, so no question was asked") || strings.Contains(got, "withdrawn") {
 		t.Fatalf("stderr %q; want the unreachable daemon named and no withdrawn question", got)
+	}
+}
+
+// After "not answering … still trying", ask says when the daemon answers
+// again, so a script's log does not end on a failure that is over, and a
+// restart of the daemon (durable store: the question survives) is told the
+// same way. Before, the notice was the last word while ask went on waiting.
+func TestAskSaysReconnectedWhenTheDaemonAnswersAgain(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	server := "http://" + addr
+	ln.Close() // nothing listens there until the daemon starts below
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var stdout bytes.Buffer
+	var stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- ask(ctx, []string{"--message", "Anyone?", "--confirm", "--content"}, envOf(map[string]string{"QUESTIOND_SERVER": server}),
+			strings.NewReader(""), &stdout, &stderr)
+	}()
+	waitForStderr := func(text string, count int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for strings.Count(stderr.String(), text) < count {
+			if time.Now().After(deadline) {
+				t.Fatalf("stderr never said %q %d times: %q", text, count, stderr.String())
+			}
+			time.Sleep(10 * time.Millisecond) // polling for the notice, not racing it
+		}
+	}
+	listed := func(base string) []listedQuestion {
+		t.Helper()
+		var questions []listedQuestion
+		deadline := time.Now().Add(15 * time.Second)
+		for len(questions) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the question was never listed; stderr %q", stderr.String())
+			}
+			_, body := sendJSON(t, "GET", base+"/question", "")
+			if err := json.Unmarshal([]byte(body), &questions); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(10 * time.Millisecond) // polling as an operator's client does
+		}
+		return questions
+	}
+	notAnswering, reconnected := server+" is not answering", "questiond ask: reconnected to "+server+"\n"
+	waitForStderr(notAnswering, 1)
+	if strings.Contains(stderr.String(), "reconnected") {
+		t.Fatalf("reconnected before anything listened: %q", stderr.String())
+	}
+	dataDir := t.TempDir()
+	daemonArgs := []string{"--store", "bolt", "--data-dir", dataDir, "--addr", addr, "--metrics-addr", "off"}
+	base, stopFirst := startDaemon(t, nil, daemonArgs...)
+	waitForStderr(reconnected, 1)
+	listed(base)
+	if err := stopFirst(); err != nil {
+		t.Fatal(err)
+	}
+	waitForStderr(notAnswering, 2)
+	if strings.Count(stderr.String(), "reconnected") != 1 {
+		t.Fatalf("reconnected while the daemon was down: %q", stderr.String())
+	}
+	base, _ = startDaemon(t, nil, daemonArgs...)
+	waitForStderr(reconnected, 2)
+	q := listed(base)[0]
+	if status, body := sendJSON(t, "POST", base+"/question/"+q.ID+"/reply", `{"answers":[["Yes"]]}`); status != 200 {
+		t.Fatalf("reply: %d %s", status, body)
+	}
+	if status := <-done; status != askAccepted || stdout.String() != `{"answer":true}`+"\n" {
+		t.Fatalf("exit %d, stdout %q; stderr %q", status, stdout.String(), stderr.String())
+	}
+	if got := stderr.String(); strings.Count(got, "reconnected") != 2 || strings.Count(got, "not answering") != 2 {
+		t.Errorf("stderr %q; want each outage told and each return", got)
 	}
 }

@@ -475,3 +475,44 @@ func TestAskPrintsContentUnchanged(t *testing.T) {
 		t.Fatalf("stdout escapes HTML for no reader that needs it: %q", a.stdout.String())
 	}
 }
+
+// A quick question asked without --title is headed by the first words of
+// its message, and its text under the message is not the bare key: before,
+// --confirm showed the operator the header "answer" and "answer (Yes or
+// No)". --key still names the answer's key.
+func TestAskQuickQuestionWithoutTitleIsHeadedByItsMessage(t *testing.T) {
+	d, env := askDaemon(t)
+	for _, c := range []struct {
+		kind    []string
+		message string
+		header  string
+		answers string
+		want    string
+	}{
+		{[]string{"--confirm"}, "Deploy build 1234?\nIt passed every check.", "Deploy build 1234", `[["Yes"]]`, `{"answer":true}`},
+		{[]string{"--text", "--key", "why"}, "Why did the nightly run fail on the arm64 builders?", "Why did the nightly run", `[["disk full"]]`, `{"why":"disk full"}`},
+		{[]string{"--choose", "a,b"}, "\n  Supercalifragilisticexpialidocious-release: pick", "Supercalifragilisticexp…", `[["b"]]`, `{"answer":"b"}`},
+	} {
+		t.Run(c.kind[0], func(t *testing.T) {
+			a := startAsk(t, env, "", append([]string{"--message", c.message, "--content"}, c.kind...)...)
+			q := awaitQuestion(t, d, a, "")
+			got := q.Questions[0]
+			if got.Header != c.header {
+				t.Errorf("header %q, want %q from the message", got.Header, c.header)
+			}
+			if strings.Contains(got.Question, "\n\nanswer") || strings.Contains(got.Question, "\n\nwhy") {
+				t.Errorf("the question shows the operator its key: %q", got.Question)
+			}
+			if firstLine := strings.SplitN(strings.TrimSpace(c.message), "\n", 2)[0]; !strings.Contains(got.Question, firstLine) {
+				t.Errorf("the question lost the message: %q", got.Question)
+			}
+			operator(t, d, "/question/"+q.ID+"/reply", `{"answers":`+c.answers+`}`)
+			if status := a.wait(t); status != 0 {
+				t.Fatalf("exit %d; stderr: %s", status, a.stderr.String())
+			}
+			if out := a.stdout.String(); out != c.want+"\n" {
+				t.Fatalf("stdout %q, want %q", out, c.want)
+			}
+		})
+	}
+}

@@ -120,7 +120,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	fs.StringVar(&c.store, "store", "bolt", "where questions are kept, `bolt|memory|postgres`: bolt is durable (a file in --data-dir; survives restarts), memory is lost on restart, postgres is the database QUESTIOND_DATABASE_URL names, shared by several replicas")
 	fs.StringVar(&c.dataDir, "data-dir", "", "`dir` of the durable store (questiond.db, and its write-ahead log questiond.db-wal.0 and .1 while questiond runs); by default $XDG_STATE_HOME/questiond, else ~/.local/state/questiond")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log `debug|info|warn|error` messages and worse")
-	fs.StringVar(&c.logFormat, "log-format", "auto", "log format, `auto|console|json`: auto is console on a terminal, JSON otherwise")
+	fs.StringVar(&c.logFormat, "log-format", "auto", "log format, `auto|console|json`: auto is console on a terminal, JSON otherwise; console lines are coloured on a terminal only")
 	c.heartbeat = daemon.DefaultHeartbeat
 	fs.Var(durationValue{&c.heartbeat}, "heartbeat", "interval (a `duration`) of server.heartbeat events on event streams")
 	c.defaultTimeout = daemon.DefaultTimeout
@@ -226,11 +226,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		case badValue != nil:
 			return nil, badValue
 		default: // an unknown flag, or one missing its value
-			msg := strings.Replace(err.Error(), ": -", ": --", 1) // the flag package names flags with one dash
-			if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
-				msg = "unknown flag " + name
-			}
-			return nil, fmt.Errorf("%s (see questiond --help)", msg)
+			return nil, fmt.Errorf("%s (see questiond --help)", flagError(err))
 		}
 	}
 	if fs.NArg() > 0 {
@@ -263,23 +259,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 // default (when it has one) and its environment variable.
 func printUsage(fs *flag.FlagSet, out io.Writer) {
 	fmt.Fprint(out, usageHeader)
-	fs.VisitAll(func(f *flag.Flag) {
-		name, usage := flag.UnquoteUsage(f)
-		line := "  --" + f.Name
-		if name != "" {
-			line += " " + name
+	writeFlags(out, fs, nil, func(f *flag.Flag) []string {
+		if f.Name == "version" { // an action, not a setting: no default, no twin
+			return nil
 		}
-		var notes []string
-		if f.Name != "version" { // an action, not a setting: no default, no twin
-			if f.DefValue != "" {
-				notes = append(notes, fmt.Sprintf("default %q", f.DefValue))
-			}
-			notes = append(notes, "env "+envName(f.Name))
-		}
-		if len(notes) > 0 {
-			usage += " (" + strings.Join(notes, ", ") + ")"
-		}
-		fmt.Fprintf(out, "%s\n    \t%s\n", line, usage)
+		return append(defaultNote(f), "env "+envName(f.Name))
 	})
 	fmt.Fprint(out, secretsHelp)
 }

@@ -87,15 +87,12 @@ func parseHealth(args []string, getenv func(string) string, stderr io.Writer) (*
 		switch {
 		case errors.Is(err, flag.ErrHelp):
 			fmt.Fprint(stderr, healthUsageHeader)
-			fs.VisitAll(func(f *flag.Flag) {
-				name, usage := flag.UnquoteUsage(f)
-				fmt.Fprintf(stderr, "  --%s %s\n    \t%s\n", f.Name, name, usage)
-			})
+			writeFlags(stderr, fs, nil, nil)
 			return nil, err
 		case badValue != nil:
 			err = badValue
 		}
-		return nil, fmt.Errorf("%v (see questiond health --help)", strings.Replace(err.Error(), ": -", ": --", 1))
+		return nil, fmt.Errorf("%v (see questiond health --help)", flagError(err))
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (see questiond health --help)", fs.Arg(0))

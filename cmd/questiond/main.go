@@ -136,6 +136,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		zap.String("version", version), zap.Bool("operatorAuth", cfg.operatorPassword != ""),
 		zap.Int("agentTokens", len(cfg.agentTokens)), zap.Int("webhooks", len(cfg.notifyURLs)),
 		zap.Bool("webhooksSigned", cfg.notifySecret != ""), metricsField(metricsLn))
+	// The line above is what tools wait for; this one is for a person.
+	page := daemon.PageURL(cfg.publicURL, d.Addr(), tlsConfig != nil)
+	log.Info("open "+page+" to answer questions", zap.String("url", page))
 	if ready != nil {
 		ready <- d.Addr().String()
 	}
@@ -233,19 +236,20 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 }
 
 // newLogger builds the one logger of the process: console lines on a
-// terminal, JSON otherwise (or as --log-format says).
+// terminal, JSON otherwise (or as --log-format says). Console lines are
+// coloured only on a terminal: in a file or a pipe the colour codes would
+// be noise.
 func newLogger(cfg *config, out io.Writer) (*zap.Logger, error) {
 	var level zapcore.Level
 	if err := level.UnmarshalText([]byte(cfg.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
+	terminal := isTerminal(out)
 	format := cfg.logFormat
 	if format == "auto" {
 		format = "json"
-		if f, ok := out.(*os.File); ok {
-			if info, err := f.Stat(); err == nil && info.Mode()&os.ModeCharDevice != 0 {
-				format = "console"
-			}
+		if terminal {
+			format = "console"
 		}
 	}
 	encCfg := zap.NewProductionEncoderConfig()
@@ -253,11 +257,24 @@ func newLogger(cfg *config, out io.Writer) (*zap.Logger, error) {
 	encCfg.EncodeDuration = zapcore.StringDurationEncoder
 	var enc zapcore.Encoder
 	if format == "console" {
-		encCfg.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		encCfg.EncodeLevel = zapcore.CapitalLevelEncoder
+		if terminal {
+			encCfg.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		}
 		enc = zapcore.NewConsoleEncoder(encCfg)
 	} else {
 		enc = zapcore.NewJSONEncoder(encCfg)
 	}
 	core := zapcore.NewCore(enc, zapcore.Lock(zapcore.AddSync(out)), level)
 	return zap.New(core), nil
+}
+
+// isTerminal reports whether out is a terminal (a character device).
+func isTerminal(out io.Writer) bool {
+	f, ok := out.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }

@@ -26,21 +26,21 @@ Flags:
 // migrateCommand is `questiond migrate`; it returns the exit status.
 func migrateCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("questiond migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are reported once, below
+	fs.Usage = func() {}
 	c := &config{}
-	fs.StringVar(&c.dataDir, "data-dir", getenv("QUESTIOND_DATA_DIR"), "`dir` of the bbolt database; by default $XDG_STATE_HOME/questiond, else ~/.local/state/questiond (QUESTIOND_DATA_DIR)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, migrateUsage)
-		fs.PrintDefaults()
-	}
+	fs.StringVar(&c.dataDir, "data-dir", getenv("QUESTIOND_DATA_DIR"), "`dir` of the bbolt database; by default $XDG_STATE_HOME/questiond, else ~/.local/state/questiond (env QUESTIOND_DATA_DIR)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, migrateUsage)
+			writeFlags(stderr, fs, nil, nil)
 			return 0
 		}
+		fmt.Fprintf(stderr, "questiond migrate: %s (see questiond migrate --help)\n", flagError(err))
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "questiond migrate: unexpected argument %q\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "questiond migrate: unexpected argument %q (see questiond migrate --help)\n", fs.Arg(0))
 		return 2
 	}
 	n, err := migrateToPostgres(ctx, c, getenv)

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -21,17 +19,7 @@ func TestReadmeWalkthroughRunsAsWritten(t *testing.T) {
 			testenv.Missing(t, tool, "apt-get install "+tool)
 		}
 	}
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(readme)
-	start := strings.Index(text, "## A five-minute walkthrough")
-	end := strings.Index(text, "## Ask from a script")
-	if start < 0 || end < start {
-		t.Fatal("README: the walkthrough section is missing")
-	}
-	blocks := regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(text[start:end], -1)
+	blocks := shellBlocks(readmeSection(t, "## A five-minute walkthrough"))
 	if len(blocks) < 5 {
 		t.Fatalf("README walkthrough: %d shell blocks, want the stream and four steps", len(blocks))
 	}
@@ -39,7 +27,7 @@ func TestReadmeWalkthroughRunsAsWritten(t *testing.T) {
 	defer func() { _ = stop() }()
 	script := "set -euo pipefail\n"
 	for _, b := range blocks[1:] { // the first one is the endless event stream
-		script += strings.ReplaceAll(b[1], "http://127.0.0.1:4097", base) + "\n"
+		script += strings.ReplaceAll(b, "http://127.0.0.1:4097", base) + "\n"
 	}
 	out, err := exec.Command("bash", "-c", script).CombinedOutput()
 	if err != nil {

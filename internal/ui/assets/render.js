@@ -32,7 +32,13 @@ function hint(f) {
     return "";
   };
   switch (f.kind) {
-    case "multi": parts.push(`Pick ${range(f.minItems, f.maxItems, "") .trim() || "any number"}`); break;
+    case "multi": {
+      // A required multi-select refuses no pick whatever its minItems says.
+      const least = f.required ? Math.max(1, f.minItems ?? 0) : f.minItems;
+      const count = least === 1 && f.maxItems == null ? "at least one" : range(least, f.maxItems, "").trim();
+      parts.push(`Pick ${count || "any number"}`);
+      break;
+    }
     case "single": parts.push("Pick one"); break;
     case "integer": case "number": {
       const noun = f.kind === "integer" ? "A whole number" : "A number";
@@ -185,8 +191,9 @@ export function checkCounts(card, fields) {
     const boxes = node.querySelectorAll("input");
     const n = node.querySelectorAll("input:checked").length;
     let problem = "";
-    if (f.minItems != null && n < f.minItems && (n > 0 || f.required)) problem = `Pick at least ${f.minItems}.`;
-    if (f.required && n === 0) problem = `Pick at least ${Math.max(1, f.minItems || 1)}.`;
+    const least = (m) => `Pick at least ${m === 1 ? "one" : m}.`;
+    if (f.minItems != null && n < f.minItems && (n > 0 || f.required)) problem = least(f.minItems);
+    if (f.required && n === 0) problem = least(Math.max(1, f.minItems || 1));
     if (f.maxItems != null && n > f.maxItems) problem = `Pick at most ${f.maxItems}.`;
     if (boxes[0]) boxes[0].setCustomValidity(problem);
   });

@@ -33,6 +33,17 @@ export async function pendingIDs() {
   return new Set((await res.json()).map((q) => q.id));
 }
 
+// sessionTitle is the title the TUI lists session id under (GET
+// /session/{id}, scoped to the directory the page groups it by), without
+// the TUI's mark of a session that waits.
+export async function sessionTitle(id, directory) {
+  const scope = directory ? `?directory=${encodeURIComponent(directory)}` : "";
+  const res = await fetch(at(`session/${encodeURIComponent(id)}${scope}`), { headers: { Accept: "application/json" } });
+  if (!res.ok) throw new Error(await messageOf(res));
+  const info = await res.json();
+  return String(info.title || "").replace(/^\[\?\] /, "");
+}
+
 // reply sends the answers; it resolves to "" when they were taken, else the
 // server's reason.
 export async function reply(id, answers) {

@@ -1,7 +1,7 @@
 // The operator's page: pending questions live from /global/event, grouped by
 // session and directory, oldest first; answers go to OpenCode's routes.
-import { at, formOf, pendingIDs, reply, reject } from "./api.js";
-import { questionCard, answersOf, checkCounts, fieldNodes } from "./render.js";
+import { at, formOf, pendingIDs, reply, reject, sessionTitle } from "./api.js";
+import { questionCard, answersOf, checkCounts, fieldNodes, inline, plain } from "./render.js";
 
 const main = document.getElementById("questions");
 const empty = document.getElementById("empty");
@@ -33,13 +33,27 @@ function sessionSection(form) {
   section.className = "session";
   section.dataset.key = key;
   section.dataset.first = form.id;
+  // The heading is the session's title as the TUI lists it (who asks and
+  // what about), with its id and directory below; until the title is
+  // known, or if it cannot be read, the id stands in.
   const heading = document.createElement("h2");
+  const title = document.createElement("span");
+  title.className = "title";
+  title.textContent = "Session";
+  const where = document.createElement("span");
+  where.className = "where";
   const code = document.createElement("code");
   code.textContent = form.sessionID;
-  heading.append("Session ", code);
-  if (form.directory) heading.append(` in ${form.directory}`);
+  where.append(code);
+  if (form.directory) where.append(` in ${form.directory}`);
+  heading.append(title, " ", where);
   section.append(heading);
   place(section);
+  sessionTitle(form.sessionID, form.directory).then((text) => {
+    if (!text) return;
+    title.replaceChildren(...inline(text));
+    heading.classList.add("titled");
+  }).catch(() => {});
   return section;
 }
 
@@ -220,7 +234,7 @@ function setUpNotifications() {
 function notify(form, card) {
   if (!("Notification" in window) || Notification.permission !== "granted") return;
   const first = form.fields[0];
-  const text = form.message?.trim() || first?.title || first?.header || "";
+  const text = plain(form.message?.trim() || first?.title || first?.header || "");
   const n = new Notification(`Question in session ${form.sessionID}`, {
     body: [text, first?.title].filter(Boolean).join("\n"),
     tag: form.id,

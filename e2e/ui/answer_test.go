@@ -71,8 +71,9 @@ func TestAnswerEveryShape(t *testing.T) {
 			t.Errorf("the card does not show %q:\n%s", want, text)
 		}
 	}
-	heading := eval[string](b, `document.querySelector("section.session h2").textContent`)
-	if heading != "Session ses_release in /srv/shop" {
+	b.waitFor("the session's title", `document.querySelector("section.session h2.titled") !== null`)
+	heading := eval[string](b, `document.querySelector("section.session h2").innerText`)
+	if heading != "Release v2 of the shop?\nses_release in /srv/shop" {
 		t.Errorf("group heading %q", heading)
 	}
 	if png := b.screenshot("every-shape"); os.Getenv("QUESTIOND_UI_SCREENSHOT") != "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -38,6 +41,56 @@ type browser struct {
 	mu      sync.Mutex
 	console []string
 	crashes []string // uncaught exceptions and policy violations
+	rules   []requestRule
+}
+
+// requestRule holds back or fails the page's requests whose URL contains
+// match, standing in for a slow or broken network between page and daemon.
+type requestRule struct {
+	match string
+	delay time.Duration
+	fail  bool
+}
+
+// slow delays the page's requests whose URL contains match.
+func (b *browser) slow(match string, delay time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rules = append(b.rules, requestRule{match: match, delay: delay})
+}
+
+// failing makes the page's requests whose URL contains match fail as a lost
+// connection does, until the returned function is called.
+func (b *browser) failing(match string) (heal func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rules = append(b.rules, requestRule{match: match, fail: true})
+	return func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		b.rules = slices.DeleteFunc(b.rules, func(r requestRule) bool { return r.match == match && r.fail })
+	}
+}
+
+// ruleFor is the first rule that applies to url, or none.
+func (b *browser) ruleFor(url string) requestRule {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range b.rules {
+		if strings.Contains(url, r.match) {
+			return r
+		}
+	}
+	return requestRule{}
+}
+
+// beforePageScripts runs script in every document the tab loads, before the
+// page's own scripts.
+func (b *browser) beforePageScripts(script string) {
+	b.t.Helper()
+	if _, err := chromedp.Call(b.ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: script}); err != nil {
+		b.t.Fatal(err)
+	}
 }
 
 func newBrowser(t *testing.T, user, password string) *browser {
@@ -88,7 +141,14 @@ func (b *browser) record(user, password string) func(any) {
 	return func(ev any) {
 		switch ev := ev.(type) {
 		case *fetch.EventRequestPaused:
+			rule := b.ruleFor(ev.Request.URL)
 			go func() {
+				time.Sleep(rule.delay)
+				if rule.fail {
+					b.note(false, "failing "+ev.Request.URL)
+					_, _ = chromedp.Call(b.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonConnectionRefused})
+					return
+				}
 				_, _ = chromedp.Call(b.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
 			}()
 		case *fetch.EventAuthRequired:

@@ -292,15 +292,15 @@ func TestGroupedBySessionOldestFirst(t *testing.T) {
 		b.do(chromedp.WaitVisible(card(id)))
 	}
 	groups := eval[[]string](b, `[...document.querySelectorAll("section.session")].map(s =>
-		s.querySelector("h2").textContent + ": " + [...s.querySelectorAll(".message")].map(m => m.textContent).join(","))`)
-	want := []string{"Session ses_b in /b: b1,b2", "Session ses_a in /a: a1", "Session ses_b in /other: b3"}
+		s.querySelector("h2 .where").textContent + ": " + [...s.querySelectorAll(".message")].map(m => m.textContent).join(","))`)
+	want := []string{"ses_b in /b: b1,b2", "ses_a in /a: a1", "ses_b in /other: b3"}
 	if !reflect.DeepEqual(groups, want) {
 		t.Errorf("groups %q, want %q", groups, want)
 	}
 	d.send(http.MethodDelete, "/elicitations/"+ids[0], "", "")
 	b.do(chromedp.WaitNotPresent(card(ids[0])))
-	first := eval[string](b, `document.querySelector("section.session h2").textContent`)
-	if first != "Session ses_a in /a" {
+	first := eval[string](b, `document.querySelector("section.session h2 .where").textContent`)
+	if first != "ses_a in /a" {
 		t.Errorf("after b1 ended the first session is %q, want ses_a (its question is now the oldest)", first)
 	}
 }

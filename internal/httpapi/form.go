@@ -91,8 +91,15 @@ func toQuestionForm(q *pending.Question, form *elicit.Form) questionForm {
 		CreatedAt: q.CreatedAt, Deadline: q.Deadline, Message: elicit.Shown(form.Message),
 		Fields: make([]formField, len(form.Schema.Properties)),
 	}
+	// The questions as operators see them (GET /question, the TUI) are the
+	// stored ones: a question tool's options have descriptions its schema
+	// cannot carry, so the form's own would lose them.
+	shown := form.Questions
+	if len(q.Questions) == len(form.Schema.Properties) {
+		shown = q.Questions
+	}
 	for i := range form.Schema.Properties {
-		out.Fields[i] = toFormField(&form.Schema.Properties[i], form.Questions[i])
+		out.Fields[i] = toFormField(&form.Schema.Properties[i], shown[i])
 	}
 	return out
 }

@@ -136,3 +136,62 @@ func TestQuestionFormAfterRestart(t *testing.T) {
 		t.Errorf("after a restart the form is\n%s\nbefore it was\n%s", after, before)
 	}
 }
+
+// TestQuestionFormKeepsTheToolsOptionDescriptions: a question asked through
+// the MCP question tool has option descriptions its schema cannot carry;
+// the form shows each option's description as GET /question (and so the
+// TUI) does, and its header.
+func TestQuestionFormKeepsTheToolsOptionDescriptions(t *testing.T) {
+	h := newHarness(t, httpapi.Options{})
+	cs := mcpConnect(t, h, "/mcp?session=ses_tool", nil, nil)
+	call := callAsync(t.Context(), cs, "ask_user_question", map[string]any{"questions": []any{
+		map[string]any{"question": "Which database?", "header": "Database", "options": []any{
+			map[string]any{"label": "Postgres", "description": "Relational, robust"},
+			map[string]any{"label": "SQLite", "description": "Embedded, simple"},
+		}},
+		map[string]any{"question": "Which features?", "header": "Features", "multiple": true, "options": []any{
+			map[string]any{"label": "Auth", "description": "Login"},
+			map[string]any{"label": "Billing"},
+		}},
+		map[string]any{"question": "Anything else?", "header": "Notes"},
+	}})
+	listed := waitListed(t, h)
+	id, _ := listed["id"].(string)
+	res := h.do(http.MethodGet, "/questiond/question/"+id+"/form", nil)
+	if res.Status != http.StatusOK {
+		t.Fatalf("GET form: %d %s", res.Status, res.Body)
+	}
+	var form struct {
+		Fields []struct {
+			Header  string
+			Options []struct{ Label, Description string }
+		}
+	}
+	res.json(t, &form)
+	var want struct {
+		Questions []struct {
+			Header  string
+			Options []struct{ Label, Description string }
+		}
+	}
+	raw, _ := json.Marshal(listed)
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(form.Fields) != len(want.Questions) {
+		t.Fatalf("%d fields for %d questions: %s", len(form.Fields), len(want.Questions), res.Body)
+	}
+	for i, q := range want.Questions {
+		f := form.Fields[i]
+		if f.Header != q.Header || (len(q.Options) > 0 && !reflect.DeepEqual(f.Options, q.Options)) {
+			t.Errorf("fields[%d]: %q %+v, want as GET /question shows it: %q %+v", i, f.Header, f.Options, q.Header, q.Options)
+		}
+	}
+	if got := form.Fields[0].Options[0].Description; got != "Relational, robust" {
+		t.Errorf("the first option's description is %q", got)
+	}
+	if res := h.do(http.MethodPost, "/question/"+id+"/reject", nil); res.Status != http.StatusOK {
+		t.Fatalf("reject: %d %s", res.Status, res.Body)
+	}
+	ended(t, call)
+}

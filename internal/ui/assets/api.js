@@ -1,15 +1,26 @@
 // The routes the page uses: questiond's form route and OpenCode's public
 // question routes. Credentials are the browser's own (HTTP Basic, asked for
-// when the page was opened), sent by it on these same-origin requests. Paths
-// are relative to the page, /ui, so that a proxy may serve questiond under a
-// path of its own.
+// when the page was opened, or given in the address), sent by it on these
+// same-origin requests. Paths are relative to the page, /ui, so that a proxy
+// may serve questiond under a path of its own.
+
+// pageBase is the page's address without what a browser refuses in a
+// request: an address opened as http://user:password@host/ui gives relative
+// URLs its credentials, and fetch rejects every such URL. The origin never
+// carries them, and the credentials are already the browser's.
+const pageBase = new URL(location.pathname, location.origin);
+
+// at resolves a route path against the page's clean address.
+export function at(path) {
+  return new URL(path, pageBase).href;
+}
 
 const json = { "Content-Type": "application/json", Accept: "application/json" };
 
 // formOf returns the expected form of a pending question, or null when it
 // is not pending any more.
 export async function formOf(id) {
-  const res = await fetch(`questiond/question/${encodeURIComponent(id)}/form`, { headers: { Accept: "application/json" } });
+  const res = await fetch(at(`questiond/question/${encodeURIComponent(id)}/form`), { headers: { Accept: "application/json" } });
   if (res.status === 404) return null;
   if (!res.ok) throw new Error(await messageOf(res));
   return res.json();
@@ -17,9 +28,20 @@ export async function formOf(id) {
 
 // pendingIDs lists the ids of every pending question.
 export async function pendingIDs() {
-  const res = await fetch("question", { headers: { Accept: "application/json" } });
+  const res = await fetch(at("question"), { headers: { Accept: "application/json" } });
   if (!res.ok) throw new Error(await messageOf(res));
   return new Set((await res.json()).map((q) => q.id));
+}
+
+// sessionTitle is the title the TUI lists session id under (GET
+// /session/{id}, scoped to the directory the page groups it by), without
+// the TUI's mark of a session that waits.
+export async function sessionTitle(id, directory) {
+  const scope = directory ? `?directory=${encodeURIComponent(directory)}` : "";
+  const res = await fetch(at(`session/${encodeURIComponent(id)}${scope}`), { headers: { Accept: "application/json" } });
+  if (!res.ok) throw new Error(await messageOf(res));
+  const info = await res.json();
+  return String(info.title || "").replace(/^\[\?\] /, "");
 }
 
 // reply sends the answers; it resolves to "" when they were taken, else the
@@ -34,7 +56,7 @@ export async function reject(id, action) {
 }
 
 async function send(path, body) {
-  const res = await fetch(path, {
+  const res = await fetch(at(path), {
     method: "POST",
     headers: json,
     body: body === undefined ? undefined : JSON.stringify(body),

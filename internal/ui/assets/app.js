@@ -1,15 +1,24 @@
 // The operator's page: pending questions live from /global/event, grouped by
 // session and directory, oldest first; answers go to OpenCode's routes.
-import { formOf, pendingIDs, reply, reject } from "./api.js";
-import { questionCard, answersOf, checkCounts, fieldNodes } from "./render.js";
+import { at, formOf, pendingIDs, reply, reject, sessionTitle } from "./api.js";
+import { questionCard, answersOf, checkCounts, fieldNodes, inline, plain } from "./render.js";
 
 const main = document.getElementById("questions");
 const empty = document.getElementById("empty");
+const loadingNote = document.getElementById("loading");
+const failures = document.getElementById("failures");
 const status = document.getElementById("status");
 const notifyButton = document.getElementById("notify");
 
 const shown = new Map(); // question id → { form, card }
+const loading = new Set(); // ids whose form is being fetched
+const failed = new Map(); // question id, or LIST → the failure shown for it
 const gone = new Set(); // ids that ended while their form was being fetched
+let listed = false; // whether the pending questions have been read once
+
+// LIST keys the failure to read the pending questions among the questions'
+// own; it sorts before every question id (que_…).
+const LIST = "list";
 
 function sessionKey(form) {
   return JSON.stringify([form.sessionID, form.directory]);
@@ -24,13 +33,27 @@ function sessionSection(form) {
   section.className = "session";
   section.dataset.key = key;
   section.dataset.first = form.id;
+  // The heading is the session's title as the TUI lists it (who asks and
+  // what about), with its id and directory below; until the title is
+  // known, or if it cannot be read, the id stands in.
   const heading = document.createElement("h2");
+  const title = document.createElement("span");
+  title.className = "title";
+  title.textContent = "Session";
+  const where = document.createElement("span");
+  where.className = "where";
   const code = document.createElement("code");
   code.textContent = form.sessionID;
-  heading.append("Session ", code);
-  if (form.directory) heading.append(` in ${form.directory}`);
+  where.append(code);
+  if (form.directory) where.append(` in ${form.directory}`);
+  heading.append(title, " ", where);
   section.append(heading);
   place(section);
+  sessionTitle(form.sessionID, form.directory).then((text) => {
+    if (!text) return;
+    title.replaceChildren(...inline(text));
+    heading.classList.add("titled");
+  }).catch(() => {});
   return section;
 }
 
@@ -41,21 +64,68 @@ function place(section) {
   if (section.nextElementSibling !== later || !section.parentElement) main.insertBefore(section, later || null);
 }
 
-function updateCount() {
-  const n = shown.size;
-  empty.hidden = n > 0;
-  document.title = n > 0 ? `(${n}) questiond` : "questiond";
+// showState says what the list holds. "No question is waiting" only once
+// the pending questions are known and none is: until then "Loading…", and a
+// question that could not be loaded shows as that failure, counted as
+// waiting.
+function showState() {
+  const waiting = shown.size + failed.size - (failed.has(LIST) ? 1 : 0);
+  const known = listed && loading.size === 0;
+  empty.hidden = waiting > 0 || !known || failed.has(LIST);
+  loadingNote.hidden = waiting > 0 || known || failed.has(LIST);
+  document.title = waiting > 0 ? `(${waiting}) questiond` : "questiond";
+}
+
+// failure shows why key (a question id, or LIST) could not be loaded, with a
+// button that tries again.
+function failure(key, text, retry) {
+  failed.get(key)?.remove();
+  const node = document.createElement("div");
+  node.className = "failure";
+  node.id = `failed-${key}`;
+  node.dataset.key = key;
+  node.setAttribute("role", "alert");
+  const message = document.createElement("p");
+  message.className = "error";
+  message.textContent = text;
+  const again = document.createElement("button");
+  again.type = "button";
+  again.className = "secondary";
+  again.textContent = "Try again";
+  again.addEventListener("click", () => {
+    cleared(key);
+    retry();
+  });
+  node.append(message, again);
+  const later = [...failures.children].find((n) => n.dataset.key > key);
+  failures.insertBefore(node, later || null);
+  failed.set(key, node);
+  showState();
+}
+
+function cleared(key) {
+  const node = failed.get(key);
+  if (!node) return;
+  node.remove();
+  failed.delete(key);
+  showState();
 }
 
 async function asked(id) {
-  if (shown.has(id)) return;
+  if (shown.has(id) || loading.has(id)) return;
   gone.delete(id);
+  cleared(id);
+  loading.add(id);
+  showState();
   let form;
   try {
     form = await formOf(id);
   } catch (err) {
-    status.textContent = `Could not load question ${id}: ${err.message}`;
+    if (!gone.has(id)) failure(id, `Could not load question ${id}: ${err.message}`, () => asked(id));
     return;
+  } finally {
+    loading.delete(id);
+    showState();
   }
   if (!form || gone.has(id) || shown.has(id)) return;
   const card = questionCard(form);
@@ -69,12 +139,13 @@ async function asked(id) {
   card.dataset.id = id;
   section.insertBefore(card, later || null);
   shown.set(id, { form, card });
-  updateCount();
+  showState();
   if (document.hidden) notify(form, card);
 }
 
 function ended(id) {
   gone.add(id);
+  cleared(id);
   const entry = shown.get(id);
   if (!entry) return;
   shown.delete(id);
@@ -89,7 +160,7 @@ function ended(id) {
     section.dataset.first = rest.dataset.id;
     place(section);
   }
-  updateCount();
+  showState();
   if (hadFocus) focusQuestion(next || main.querySelector("article.question"));
 }
 
@@ -163,7 +234,7 @@ function setUpNotifications() {
 function notify(form, card) {
   if (!("Notification" in window) || Notification.permission !== "granted") return;
   const first = form.fields[0];
-  const text = form.message?.trim() || first?.title || first?.header || "";
+  const text = plain(form.message?.trim() || first?.title || first?.header || "");
   const n = new Notification(`Question in session ${form.sessionID}`, {
     body: [text, first?.title].filter(Boolean).join("\n"),
     tag: form.id,
@@ -176,11 +247,31 @@ function notify(form, card) {
   });
 }
 
+// list reads the pending questions: those that ended while the page was
+// away are dropped (only those shown before the list was asked for: one
+// asked since may be missing from it), any the stream has not announced are
+// loaded, and from then on the page knows its list.
+async function list() {
+  const before = [...shown.keys(), ...failed.keys()].filter((id) => id !== LIST);
+  let ids;
+  try {
+    ids = await pendingIDs();
+  } catch (err) {
+    failure(LIST, `Could not list the pending questions: ${err.message}`, list);
+    return;
+  }
+  cleared(LIST);
+  for (const id of before) if (!ids.has(id)) ended(id);
+  for (const id of ids) asked(id);
+  listed = true;
+  showState();
+}
+
 // The event stream: question.asked (pending ones replayed on connect),
 // question.replied and question.rejected. On every (re)connect, questions
 // that ended while the page was away are dropped.
 function connect() {
-  const events = new EventSource("global/event");
+  const events = new EventSource(at("global/event"));
   events.addEventListener("message", (event) => {
     let frame;
     try {
@@ -192,9 +283,7 @@ function connect() {
     switch (type) {
       case "server.connected":
         status.textContent = "Connected: questions appear as agents ask them.";
-        pendingIDs().then((ids) => {
-          for (const id of [...shown.keys()]) if (!ids.has(id)) ended(id);
-        }).catch(() => {});
+        list();
         break;
       case "question.asked":
         asked(properties.id);
@@ -214,5 +303,5 @@ function connect() {
 
 main.tabIndex = -1;
 setUpNotifications();
-updateCount();
+showState();
 connect();

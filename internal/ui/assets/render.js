@@ -15,6 +15,31 @@ function el(tag, props = {}, ...children) {
   return node;
 }
 
+// inline renders the inline markdown agents write in their text (**bold**,
+// *emphasis*, `code`) as elements holding text, so the markers never show
+// raw; anything else stays as it was written. Underscores are left alone:
+// ids and snake_case are full of them.
+const inlineMarks = /\*\*(?=\S)([^*]*?\S)\*\*|\*(?=[^\s*])([^*]*?[^\s*])\*|`([^`\n]+)`/g;
+
+export function inline(text) {
+  const nodes = [];
+  let at = 0;
+  for (const m of String(text).matchAll(inlineMarks)) {
+    if (m.index > at) nodes.push(document.createTextNode(text.slice(at, m.index)));
+    if (m[1] !== undefined) nodes.push(el("strong", { text: m[1] }));
+    else if (m[2] !== undefined) nodes.push(el("em", { text: m[2] }));
+    else nodes.push(el("code", { text: m[3] }));
+    at = m.index + m[0].length;
+  }
+  if (at < String(text).length) nodes.push(document.createTextNode(String(text).slice(at)));
+  return nodes;
+}
+
+// plain is text as inline shows it, markers gone, for where only text goes.
+export function plain(text) {
+  return inline(text).map((n) => n.textContent).join("");
+}
+
 const formatInput = {
   email: { type: "email", autocomplete: "email" },
   uri: { type: "url", placeholder: "https://example.com" },
@@ -32,7 +57,13 @@ function hint(f) {
     return "";
   };
   switch (f.kind) {
-    case "multi": parts.push(`Pick ${range(f.minItems, f.maxItems, "") .trim() || "any number"}`); break;
+    case "multi": {
+      // A required multi-select refuses no pick whatever its minItems says.
+      const least = f.required ? Math.max(1, f.minItems ?? 0) : f.minItems;
+      const count = least === 1 && f.maxItems == null ? "at least one" : range(least, f.maxItems, "").trim();
+      parts.push(`Pick ${count || "any number"}`);
+      break;
+    }
     case "single": parts.push("Pick one"); break;
     case "integer": case "number": {
       const noun = f.kind === "integer" ? "A whole number" : "A number";
@@ -60,7 +91,7 @@ function hint(f) {
 function title(f, id) {
   const label = f.title || f.header || f.key;
   return [
-    document.createTextNode(label),
+    ...inline(label),
     f.required ? el("span", { class: "required", "aria-hidden": "true", text: " *" }) : null,
     f.required ? el("span", { class: "visually-hidden", text: " (required)" }) : null,
   ];
@@ -70,7 +101,7 @@ function describe(f, id) {
   const ids = [];
   const nodes = [];
   if (f.description && f.description !== f.title) {
-    nodes.push(el("span", { class: "description", id: `${id}-desc`, text: f.description }));
+    nodes.push(el("span", { class: "description", id: `${id}-desc` }, ...inline(f.description)));
     ids.push(`${id}-desc`);
   }
   const h = hint(f);
@@ -104,8 +135,8 @@ function choices(f, id) {
       required: !multi && f.required,
     });
     input.checked = o.skip ? true : defaults.includes(o.value);
-    const label = el("label", { for: inputID }, el("span", { class: "label", text: o.label }));
-    if (o.description) label.append(el("span", { class: "description", text: o.description }));
+    const label = el("label", { for: inputID }, el("span", { class: "label" }, ...inline(o.label)));
+    if (o.description) label.append(el("span", { class: "description" }, ...inline(o.description)));
     set.append(el("div", { class: "choice" }, input, label));
   });
   set.append(error);
@@ -140,8 +171,8 @@ export function questionCard(form) {
   const card = el("article", { class: "question", id: `question-${form.id}`, "aria-labelledby": `${base}-title` });
   const who = [form.agent && `agent ${form.agent}`, form.client, `asked ${new Date(form.createdAt).toLocaleTimeString()}`].filter(Boolean).join(" · ");
   card.append(el("p", { class: "meta", id: `${base}-title`, text: who }));
-  if (form.message && form.message.trim()) card.append(el("p", { class: "message", text: form.message }));
-  const formEl = el("form", { class: "answer", "aria-label": form.message ? form.message.slice(0, 80) : "Question" });
+  if (form.message && form.message.trim()) card.append(el("p", { class: "message" }, ...inline(form.message)));
+  const formEl = el("form", { class: "answer", "aria-label": form.message ? plain(form.message).slice(0, 80) : "Question" });
   form.fields.forEach((f, i) => {
     const id = `${base}-f${i}`;
     const node = f.kind === "single" || f.kind === "multi" || f.kind === "boolean" ? choices(f, id) : textField(f, id);
@@ -185,8 +216,9 @@ export function checkCounts(card, fields) {
     const boxes = node.querySelectorAll("input");
     const n = node.querySelectorAll("input:checked").length;
     let problem = "";
-    if (f.minItems != null && n < f.minItems && (n > 0 || f.required)) problem = `Pick at least ${f.minItems}.`;
-    if (f.required && n === 0) problem = `Pick at least ${Math.max(1, f.minItems || 1)}.`;
+    const least = (m) => `Pick at least ${m === 1 ? "one" : m}.`;
+    if (f.minItems != null && n < f.minItems && (n > 0 || f.required)) problem = least(f.minItems);
+    if (f.required && n === 0) problem = least(Math.max(1, f.minItems || 1));
     if (f.maxItems != null && n > f.maxItems) problem = `Pick at most ${f.maxItems}.`;
     if (boxes[0]) boxes[0].setCustomValidity(problem);
   });

@@ -94,7 +94,7 @@ func TestAskSaysReconnectedWhenTheDaemonAnswersAgain(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var stdout bytes.Buffer
-	var stderr lockedBuffer
+	var stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- ask(ctx, []string{"--message", "Anyone?", "--confirm", "--content"}, envOf(map[string]string{"QUESTIOND_SERVER": server}),

@@ -248,6 +248,9 @@ func (f *askFlags) requestedSchema(stdin io.Reader) (json.RawMessage, error) {
 	if strings.TrimSpace(f.key) == "" {
 		return nil, usagef("--key must not be empty")
 	}
+	if f.titleSet && strings.TrimSpace(f.title) == "" {
+		return nil, usagef("--title must not be empty (without it the header is the message's first words)")
+	}
 	labels := []client.Option{client.Title(f.title)}
 	if !f.titleSet {
 		// Without a title the operator's header would be the key ("answer")

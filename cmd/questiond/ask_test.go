@@ -407,6 +407,7 @@ func TestAskUsageErrorsExit2AndAskNothing(t *testing.T) {
 		{[]string{"--message", "Hi", "--choose-many", ""}, "", "--choose-many"},
 		{[]string{"--message", "Hi", "--choose", "a,a"}, "", "--choose"},
 		{[]string{"--message", "Hi", "--text", "--key", " "}, "", "--key must not be empty"},
+		{[]string{"--message", "Hi", "--confirm", "--title", ""}, "", "--title must not be empty"},
 		{[]string{"--message", "Hi", "--text", "--timeout", "soon"}, "", "-timeout"},
 		{[]string{"--message", "Hi", "--text", "--timeout", "-5s"}, "", "--timeout must be positive"},
 		{[]string{"--message", "Hi", "--text", "--frobnicate"}, "", "frobnicate"},

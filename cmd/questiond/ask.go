@@ -164,7 +164,7 @@ func parseAsk(args []string, getenv func(string) string, stdin io.Reader, stderr
 	fs.BoolVar(&f.confirm, "confirm", false, "quick question: Yes or No (a boolean)")
 	fs.StringVar(&f.title, "title", "", "quick question: its `title` (the operator's question header; default: the first words of --message)")
 	fs.StringVar(&f.key, "key", defaultAskKey, "quick question: the content `key` of its answer (default \""+defaultAskKey+"\")")
-	fs.StringVar(&f.server, "server", "", "questiond's base `URL` (env QUESTIOND_SERVER, default "+client.DefaultServer+")")
+	fs.StringVar(&f.server, "server", "", "questiond's base `URL` (default \""+client.DefaultServer+"\", env QUESTIOND_SERVER)")
 	fs.StringVar(&f.token, "token", "", "agent bearer `token` (env QUESTIOND_TOKEN; prefer the environment, flags show in the process list)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "how long the operator has, a Go `duration` (e.g. 90s, 2h); then the result is cancel (default: the daemon's --default-timeout)")
 	fs.StringVar(&f.session, "session", "", "OpenCode session `id` (ses_…) the question belongs to (default: the agent's inbox session)")

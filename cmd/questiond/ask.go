@@ -65,9 +65,10 @@ Exit status:
      the operator's answer is lost; ask did not ask again
 
 When the daemon cannot be reached, ask says so on stderr and keeps trying (it
-may be restarting), and says "reconnected" once it reaches it again. To bound the whole wait, run it under timeout(1): its
-SIGTERM withdraws the question (and timeout exits 124); if the daemon was
-never reached, ask says so instead: no question was asked.
+may be restarting), and says "reconnected" once it reaches it again. To bound
+the whole wait, run it under timeout(1): its SIGTERM withdraws the question
+(and timeout exits 124); if the daemon was never reached, ask says so
+instead: no question was asked.
 
 Flags:
 `
@@ -297,12 +298,12 @@ func optionsAs[T any](opts []client.Option) []T {
 // question asked without --title.
 const quickQuestionText = "Your answer"
 
-// headerWords is the most runes of a header taken from the message: a few
+// headerRunes is the most runes of a header taken from the message: a few
 // words, well inside the daemon's --header-limit.
-const headerWords = 24
+const headerRunes = 24
 
 // headerFrom is a quick question's header when --title is not given: the
-// first words of the message's first line that fit in headerWords runes
+// first words of the message's first line that fit in headerRunes runes
 // (the first word cut if it alone is longer), without trailing punctuation:
 // "Deploy build 1234?" is headed "Deploy build 1234".
 func headerFrom(message string) string {
@@ -311,9 +312,9 @@ func headerFrom(message string) string {
 		words := strings.Fields(line)
 		for i, w := range words {
 			next := strings.Join(words[:i+1], " ")
-			if utf8.RuneCountInString(next) > headerWords {
+			if utf8.RuneCountInString(next) > headerRunes {
 				if i == 0 {
-					header = string([]rune(w)[:headerWords-1]) + "…"
+					header = string([]rune(w)[:headerRunes-1]) + "…"
 				}
 				break
 			}

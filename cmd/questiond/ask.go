@@ -65,9 +65,10 @@ Exit status:
      the operator's answer is lost; ask did not ask again
 
 When the daemon cannot be reached, ask says so on stderr and keeps trying (it
-may be restarting), and says "reconnected" once it reaches it again. To bound the whole wait, run it under timeout(1): its
-SIGTERM withdraws the question (and timeout exits 124); if the daemon was
-never reached, ask says so instead: no question was asked.
+may be restarting), and says "reconnected" once it reaches it again. To bound
+the whole wait, run it under timeout(1): its SIGTERM withdraws the question
+(and timeout exits 124); if the daemon was never reached, ask says so
+instead: no question was asked.
 
 Flags:
 `
@@ -164,7 +165,7 @@ func parseAsk(args []string, getenv func(string) string, stdin io.Reader, stderr
 	fs.BoolVar(&f.confirm, "confirm", false, "quick question: Yes or No (a boolean)")
 	fs.StringVar(&f.title, "title", "", "quick question: its `title` (the operator's question header; default: the first words of --message)")
 	fs.StringVar(&f.key, "key", defaultAskKey, "quick question: the content `key` of its answer (default \""+defaultAskKey+"\")")
-	fs.StringVar(&f.server, "server", "", "questiond's base `URL` (env QUESTIOND_SERVER, default "+client.DefaultServer+")")
+	fs.StringVar(&f.server, "server", "", "questiond's base `URL` (default \""+client.DefaultServer+"\", env QUESTIOND_SERVER)")
 	fs.StringVar(&f.token, "token", "", "agent bearer `token` (env QUESTIOND_TOKEN; prefer the environment, flags show in the process list)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "how long the operator has, a Go `duration` (e.g. 90s, 2h); then the result is cancel (default: the daemon's --default-timeout)")
 	fs.StringVar(&f.session, "session", "", "OpenCode session `id` (ses_…) the question belongs to (default: the agent's inbox session)")
@@ -248,6 +249,9 @@ func (f *askFlags) requestedSchema(stdin io.Reader) (json.RawMessage, error) {
 	if strings.TrimSpace(f.key) == "" {
 		return nil, usagef("--key must not be empty")
 	}
+	if f.titleSet && strings.TrimSpace(f.title) == "" {
+		return nil, usagef("--title must not be empty (without it the header is the message's first words)")
+	}
 	labels := []client.Option{client.Title(f.title)}
 	if !f.titleSet {
 		// Without a title the operator's header would be the key ("answer")
@@ -294,12 +298,12 @@ func optionsAs[T any](opts []client.Option) []T {
 // question asked without --title.
 const quickQuestionText = "Your answer"
 
-// headerWords is the most runes of a header taken from the message: a few
+// headerRunes is the most runes of a header taken from the message: a few
 // words, well inside the daemon's --header-limit.
-const headerWords = 24
+const headerRunes = 24
 
 // headerFrom is a quick question's header when --title is not given: the
-// first words of the message's first line that fit in headerWords runes
+// first words of the message's first line that fit in headerRunes runes
 // (the first word cut if it alone is longer), without trailing punctuation:
 // "Deploy build 1234?" is headed "Deploy build 1234".
 func headerFrom(message string) string {
@@ -308,9 +312,9 @@ func headerFrom(message string) string {
 		words := strings.Fields(line)
 		for i, w := range words {
 			next := strings.Join(words[:i+1], " ")
-			if utf8.RuneCountInString(next) > headerWords {
+			if utf8.RuneCountInString(next) > headerRunes {
 				if i == 0 {
-					header = string([]rune(w)[:headerWords-1]) + "…"
+					header = string([]rune(w)[:headerRunes-1]) + "…"
 				}
 				break
 			}

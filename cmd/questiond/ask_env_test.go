@@ -43,24 +43,36 @@ func TestAskServerWithoutSchemeSaysWhatIsWanted(t *testing.T) {
 	}
 }
 
-// Stopped (timeout(1)'s SIGTERM, Ctrl-C) while the daemon was never reached,
-// ask says that no question was asked, not that one was withdrawn.
-func TestAskStoppedBeforeTheDaemonWasReachedSaysNoQuestionWasAsked(t *testing.T) {
+// freeAddr is a loopback host:port nothing listens on (until something
+// else on the machine happens to take it).
+func freeAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := "http://" + ln.Addr().String()
-	ln.Close() // a port nothing listens on
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// askInProcess runs `questiond ask args` against server in this process;
+// done gives its exit status, after which stdout is complete.
+func askInProcess(ctx context.Context, server string, args ...string) (stdout *bytes.Buffer, stderr *syncBuffer, done <-chan int) {
+	stdout, stderr = &bytes.Buffer{}, &syncBuffer{}
+	status := make(chan int, 1)
+	go func() {
+		status <- ask(ctx, args, envOf(map[string]string{"QUESTIOND_SERVER": server}), strings.NewReader(""), stdout, stderr)
+	}()
+	return stdout, stderr, status
+}
+
+// Stopped (timeout(1)'s SIGTERM, Ctrl-C) while the daemon was never reached,
+// ask says that no question was asked, not that one was withdrawn.
+func TestAskStoppedBeforeTheDaemonWasReachedSaysNoQuestionWasAsked(t *testing.T) {
+	closed := "http://" + freeAddr(t)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	var stdout bytes.Buffer
-	var stderr syncBuffer // written by ask's goroutines, read by the test
-	done := make(chan int, 1)
-	go func() {
-		done <- ask(ctx, []string{"--message", "Anyone?", "--text"}, envOf(map[string]string{"QUESTIOND_SERVER": closed}),
-			strings.NewReader(""), &stdout, &stderr)
-	}()
+	stdout, stderr, done := askInProcess(ctx, closed, "--message", "Anyone?", "--text")
 	deadline := time.Now().Add(15 * time.Second)
 	for !strings.Contains(stderr.String(), closed+" is not answering") {
 		if time.Now().After(deadline) {
@@ -84,22 +96,11 @@ func TestAskStoppedBeforeTheDaemonWasReachedSaysNoQuestionWasAsked(t *testing.T)
 // restart of the daemon (durable store: the question survives) is told the
 // same way. Before, the notice was the last word while ask went on waiting.
 func TestAskSaysReconnectedWhenTheDaemonAnswersAgain(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
+	addr := freeAddr(t) // nothing listens there until the daemon starts below
 	server := "http://" + addr
-	ln.Close() // nothing listens there until the daemon starts below
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	var stdout bytes.Buffer
-	var stderr syncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- ask(ctx, []string{"--message", "Anyone?", "--confirm", "--content"}, envOf(map[string]string{"QUESTIOND_SERVER": server}),
-			strings.NewReader(""), &stdout, &stderr)
-	}()
+	stdout, stderr, done := askInProcess(ctx, server, "--message", "Anyone?", "--confirm", "--content")
 	waitForStderr := func(text string, count int) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -355,12 +354,7 @@ func TestAskInterruptWithdrawsTheQuestion(t *testing.T) {
 // silence; an interrupt still ends the wait.
 func TestAskUnreachableDaemonIsNamedAndInterruptible(t *testing.T) {
 	testenv.Heavy(t, "runs the real binary")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + ln.Addr().String()
-	ln.Close() // a port nothing listens on
+	closed := "http://" + freeAddr(t)
 	a := startAsk(t, map[string]string{"QUESTIOND_SERVER": closed}, "", "--message", "Anyone?", "--text")
 	deadline := time.Now().Add(15 * time.Second)
 	for !strings.Contains(a.stderrText(), closed+" is not answering") {
@@ -405,6 +399,7 @@ func TestAskUsageErrorsExit2AndAskNothing(t *testing.T) {
 		{[]string{"--message", "Hi", "--choose-many", ""}, "", "--choose-many"},
 		{[]string{"--message", "Hi", "--choose", "a,a"}, "", "--choose"},
 		{[]string{"--message", "Hi", "--text", "--key", " "}, "", "--key must not be empty"},
+		{[]string{"--message", "Hi", "--confirm", "--title", ""}, "", "--title must not be empty"},
 		{[]string{"--message", "Hi", "--text", "--timeout", "soon"}, "", "-timeout"},
 		{[]string{"--message", "Hi", "--text", "--timeout", "-5s"}, "", "--timeout must be positive"},
 		{[]string{"--message", "Hi", "--text", "--frobnicate"}, "", "frobnicate"},

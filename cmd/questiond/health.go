@@ -78,9 +78,9 @@ func parseHealth(args []string, getenv func(string) string, stderr io.Writer) (*
 	fs := flag.NewFlagSet("questiond health", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	fs.StringVar(&addr, "addr", "", "the daemon's listen address, `host:port` (env QUESTIOND_ADDR, default "+defaultAddr+")")
+	fs.StringVar(&addr, "addr", "", "the daemon's listen address, `host:port` (default \""+defaultAddr+"\", env QUESTIOND_ADDR)")
 	fs.StringVar(&certFile, "tls-cert", "", "the daemon's TLS certificate `file`: probe with HTTPS, trusting it (env QUESTIOND_TLS_CERT)")
-	fs.Var(durationValue{&timeout}, "timeout", "give up after this `duration` (default "+defaultHealthTimeout.String()+")")
+	fs.Var(durationValue{&timeout}, "timeout", "give up after this `duration` (default \""+defaultHealthTimeout.String()+"\")")
 	var badValue error
 	fs.VisitAll(func(f *flag.Flag) { f.Value = reportingValue{f.Value, f.Name, &badValue} })
 	if err := fs.Parse(args); err != nil {

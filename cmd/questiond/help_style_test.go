@@ -59,6 +59,9 @@ func TestEveryCommandWritesFlagsOneWay(t *testing.T) {
 				t.Errorf("%s --help: flag line %q is not written \"  --name\"", name, line)
 			}
 		}
+		if m := regexp.MustCompile(`[(,] ?default [^"]+`).FindString(help); m != "" {
+			t.Errorf("%s --help states a default unquoted, unlike the daemon's (default \"…\"): %q", name, m)
+		}
 		if strings.Contains(help, `(default "false"`) {
 			t.Errorf("%s --help states an off switch's default false:\n%s", name, help)
 		}

@@ -53,7 +53,9 @@ func TestConsoleLogsOnATerminalAreColoured(t *testing.T) {
 		}
 		got <- seen.String()
 	}()
-	runLoggingTo(t, terminal, "--log-format", "console")
+	if err := runLoggingTo(t, terminal, nil, func() {}, "--log-format", "console", "--metrics-addr", "off"); err != nil {
+		t.Fatal(err)
+	}
 	logs := <-got
 	if !strings.Contains(logs, "questiond listening") {
 		t.Fatalf("the terminal shows no listening line:\n%q", logs)

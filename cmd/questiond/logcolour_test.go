@@ -1,39 +1,11 @@
 package main
 
 import (
-	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
-
-// runLoggingTo runs the daemon with args, its log going to out, until it
-// listens, then stops it.
-func runLoggingTo(t *testing.T, out *os.File, args ...string) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, append([]string{"--addr", "127.0.0.1:0", "--store", "memory", "--metrics-addr", "off"}, args...),
-			envOf(nil), io.Discard, out, ready)
-	}()
-	select {
-	case <-ready:
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("the daemon stopped with %v", err)
-		}
-	case err := <-done:
-		t.Fatalf("the daemon did not start: %v", err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("the daemon neither started nor failed")
-	}
-}
 
 // --log-format console into a file (a service's log, `2>questiond.log`)
 // writes plain lines: before, every level came wrapped in ANSI colour
@@ -44,7 +16,9 @@ func TestConsoleLogsInAFileHaveNoColourCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer file.Close()
-	runLoggingTo(t, file, "--log-format", "console")
+	if err := runLoggingTo(t, file, nil, func() {}, "--log-format", "console", "--metrics-addr", "off"); err != nil {
+		t.Fatal(err)
+	}
 	logs, err := os.ReadFile(file.Name())
 	if err != nil {
 		t.Fatal(err)

@@ -38,27 +38,36 @@ func TestMetricsAddrIsCheckedInOneLine(t *testing.T) {
 // not nil) with its log so far, stops it, and returns its error and log.
 func runLogs(t *testing.T, env map[string]string, whileUp func(logs string), args ...string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	logs := &syncBuffer{}
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, append([]string{"--addr", "127.0.0.1:0", "--store", "memory", "--log-format", "json"}, args...),
-			envOf(env), io.Discard, logs, ready)
-	}()
-	select {
-	case <-ready:
+	err := runLoggingTo(t, logs, env, func() {
 		if whileUp != nil {
 			whileUp(logs.String())
 		}
+	}, append([]string{"--log-format", "json"}, args...)...)
+	return logs.String(), err
+}
+
+// runLoggingTo runs the daemon (memory store) with args, its log going to
+// out, until it is ready, calls whileUp, stops it, and returns its error.
+func runLoggingTo(t *testing.T, out io.Writer, env map[string]string, whileUp func(), args ...string) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, append([]string{"--addr", "127.0.0.1:0", "--store", "memory"}, args...), envOf(env), io.Discard, out, ready)
+	}()
+	select {
+	case <-ready:
+		whileUp()
 		cancel()
-		return logs.String(), <-done
+		return <-done
 	case err := <-done:
-		return logs.String(), err
+		return err
 	case <-time.After(15 * time.Second):
 		t.Fatal("the daemon neither started nor failed")
-		return "", nil
+		return nil
 	}
 }
 

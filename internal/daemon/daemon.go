@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -290,7 +289,7 @@ func (d *Daemon) openNotifier(ctx context.Context, cfg Config) error {
 	opts := cfg.Notify
 	opts.Logger = d.log
 	if opts.Link == "" {
-		opts.Link = strings.TrimSuffix(publicURL(cfg.PublicURL, d.ln.Addr(), cfg.TLS != nil), "/") + "/ui"
+		opts.Link = PageURL(cfg.PublicURL, d.ln.Addr(), cfg.TLS != nil)
 	}
 	if d.journal != nil {
 		outbox, err := d.journal.Table("notify-outbox")

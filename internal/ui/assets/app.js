@@ -1,7 +1,7 @@
 // The operator's page: pending questions live from /global/event, grouped by
 // session and directory, oldest first; answers go to OpenCode's routes.
 import { at, formOf, pendingIDs, reply, reject, sessionTitle } from "./api.js";
-import { questionCard, answersOf, checkCounts, fieldNodes, inline, plain } from "./render.js";
+import { questionCard, answersOf, checkCounts, fieldNodes, forPerson, inline, plain } from "./render.js";
 
 const main = document.getElementById("questions");
 const empty = document.getElementById("empty");
@@ -181,13 +181,15 @@ function wire(card, form) {
       node.removeAttribute("aria-invalid");
       node.querySelector(".field-error").textContent = "";
     }
-    formError.textContent = message;
-    // The server names the answer it refused: answers[3] ("Contact"): …
-    const m = /^answers\[(\d+)\]/.exec(message);
+    // The server names the answer it refused, in the API's words:
+    // answers[3] ("Contact"): "ab" is shorter than 3 characters. The page
+    // says it to the person at that field.
+    const m = /^answers\[(\d+)\] \("(?:[^"\\]|\\.)*"\): ([\s\S]*)$/.exec(message);
     const node = m && fieldNodes(card)[Number(m[1])];
+    formError.textContent = node ? "" : message;
     if (node) {
       node.setAttribute("aria-invalid", "true");
-      node.querySelector(".field-error").textContent = message;
+      node.querySelector(".field-error").textContent = forPerson(form.fields[Number(m[1])], m[2]);
       node.querySelector("input")?.focus();
     }
   };

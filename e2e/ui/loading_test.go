@@ -119,3 +119,23 @@ func TestLoadingUntilTheListIsKnown(t *testing.T) {
 		t.Error("the watch missed the page saying nothing is waiting")
 	}
 }
+
+// TestPendingListThatCannotBeReadIsAFailure: when the list of pending
+// questions cannot be read the page says so, with a way to try again; it
+// neither claims that nothing is waiting nor stays on "Loading…".
+func TestPendingListThatCannotBeReadIsAFailure(t *testing.T) {
+	d := startDaemon(t)
+	b := newBrowser(t, operatorUser, operatorPassword)
+	heal := b.failing("=" + d.URL + "/question")
+	b.do(chromedp.Navigate(d.URL + "/ui"))
+	b.waitFor("the failure shows", `document.querySelector("main").innerText.includes("Could not list the pending questions")`)
+	if eval[bool](b, saysNothingWaiting) || eval[bool](b, `document.getElementById("loading").checkVisibility()`) {
+		t.Errorf("the list could not be read and the page says:\n%s", eval[string](b, `document.querySelector("main").innerText`))
+	}
+	heal()
+	b.do(chromedp.Click(`#failed-list button`))
+	b.waitFor("the page says nothing is waiting", saysNothingWaiting)
+	if eval[bool](b, `document.querySelector("main").innerText.includes("Could not")`) {
+		t.Error("the failure stays after the list was read")
+	}
+}

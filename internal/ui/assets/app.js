@@ -114,19 +114,21 @@ function cleared(key) {
 async function asked(id) {
   if (shown.has(id) || loading.has(id)) return;
   gone.delete(id);
-  cleared(id);
   loading.add(id);
   showState();
   let form;
   try {
     form = await formOf(id);
   } catch (err) {
+    // A failure shown already stays (and stays counted) until this one
+    // replaces it.
     if (!gone.has(id)) failure(id, `Could not load question ${id}: ${err.message}`, () => asked(id));
     return;
   } finally {
     loading.delete(id);
     showState();
   }
+  cleared(id);
   if (!form || gone.has(id) || shown.has(id)) return;
   const card = questionCard(form);
   wire(card, form);

@@ -45,7 +45,8 @@ type browser struct {
 }
 
 // requestRule holds back or fails the page's requests whose URL contains
-// match, standing in for a slow or broken network between page and daemon.
+// match (is match, after a leading "="), standing in for a slow or broken
+// network between page and daemon.
 type requestRule struct {
 	match string
 	delay time.Duration
@@ -77,7 +78,7 @@ func (b *browser) ruleFor(url string) requestRule {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, r := range b.rules {
-		if strings.Contains(url, r.match) {
+		if whole, ok := strings.CutPrefix(r.match, "="); ok && url == whole || !ok && strings.Contains(url, r.match) {
 			return r
 		}
 	}

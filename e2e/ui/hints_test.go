@@ -2,6 +2,7 @@ package ui
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -41,6 +42,61 @@ func TestRequiredMultiSelectSaysPickAtLeastOne(t *testing.T) {
 		chromedp.WaitNotPresent(card(id)),
 	)
 	want := result{Action: "accept", Content: map[string]any{"checks": []any{"lint"}, "more": []any{"b"}}}
+	if got := d.result(id); !reflect.DeepEqual(got, want) {
+		t.Errorf("the agent got %+v, want %+v", got, want)
+	}
+}
+
+// TestRefusalsInAPersonsWords: what the server refuses (patterns the
+// browser cannot read, lengths it counts otherwise) is said at the field in
+// a person's words, never in the API's (answers[0] ("Ticket"): …); a
+// pattern shows only through the property's examples, else as "the
+// required format", never as a regular expression.
+func TestRefusalsInAPersonsWords(t *testing.T) {
+	d := startDaemon(t)
+	id := d.ask(`{"message":"File it","requestedSchema":{"type":"object","properties":{
+		"ticket":{"type":"string","title":"Ticket","pattern":"(?i)^ticket-[0-9]+$","examples":["TICKET-42"]},
+		"code":{"type":"string","title":"Code","pattern":"(?i)^[a-z]+$"},
+		"name":{"type":"string","title":"Name","minLength":3}},"required":["ticket","code","name"]}}`)
+	b := openPage(t, d)
+	b.do(chromedp.WaitVisible(card(id)))
+	if got, want := hints(b, id), []string{"Like TICKET-42", "In the required format", "At least 3 characters"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("hints %q, want %q", got, want)
+	}
+	fieldError := func(i int) string {
+		return eval[string](b, `document.querySelector('`+card(id, `[data-index="`+itoa(i)+`"] .field-error`)+`').textContent`)
+	}
+	// Each answer is refused in turn, and fixed.
+	b.do(
+		chromedp.SendKeys(field(id, 0), "nope"),
+		chromedp.SendKeys(field(id, 1), "abc-1"),
+		chromedp.SendKeys(field(id, 2), "😀😀"), // 4 UTF-16 units for the browser, 2 characters for the server
+	)
+	for _, step := range []struct {
+		index   int
+		refusal string
+		fix     string
+	}{
+		{0, "Type it like TICKET-42.", "ticket-7"},
+		{1, "Type it in the required format.", "abc"},
+		{2, "Type at least 3 characters.", "Ana"},
+	} {
+		b.do(chromedp.Click(card(id, "button.submit")))
+		b.waitFor("the refusal of field "+itoa(step.index), `document.querySelector('`+card(id, `[data-index="`+itoa(step.index)+`"] .field-error`)+`').textContent !== ""`)
+		if got := fieldError(step.index); got != step.refusal {
+			t.Errorf("field %d refused with %q, want %q", step.index, got, step.refusal)
+		}
+		text := eval[string](b, `document.querySelector('`+card(id)+`').innerText`)
+		for _, raw := range []string{"answers[", "(?i)", "^", "pattern"} {
+			if strings.Contains(text, raw) {
+				t.Errorf("the card shows %q:\n%s", raw, text)
+			}
+		}
+		b.clear(field(id, step.index))
+		b.do(chromedp.SendKeys(field(id, step.index), step.fix))
+	}
+	b.do(chromedp.Click(card(id, "button.submit")), chromedp.WaitNotPresent(card(id)))
+	want := result{Action: "accept", Content: map[string]any{"ticket": "ticket-7", "code": "abc", "name": "Ana"}}
 	if got := d.result(id); !reflect.DeepEqual(got, want) {
 		t.Errorf("the agent got %+v, want %+v", got, want)
 	}

@@ -23,30 +23,38 @@ const saysNothingWaiting = `[...document.querySelectorAll("main *")].some(e =>
 // credentials are all it has.
 func TestOpenedWithCredentialsInTheURL(t *testing.T) {
 	d := startDaemon(t)
-	id := ask(d, "Opened with a password in the address")
-	b := newBrowser(t, operatorUser, "")
-	u, err := url.Parse(d.URL + "/")
-	if err != nil {
-		t.Fatal(err)
+	for _, entry := range []string{"/", "/ui"} {
+		t.Run(entry, func(t *testing.T) {
+			id := ask(d, "Opened at "+entry+" with a password in the address")
+			b := newBrowser(t, operatorUser, "")
+			u, err := url.Parse(d.URL + entry)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.User = url.UserPassword(operatorUser, operatorPassword)
+			b.do(chromedp.Navigate(u.String()))
+			b.waitFor("the question shows", `document.getElementById("question-`+id+`") !== null || /Could not/.test(document.body.innerText)`)
+			if text := eval[string](b, `document.body.innerText`); strings.Contains(text, "Could not") {
+				b.screenshot("credentials")
+				t.Fatalf("opened with credentials in the URL the page says:\n%s", text)
+			}
+			b.waitFor("the event stream connects", `document.getElementById("status").textContent.startsWith("Connected")`)
+			if path := eval[string](b, `location.pathname`); path != "/ui" {
+				t.Errorf("the page is at %s", path)
+			}
+			b.do(
+				chromedp.Click(option(id, 0, "red")),
+				chromedp.SendKeys(field(id, 1), "typed at a URL with credentials"),
+				chromedp.Click(card(id, "button.submit")),
+				chromedp.WaitNotPresent(card(id)),
+			)
+			want := result{Action: "accept", Content: map[string]any{"color": "red", "note": "typed at a URL with credentials"}}
+			if got := d.result(id); !reflect.DeepEqual(got, want) {
+				t.Errorf("the agent got %+v, want %+v", got, want)
+			}
+			b.waitFor("the page says nothing is waiting", saysNothingWaiting)
+		})
 	}
-	u.User = url.UserPassword(operatorUser, operatorPassword)
-	b.do(chromedp.Navigate(u.String()))
-	b.waitFor("the question shows", `document.getElementById("question-`+id+`") !== null || /Could not/.test(document.body.innerText)`)
-	if text := eval[string](b, `document.body.innerText`); strings.Contains(text, "Could not") {
-		b.screenshot("credentials")
-		t.Fatalf("opened with credentials in the URL the page says:\n%s", text)
-	}
-	b.do(
-		chromedp.Click(option(id, 0, "red")),
-		chromedp.SendKeys(field(id, 1), "typed at a URL with credentials"),
-		chromedp.Click(card(id, "button.submit")),
-		chromedp.WaitNotPresent(card(id)),
-	)
-	want := result{Action: "accept", Content: map[string]any{"color": "red", "note": "typed at a URL with credentials"}}
-	if got := d.result(id); !reflect.DeepEqual(got, want) {
-		t.Errorf("the agent got %+v, want %+v", got, want)
-	}
-	b.waitFor("the page says nothing is waiting", saysNothingWaiting)
 }
 
 // TestQuestionThatCannotLoadIsAFailure: a question whose form cannot be
@@ -109,5 +117,25 @@ func TestLoadingUntilTheListIsKnown(t *testing.T) {
 	b.waitFor("the page says nothing is waiting", saysNothingWaiting)
 	if !eval[bool](b, `said.nothing`) {
 		t.Error("the watch missed the page saying nothing is waiting")
+	}
+}
+
+// TestPendingListThatCannotBeReadIsAFailure: when the list of pending
+// questions cannot be read the page says so, with a way to try again; it
+// neither claims that nothing is waiting nor stays on "Loading…".
+func TestPendingListThatCannotBeReadIsAFailure(t *testing.T) {
+	d := startDaemon(t)
+	b := newBrowser(t, operatorUser, operatorPassword)
+	heal := b.failing("=" + d.URL + "/question")
+	b.do(chromedp.Navigate(d.URL + "/ui"))
+	b.waitFor("the failure shows", `document.querySelector("main").innerText.includes("Could not list the pending questions")`)
+	if eval[bool](b, saysNothingWaiting) || eval[bool](b, `document.getElementById("loading").checkVisibility()`) {
+		t.Errorf("the list could not be read and the page says:\n%s", eval[string](b, `document.querySelector("main").innerText`))
+	}
+	heal()
+	b.do(chromedp.Click(`#failed-list button`))
+	b.waitFor("the page says nothing is waiting", saysNothingWaiting)
+	if eval[bool](b, `document.querySelector("main").innerText.includes("Could not")`) {
+		t.Error("the failure stays after the list was read")
 	}
 }

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/questiond/questiond/internal/elicit"
@@ -41,6 +43,7 @@ type formField struct {
 	MinLength   *int         `json:"minLength,omitempty"`
 	MaxLength   *int         `json:"maxLength,omitempty"`
 	Pattern     string       `json:"pattern,omitempty"`
+	Examples    []string     `json:"examples,omitempty"`
 	Minimum     *float64     `json:"minimum,omitempty"`
 	Maximum     *float64     `json:"maximum,omitempty"`
 }
@@ -98,8 +101,48 @@ func toQuestionForm(q *pending.Question, form *elicit.Form) questionForm {
 	if len(q.Questions) == len(form.Schema.Properties) {
 		shown = q.Questions
 	}
+	examples := examplesOf(q.Schema)
 	for i := range form.Schema.Properties {
-		out.Fields[i] = toFormField(&form.Schema.Properties[i], shown[i])
+		p := &form.Schema.Properties[i]
+		out.Fields[i] = toFormField(p, shown[i])
+		out.Fields[i].Examples = examples[p.Key]
+	}
+	return out
+}
+
+// Examples are shown to a person in place of a pattern nobody reads: a few,
+// each one short line.
+const (
+	maxExamples     = 3
+	exampleMaxRunes = 40
+)
+
+// examplesOf reads the examples of each property of the requested schema
+// (JSON Schema's "examples"), which the parsed form does not keep: strings
+// and numbers, as operators are shown agents' text.
+func examplesOf(schema json.RawMessage) map[string][]string {
+	var s struct {
+		Properties map[string]struct {
+			Examples []any `json:"examples"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return nil
+	}
+	out := map[string][]string{}
+	for key, p := range s.Properties {
+		for _, e := range p.Examples {
+			var text string
+			switch v := e.(type) {
+			case string:
+				text = oneLine(v, exampleMaxRunes)
+			case float64:
+				text = strconv.FormatFloat(v, 'f', -1, 64)
+			}
+			if text != "" && len(out[key]) < maxExamples {
+				out[key] = append(out[key], text)
+			}
+		}
 	}
 	return out
 }

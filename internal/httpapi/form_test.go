@@ -22,7 +22,8 @@ const everyShapeBody = `{"sessionID":"ses_form","directory":"/srv/app","message"
 		"checks":{"type":"array","title":"Checks","minItems":1,"maxItems":2,
 			"items":{"type":"string","enum":["lint","test","bench"]},"default":["test"]},
 		"notify":{"type":"boolean","title":"Notify","default":false},
-		"contact":{"type":"string","title":"Contact","format":"email","minLength":3,"maxLength":60,"pattern":"@example\\.com$"},
+		"contact":{"type":"string","title":"Contact","format":"email","minLength":3,"maxLength":60,"pattern":"@example\\.com$",
+			"examples":["ops@example.com",{"not":"text"},"dev@example.com\nsecond line","x@example.com","y@example.com"]},
 		"replicas":{"type":"integer","title":"Replicas","minimum":1,"maximum":9,"default":2},
 		"ratio":{"type":"number","title":"Ratio","minimum":0,"maximum":1}
 	},
@@ -30,7 +31,8 @@ const everyShapeBody = `{"sessionID":"ses_form","directory":"/srv/app","message"
 
 // TestQuestionFormDescribesEveryShape reads the form of a question with every
 // kind of property: kinds, options, bounds, formats, defaults and required
-// marks in schema order, the message as sent.
+// marks in schema order, the message as sent; a pattern's examples (a few
+// texts, one line each) for the page to show instead of the pattern.
 func TestQuestionFormDescribesEveryShape(t *testing.T) {
 	h := newHarness(t, httpapi.Options{})
 	c := h.create(json.RawMessage(everyShapeBody))
@@ -53,7 +55,8 @@ func TestQuestionFormDescribesEveryShape(t *testing.T) {
 		 {"key":"notify","kind":"boolean","header":"Notify","title":"Notify","required":false,"default":false,
 		  "options":[{"value":"true","label":"Yes","description":""},{"value":"false","label":"No","description":"(default)"}]},
 		 {"key":"contact","kind":"text","header":"Contact","title":"Contact","required":true,"format":"email",
-		  "minLength":3,"maxLength":60,"pattern":"@example\\.com$"},
+		  "minLength":3,"maxLength":60,"pattern":"@example\\.com$",
+		  "examples":["ops@example.com","dev@example.com","x@example.com"]},
 		 {"key":"replicas","kind":"integer","header":"Replicas","title":"Replicas","required":false,"default":2,"minimum":1,"maximum":9},
 		 {"key":"ratio","kind":"number","header":"Ratio","title":"Ratio","required":false,"minimum":0,"maximum":1}
 		]}`), &want); err != nil {

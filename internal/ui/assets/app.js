@@ -1,7 +1,7 @@
 // The operator's page: pending questions live from /global/event, grouped by
 // session and directory, oldest first; answers go to OpenCode's routes.
 import { at, formOf, pendingIDs, reply, reject, sessionTitle } from "./api.js";
-import { questionCard, answersOf, checkCounts, fieldNodes, inline, plain } from "./render.js";
+import { questionCard, answersOf, checkCounts, fieldNodes, forPerson, inline, plain } from "./render.js";
 
 const main = document.getElementById("questions");
 const empty = document.getElementById("empty");
@@ -114,19 +114,21 @@ function cleared(key) {
 async function asked(id) {
   if (shown.has(id) || loading.has(id)) return;
   gone.delete(id);
-  cleared(id);
   loading.add(id);
   showState();
   let form;
   try {
     form = await formOf(id);
   } catch (err) {
+    // A failure shown already stays (and stays counted) until this one
+    // replaces it.
     if (!gone.has(id)) failure(id, `Could not load question ${id}: ${err.message}`, () => asked(id));
     return;
   } finally {
     loading.delete(id);
     showState();
   }
+  cleared(id);
   if (!form || gone.has(id) || shown.has(id)) return;
   const card = questionCard(form);
   wire(card, form);
@@ -181,13 +183,15 @@ function wire(card, form) {
       node.removeAttribute("aria-invalid");
       node.querySelector(".field-error").textContent = "";
     }
-    formError.textContent = message;
-    // The server names the answer it refused: answers[3] ("Contact"): …
-    const m = /^answers\[(\d+)\]/.exec(message);
+    // The server names the answer it refused, in the API's words:
+    // answers[3] ("Contact"): "ab" is shorter than 3 characters. The page
+    // says it to the person at that field.
+    const m = /^answers\[(\d+)\] \("(?:[^"\\]|\\.)*"\): ([\s\S]*)$/.exec(message);
     const node = m && fieldNodes(card)[Number(m[1])];
+    formError.textContent = node ? "" : message;
     if (node) {
       node.setAttribute("aria-invalid", "true");
-      node.querySelector(".field-error").textContent = message;
+      node.querySelector(".field-error").textContent = forPerson(form.fields[Number(m[1])], m[2]);
       node.querySelector("input")?.focus();
     }
   };

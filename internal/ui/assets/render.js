@@ -78,14 +78,47 @@ function hint(f) {
       if (f.format) parts.push(names[f.format] || f.format);
       const length = range(f.minLength, f.maxLength, "characters");
       if (length) parts.push(length);
-      if (f.pattern) parts.push(`matching ${f.pattern}`);
+      // A regular expression is for programs: a person sees the
+      // property's examples, or only that there is a format.
+      if (f.pattern) parts.push(f.examples?.length ? `like ${f.examples.join(" or ")}` : "in the required format");
       break;
     }
   }
   if (f.default !== undefined && f.kind !== "boolean" && f.kind !== "single" && f.kind !== "multi") {
     parts.push(`default ${f.default}`);
   }
-  return parts.join("; ");
+  const text = parts.join("; ");
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+const formatWords = {
+  email: "an email address, like name@example.com",
+  uri: "a full address, like https://example.com/",
+  date: "a date, like 2026-01-31",
+  "date-time": "a date and time, like 2026-01-31T09:30:00Z",
+};
+
+// forPerson rewords the server's refusal of field f's answer (the problem
+// of "answers[i] (header): problem", in the API's words, which OpenCode
+// clients and tests read) for the person at the field. A problem it does
+// not know is shown as the server put it.
+export function forPerson(f, problem) {
+  const count = (n, noun) => `${n} ${noun}${n === "1" ? "" : "s"}`;
+  let m;
+  if (/^an answer is required/.test(problem)) return f.kind === "multi" ? "Pick at least one." : "This one needs an answer.";
+  if ((m = /is shorter than (\d+) characters?$/.exec(problem))) return `Type at least ${count(m[1], "character")}.`;
+  if ((m = /is longer than (\d+) characters?$/.exec(problem))) return `Type at most ${count(m[1], "character")}.`;
+  if (/does not match the pattern/.test(problem)) {
+    return f.examples?.length ? `Type it like ${f.examples.join(" or ")}.` : "Type it in the required format.";
+  }
+  if (f.format && formatWords[f.format] && / is not an? /.test(problem)) return `Type ${formatWords[f.format]}.`;
+  if ((m = /is less than the minimum (\S+)$/.exec(problem))) return `Type a number of at least ${m[1]}.`;
+  if ((m = /is greater than the maximum (\S+)$/.exec(problem))) return `Type a number of at most ${m[1]}.`;
+  if (/is not an integer$|outside the safe integer range/.test(problem)) return "Type a whole number.";
+  if (/is not a number$/.test(problem)) return "Type a number.";
+  if ((m = /^pick at least (\d+) choices?/.exec(problem))) return `Pick at least ${m[1] === "1" ? "one" : m[1]}.`;
+  if ((m = /^pick at most (\d+) choices?/.exec(problem))) return `Pick at most ${m[1]}.`;
+  return problem.charAt(0).toUpperCase() + problem.slice(1);
 }
 
 function title(f, id) {

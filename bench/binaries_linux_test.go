@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/bench/workload"
+	"github.com/questiond/questiond/internal/testkit/launch"
 )
 
 // Settings of BenchmarkBinaries, from the environment (bench/compare.sh,
@@ -212,11 +212,7 @@ func runBinary(b *testing.B, cfg *binariesSettings, bin binary, store string, ag
 		if strings.Contains(line, connectionCapLog) {
 			capped.CompareAndSwap(nil, line)
 		}
-		var entry struct{ Msg, Addr string }
-		if json.Unmarshal([]byte(line), &entry) != nil || entry.Msg != "questiond listening" {
-			return ""
-		}
-		return entry.Addr
+		return launch.ListeningAddr(line)
 	})
 	defer func() {
 		if err := p.stop(); err != nil && r.err == nil {

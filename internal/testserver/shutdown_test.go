@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,16 +76,19 @@ func TestStopAnnouncesTheWithdrawalOfWaitingMCPToolCalls(t *testing.T) {
 // gatedStore parks the first Create until the test lets it go.
 type gatedStore struct {
 	ask.QuestionStore
-	entered chan struct{}
+	entered chan struct{} // buffered: the first Create need not find the test waiting
 	proceed chan struct{}
+	first   sync.Once
 }
 
 func (g *gatedStore) Create(ctx context.Context, q *pending.Question) error {
-	select {
-	case g.entered <- struct{}{}:
+	// Only the first is parked. (With an unbuffered entered and a default
+	// case, a Create that came before the test waited on entered went by
+	// unparked, and the test waited for ever.)
+	g.first.Do(func() {
+		g.entered <- struct{}{}
 		<-g.proceed
-	default:
-	}
+	})
 	return g.QuestionStore.Create(ctx, q)
 }
 
@@ -94,7 +98,7 @@ func (g *gatedStore) Create(ctx context.Context, q *pending.Question) error {
 // question was then ended and forgotten, its events never sent. Whatever
 // the interleaving, the agent's answer and what operators see must agree.
 func TestACreateUnderWayWhenStopBeginsIsAnsweredConsistently(t *testing.T) {
-	gate := &gatedStore{entered: make(chan struct{}), proceed: make(chan struct{})}
+	gate := &gatedStore{entered: make(chan struct{}, 1), proceed: make(chan struct{})}
 	s := start(t, testserver.Config{WrapStore: func(st ask.QuestionStore) ask.QuestionStore {
 		gate.QuestionStore = st
 		return gate

@@ -54,17 +54,11 @@ var (
 	errKeyReused    = &statusError{http.StatusUnprocessableEntity, "UnprocessableContent", ask.ErrKeyReused.Error()}
 )
 
-// questionGone answers a retry whose Idempotency-Key named a question that
-// has been forgotten (past --retention, or evicted): its result is lost, and
-// asking again would ask the human a second time. 410 QuestionGoneError.
-type questionGone struct{ *ask.KeyGoneError }
-
 // httpError is the one place the service's domain errors become this
 // package's HTTP errors; writeError, writeRPCError and toolError each start
 // with it. Other errors pass unchanged.
 func httpError(err error) error {
 	var (
-		gone    *ask.KeyGoneError
 		limit   *ask.LimitError
 		refused *ask.ForbiddenError
 		sess    *ask.SessionError
@@ -76,8 +70,6 @@ func httpError(err error) error {
 		return errKeyInFlight
 	case errors.Is(err, ask.ErrKeyReused):
 		return errKeyReused
-	case errors.As(err, &gone):
-		return &questionGone{gone}
 	case errors.As(err, &limit):
 		return tooMany(limit.Message)
 	case errors.As(err, &refused):
@@ -140,7 +132,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		schema   *elicit.SchemaError
 		answer   *elicit.AnswerError
 		missing  *notFound
-		gone     *questionGone
+		gone     *ask.KeyGoneError // a retry whose key's question is forgotten: its result is lost, and asking again would ask twice
 		budget   *pending.BudgetError
 	)
 	switch {

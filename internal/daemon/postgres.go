@@ -27,7 +27,7 @@ import (
 // change, at once. A replica that stops leaves its questions pending for
 // the others.
 type postgres struct {
-	db     *pgstore.Store
+	db     *pgstore.DB
 	mirror *pgstore.Mirror // d.store, following the other replicas
 }
 
@@ -41,7 +41,7 @@ func (d *Daemon) openPostgres(ctx context.Context, cfg Config) error {
 	// So do the byte budgets (see pgstore.Options).
 	opts.MaxBytes, opts.MaxBytesPerAgent = cfg.Store.MaxBytes, cfg.Store.MaxBytesPerAgent
 	opts.KeyRetention = max(cfg.Store.KeyRetention, cfg.Store.Retention)
-	db, err := waitForPostgres(ctx, d.log, func() (*pgstore.Store, error) {
+	db, err := waitForPostgres(ctx, d.log, func() (*pgstore.DB, error) {
 		return pgstore.Open(ctx, cfg.DatabaseURL, opts)
 	})
 	if err != nil {
@@ -118,7 +118,7 @@ const (
 // password, no such database, a newer schema) is an error at once. Logged
 // once at the start of the wait, once a minute while it lasts, and once
 // when it is over.
-func waitForPostgres(ctx context.Context, log *zap.Logger, open func() (*pgstore.Store, error)) (*pgstore.Store, error) {
+func waitForPostgres(ctx context.Context, log *zap.Logger, open func() (*pgstore.DB, error)) (*pgstore.DB, error) {
 	start := time.Now()
 	lastSaid := start
 	pause := startWaitFirst

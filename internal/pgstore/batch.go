@@ -127,7 +127,7 @@ const batchRetries = 4
 
 // commitBatch commits group's changes in one transaction and sends each
 // member its outcome.
-func (s *Store) commitBatch(ctx context.Context, group []*queuedChange) {
+func (s *DB) commitBatch(ctx context.Context, group []*queuedChange) {
 	ctx, cancel := writeContext(ctx)
 	defer cancel()
 	var outcomes []changeOutcome
@@ -155,7 +155,7 @@ func (s *Store) commitBatch(ctx context.Context, group []*queuedChange) {
 // server, a notification in a transaction of its own that the server runs
 // once the batch has committed (see the package doc), unless every
 // request connection is taken: then the notifier sends it.
-func (s *Store) applyBatch(ctx context.Context, group []*queuedChange) ([]changeOutcome, error) {
+func (s *DB) applyBatch(ctx context.Context, group []*queuedChange) ([]changeOutcome, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		s.announce()
@@ -276,21 +276,21 @@ func parseAlso(err error, b []byte) (int64, error) {
 }
 
 // The byte budgets and key retention the database applies (Options).
-func (s *Store) maxBytes() int64 {
+func (s *DB) maxBytes() int64 {
 	if s.opts.MaxBytes > 0 {
 		return s.opts.MaxBytes
 	}
 	return pending.DefaultMaxBytes
 }
 
-func (s *Store) maxBytesPerAgent() int64 {
+func (s *DB) maxBytesPerAgent() int64 {
 	if s.opts.MaxBytesPerAgent > 0 {
 		return s.opts.MaxBytesPerAgent
 	}
 	return pending.DefaultMaxBytesPerAgent
 }
 
-func (s *Store) keyRetention() time.Duration {
+func (s *DB) keyRetention() time.Duration {
 	if s.opts.KeyRetention > 0 {
 		return s.opts.KeyRetention
 	}

@@ -5,7 +5,7 @@ const ReadSQL = readSQL
 
 // StopNotifier stops the goroutine that sends the notifications of
 // transactions of several changes and of failures; Close stops it too.
-func (s *Store) StopNotifier() {
+func (s *DB) StopNotifier() {
 	s.stopNotify()
 	<-s.notifyDone
 }

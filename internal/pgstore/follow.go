@@ -25,7 +25,7 @@ const CatchUpWait = 5 * time.Second
 // through any other at once, even if that replica's tail lags.
 type Mirror struct {
 	*pending.Store
-	db      *Store
+	db      *DB
 	tail    *Tailer
 	journal *Journal // set by Follow: Create and Settle wait for their change's turn
 }
@@ -38,7 +38,7 @@ const OwnChangeWait = 2 * time.Second
 // the other replicas: it tails the change log from what j's Load saw and
 // hands each change to m.Observe, which ignores this replica's own. Stop
 // the mirror before closing m.
-func (s *Store) Follow(m *pending.Store, j *Journal, opts TailOptions) *Mirror {
+func (s *DB) Follow(m *pending.Store, j *Journal, opts TailOptions) *Mirror {
 	announce := opts.Announce
 	if announce == nil {
 		announce = func(*pending.Question) {}
@@ -83,7 +83,7 @@ func (s *Store) Follow(m *pending.Store, j *Journal, opts TailOptions) *Mirror {
 // lost; results it holds whose records are gone are forgotten. It returns
 // the log position the records cover. What it applies is
 // told to announce.
-func (s *Store) resync(ctx context.Context, m *pending.Store, j *Journal, announce func(*pending.Question)) (int64, error) {
+func (s *DB) resync(ctx context.Context, m *pending.Store, j *Journal, announce func(*pending.Question)) (int64, error) {
 	// Listed before the records are read: every question m holds was
 	// committed before it was listed, so the records hold it unless it was
 	// deleted. One created here meanwhile is not in this list.
@@ -147,7 +147,7 @@ func goneEnding(q *pending.Question) *pending.Question {
 // endGone applies the ending of question id, whose record was deleted
 // before the tail read the ending: if m still holds it pending, it ends
 // here as the resync ends such questions, and is announced.
-func (s *Store) endGone(m *pending.Store, id string, announce func(*pending.Question)) {
+func (s *DB) endGone(m *pending.Store, id string, announce func(*pending.Question)) {
 	q, err := m.Get(context.Background(), id)
 	if err != nil || q.Ended != nil {
 		return // never seen here, or ended here already
@@ -164,7 +164,7 @@ func (s *Store) endGone(m *pending.Store, id string, announce func(*pending.Ques
 }
 
 // Mirror pairs m with the tailer that keeps it in step (Follow does both).
-func (s *Store) Mirror(m *pending.Store, tail *Tailer) *Mirror {
+func (s *DB) Mirror(m *pending.Store, tail *Tailer) *Mirror {
 	return &Mirror{Store: m, db: s, tail: tail}
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // open opens a store on url, closed when the test ends.
-func open(t testing.TB, url string) *pgstore.Store {
+func open(t testing.TB, url string) *pgstore.DB {
 	t.Helper()
 	s, err := pgstore.Open(context.Background(), url, pgstore.Options{})
 	if err != nil {
@@ -25,7 +25,7 @@ func open(t testing.TB, url string) *pgstore.Store {
 // replica is one replica's question store: a pending.Store restored from
 // the shared database and following its change log.
 type replica struct {
-	db       *pgstore.Store
+	db       *pgstore.DB
 	store    *pending.Store
 	tail     *pgstore.Mirror
 	journal  *pgstore.Journal // the store's

@@ -25,7 +25,7 @@ type Imported struct {
 // session record it already has, so running it again copies nothing twice.
 // Each imported pending question is logged as asked, so that running
 // replicas announce it; ended ones are read by replicas when they start.
-func (s *Store) Import(ctx context.Context, questions []*pending.Question, sessions map[string][]byte) (Imported, error) {
+func (s *DB) Import(ctx context.Context, questions []*pending.Question, sessions map[string][]byte) (Imported, error) {
 	var n Imported
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		n = Imported{}

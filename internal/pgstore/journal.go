@@ -24,7 +24,7 @@ const channel = "questiond_changes"
 // (pending.ErrNotFound). Every other failure wraps pending.ErrUnavailable
 // and ErrUnavailable.
 type Journal struct {
-	s      *Store
+	s      *DB
 	loaded atomic.Int64 // the change log's head as of the last Load
 
 	// own maps a change this replica committed (ownKey) to the id of its
@@ -83,7 +83,7 @@ const (
 var _ pending.Journal = (*Journal)(nil)
 
 // Questions returns the journal of the questions.
-func (s *Store) Questions() *Journal { return &Journal{s: s} }
+func (s *DB) Questions() *Journal { return &Journal{s: s} }
 
 // LoadedSeq is the log position (see Tailer.Last) of the last Load's
 // snapshot: a tailer started from it misses nothing Load did not return
@@ -243,7 +243,7 @@ func writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), WriteTimeout)
 }
 
-// Close does nothing: the Store owns the pool, and is closed after the
+// Close does nothing: the DB owns the pool, and is closed after the
 // question store.
 func (j *Journal) Close() error { return nil }
 

@@ -647,7 +647,7 @@ const migrationLock = 0x71643135
 
 // migrate brings the schema to SchemaVersion, each step in its own
 // transaction, under a session advisory lock.
-func (s *Store) migrate(ctx context.Context) error {
+func (s *DB) migrate(ctx context.Context) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return unavailable("connecting to migrate the schema", err)

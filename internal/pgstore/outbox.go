@@ -34,14 +34,14 @@ const DefaultOutboxLease = 30 * time.Second
 // lost the database) before deleting it, or from an attempt under way when
 // a lease ran out. Deliveries are at least once, as on one machine.
 type Outbox struct {
-	s     *Store
+	s     *DB
 	owner string        // this Outbox's replica, random
 	lease time.Duration // Options.OutboxLease
 }
 
 // Outbox returns the notification outbox of this replica: records it
 // writes are held by it. Each call returns a replica of its own.
-func (s *Store) Outbox() *Outbox {
+func (s *DB) Outbox() *Outbox {
 	lease := s.opts.OutboxLease
 	defaults.Fill(&lease, DefaultOutboxLease)
 	return &Outbox{s: s, owner: "replica-" + rand.Text(), lease: lease}

@@ -109,7 +109,7 @@ func (s *severable) Delete(ctx context.Context, key string) error {
 
 // notifying is one replica's notifier on the shared outbox.
 type notifying struct {
-	db     *pgstore.Store
+	db     *pgstore.DB
 	outbox *severable
 	link   *link
 	n      *notify.Notifier
@@ -147,13 +147,13 @@ func (r *notifying) ask(count int) {
 }
 
 // outboxCount counts the outbox's records that match cond.
-func outboxCount(t *testing.T, db *pgstore.Store, cond string) int {
+func outboxCount(t *testing.T, db *pgstore.DB, cond string) int {
 	t.Helper()
 	return rowCount(t, db, "notify_outbox", cond)
 }
 
 // rowCount counts the rows of table that match cond.
-func rowCount(t *testing.T, db *pgstore.Store, table, cond string) int {
+func rowCount(t *testing.T, db *pgstore.DB, table, cond string) int {
 	t.Helper()
 	var n int
 	if err := db.Pool().QueryRow(context.Background(), "SELECT count(*) FROM "+table+" WHERE "+cond).Scan(&n); err != nil {
@@ -170,7 +170,7 @@ func eventually(t *testing.T, what string, ok func() bool) {
 
 // deliveredOnce waits until hook got want events and the outbox is empty,
 // then closes the replicas and checks that each event came once.
-func deliveredOnce(t *testing.T, hook *webhook, db *pgstore.Store, want int, replicas ...*notifying) {
+func deliveredOnce(t *testing.T, hook *webhook, db *pgstore.DB, want int, replicas ...*notifying) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("%d events delivered and the outbox empty", want), func() bool {
 		events, _ := hook.distinct()

@@ -352,7 +352,7 @@ func TestMissCatchesUpWhileTheRequestPoolIsTaken(t *testing.T) {
 
 // laggingMirror is a replica's mirror on db whose tail applies nothing
 // until release is closed; m is its store, b the mirror.
-func laggingMirror(t *testing.T, db *pgstore.Store) (m *pending.Store, b *pgstore.Mirror, release chan struct{}) {
+func laggingMirror(t *testing.T, db *pgstore.DB) (m *pending.Store, b *pgstore.Mirror, release chan struct{}) {
 	t.Helper()
 	j := db.Questions()
 	m, err := pending.Open(context.Background(), pending.Options{Journal: j})
@@ -377,7 +377,7 @@ func laggingMirror(t *testing.T, db *pgstore.Store) (m *pending.Store, b *pgstor
 // holdTails opens a transaction with an id on db and keeps it open until
 // the returned function commits it: no tailer reads past it meanwhile, as
 // if every replica lagged.
-func holdTails(t *testing.T, db *pgstore.Store) (release func()) {
+func holdTails(t *testing.T, db *pgstore.DB) (release func()) {
 	t.Helper()
 	ctx := context.Background()
 	held, err := db.Pool().Begin(ctx)

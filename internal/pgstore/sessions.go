@@ -19,7 +19,7 @@ import (
 // (session.PlanPut, PlanClaim, PlanDelete): a session is its owner's across
 // replicas, and MaxSessions and MaxSessionsPerAgent bound the records.
 type Sessions struct {
-	s    *Store
+	s    *DB
 	opts session.Options
 
 	sweepMu sync.Mutex
@@ -27,7 +27,7 @@ type Sessions struct {
 }
 
 // Sessions returns the session records; opts.Journal is ignored.
-func (s *Store) Sessions(opts session.Options) (*Sessions, error) {
+func (s *DB) Sessions(opts session.Options) (*Sessions, error) {
 	switch opts.Default {
 	case "":
 		opts.Default = session.DefaultCapability

@@ -50,7 +50,7 @@ type Options struct {
 	OutboxLease time.Duration
 }
 
-// Store is one replica's handle on the shared database: a connection pool
+// DB is one replica's handle on the shared database: a connection pool
 // whose schema Open has brought up to date.
 //
 // Beside it a pool of two connections (ctl) serves the notifier (see
@@ -60,7 +60,7 @@ type Options struct {
 // under load, they queued behind those changes (40 to 160 ms per
 // notification at 512 agents, before a change's own notification went with
 // it), and every other replica learnt of each change that much later.
-type Store struct {
+type DB struct {
 	pool   *pgxpool.Pool
 	ctl    *pgxpool.Pool
 	config *pgxpool.Config
@@ -77,7 +77,7 @@ type Store struct {
 // Open connects to the database at url (a libpq URL or key=value string),
 // creates or migrates its schema (see Migrate), and returns the store. The
 // URL is never logged or put in an error: it may hold a password.
-func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+func Open(ctx context.Context, url string, opts Options) (*DB, error) {
 	config, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		// pgx's parse errors quote the URL; say only what is wrong.
@@ -106,7 +106,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, redact(err))
 	}
-	s := &Store{pool: pool, ctl: ctl, config: config, opts: opts, log: log.Named("pgstore"),
+	s := &DB{pool: pool, ctl: ctl, config: config, opts: opts, log: log.Named("pgstore"),
 		changed: make(chan struct{}, 1), notifyDone: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
@@ -147,7 +147,7 @@ func commitDurably(log *zap.Logger) func(context.Context, *pgx.Conn) error {
 }
 
 // Close closes the pool, after the queries under way.
-func (s *Store) Close() {
+func (s *DB) Close() {
 	s.stopNotify()
 	<-s.notifyDone
 	s.pool.Close()
@@ -161,8 +161,8 @@ const ctlConns = 2
 // channel: after a transaction of several changes committed, so that the
 // tailers read them, and after a change failed, since its transaction held
 // their read back until it ended. (A single change sends its own: see
-// Store.applyBatch.)
-func (s *Store) announce() {
+// DB.applyBatch.)
+func (s *DB) announce() {
 	select {
 	case s.changed <- struct{}{}:
 	default: // one is due already; it covers this change too
@@ -175,7 +175,7 @@ func (s *Store) announce() {
 // notifying transactions under one lock, fsync included. Its commit need
 // not reach the disk (a lost notification is made good by the tailers'
 // polling), so it does not wait for one.
-func (s *Store) notifyLoop(ctx context.Context) {
+func (s *DB) notifyLoop(ctx context.Context) {
 	defer close(s.notifyDone)
 	for {
 		select {
@@ -202,7 +202,7 @@ func (s *Store) notifyLoop(ctx context.Context) {
 const notifyWindow = 5 * time.Millisecond
 
 // Pool is the store's connection pool, for tests and tools.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+func (s *DB) Pool() *pgxpool.Pool { return s.pool }
 
 // redact keeps what a connection error says without the connection string
 // pgconn may include.

@@ -93,7 +93,7 @@ const TailerApplicationName = "questiond change log tailer"
 // id: every change made by a transaction with a lower id has been handed
 // over (or was part of what the position was taken from).
 type Tailer struct {
-	s     *Store
+	s     *DB
 	opts  TailOptions
 	apply func(Change)
 
@@ -119,7 +119,7 @@ type Tailer struct {
 // for a store just restored, 0 for the whole log), calling apply for each later change, in
 // order, from one goroutine. apply must not call back into the tailer.
 // Stop ends it.
-func (s *Store) Tail(from int64, apply func(Change), opts TailOptions) *Tailer {
+func (s *DB) Tail(from int64, apply func(Change), opts TailOptions) *Tailer {
 	defaults.Fill(&opts.PollInterval, DefaultPollInterval)
 	defaults.Fill(&opts.Batch, DefaultBatch)
 	defaults.Fill(&opts.MaxBackoff, DefaultMaxBackoff)

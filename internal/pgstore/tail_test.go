@@ -161,7 +161,7 @@ func TestTailWaitsForAnOpenWriter(t *testing.T) {
 
 // nextXid is the id the next transaction will get: every transaction
 // that committed so far has a lower one.
-func nextXid(t testing.TB, s *pgstore.Store) int64 {
+func nextXid(t testing.TB, s *pgstore.DB) int64 {
 	t.Helper()
 	var next int64
 	if err := s.Pool().QueryRow(context.Background(), "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint").Scan(&next); err != nil {

@@ -18,6 +18,7 @@ var allowedInternal = []string{
 	"github.com/questiond/questiond/internal/daemon",
 	"github.com/questiond/questiond/internal/pending", // migrate's source
 	"github.com/questiond/questiond/internal/pgstore", // migrate's destination
+	"github.com/questiond/questiond/internal/bridge",  // questiond bridge
 }
 
 func TestImportsOnlyDaemonAndStores(t *testing.T) {

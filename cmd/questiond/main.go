@@ -1,7 +1,9 @@
 // Command questiond is the daemon: it lets AI agents ask a human structured
 // questions over HTTP (MCP elicitation) and lets operators answer them with
 // OpenCode clients. Run `questiond --help` for every setting; `questiond ask`
-// asks a question from a script (`questiond ask --help`); `questiond health`
+// asks a question from a script (`questiond ask --help`); `questiond bridge`
+// runs any MCP server for a host and answers its elicitations through
+// questiond (`questiond bridge --help`); `questiond health`
 // probes the daemon for a container's health check; `questiond migrate`
 // copies a bbolt database into PostgreSQL.
 package main
@@ -36,6 +38,12 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "health" {
 		os.Exit(health(context.Background(), os.Args[2:], os.Getenv, os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "bridge" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		status := bridgeCommand(ctx, os.Args[2:], os.Getenv, os.Environ(), os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(status)
 	}
 	if len(os.Args) > 1 && os.Args[1] == "migrate" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/client"
+	"github.com/questiond/questiond/internal/bridge"
+)
+
+// Exit statuses of `questiond bridge`.
+const (
+	bridgeEnded         = 0 // the host closed its side
+	bridgeFailed        = 1 // the upstream ended, or could not be started
+	bridgeUsage         = 2
+	defaultBridgeGiveUp = 30 * time.Second
+)
+
+const bridgeUsageHeader = `questiond bridge runs an MCP server for a host (OpenCode, Claude Code, any
+MCP client) and answers the server's elicitations through questiond: a human
+answers them in the OpenCode TUI, the /ui page or any OpenCode client.
+
+Usage:
+  questiond bridge [flags] -- COMMAND [ARGS...]
+
+The host launches the bridge as its local (stdio) MCP server, and the bridge
+runs COMMAND, the real server, as its own child over stdio. Every message
+passes through unchanged, except the server's elicitation/create requests,
+which are asked in questiond (once, even across dropped connections) and
+answered with the operator's accept, decline or cancel. The host sees the
+server's own name, tools and instructions. COMMAND runs without questiond's
+variables (QUESTIOND_*) in its environment.
+
+In OpenCode (opencode.json):
+  "mcp": {"deploy": {"type": "local",
+    "command": ["questiond", "bridge", "--name", "deploy", "--", "deploy-mcp-server"]}}
+
+Exit status: 0 when the host closes the connection; 1 when the server exits
+or cannot be started (its questions are withdrawn first); 2 for bad flags.
+
+Flags:
+`
+
+// bridgeHelpOrder lists the flags in the order --help explains them.
+var bridgeHelpOrder = []string{"name", "server", "token", "directory", "timeout", "give-up", "prefer-host"}
+
+type bridgeFlags struct {
+	name, server, token, directory string
+	timeout, giveUp                time.Duration
+	preferHost                     bool
+	command                        []string
+}
+
+// bridgeCommand is `questiond bridge`: it returns the process's exit status.
+// The host speaks MCP on stdin and stdout; stderr is the bridge's log and
+// the server's own stderr.
+func bridgeCommand(ctx context.Context, args []string, getenv func(string) string, environ []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) int {
+	f, err := parseBridge(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return bridgeEnded
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "questiond bridge:", err)
+		fmt.Fprintln(stderr, "Run 'questiond bridge --help' for the flags.")
+		return bridgeUsage
+	}
+	log := newBridgeLogger(stderr)
+	defer func() { _ = log.Sync() }()
+	asker, err := client.New(client.Options{Server: f.server, Token: f.token, GiveUpUnreached: f.giveUp,
+		OnRetry: func(err error, delay time.Duration) {
+			log.Warn("questiond is not answering; trying again", zap.String("server", f.server), zap.Duration("in", delay), zap.Error(err))
+		}})
+	if err != nil {
+		fmt.Fprintln(stderr, "questiond bridge:", err)
+		return bridgeUsage
+	}
+	cmd := bridge.Command(f.command[0], f.command[1:], environ)
+	cmd.Stderr = stderr
+	upstream, err := (&mcp.CommandTransport{Command: cmd}).Connect(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "questiond bridge: starting %s: %v\n", f.command[0], err)
+		return bridgeFailed
+	}
+	host, err := (&mcp.IOTransport{Reader: stdin, Writer: stdout}).Connect(ctx)
+	if err != nil {
+		_ = upstream.Close()
+		fmt.Fprintln(stderr, "questiond bridge:", err)
+		return bridgeFailed
+	}
+	dir, _ := os.Getwd()
+	err = bridge.New(host, upstream, bridge.Options{
+		Asker: asker, Server: f.server, Logger: log, PreferHost: f.preferHost,
+		SessionID: bridge.SessionID(f.name, dir), Directory: f.directory, Timeout: f.timeout,
+	}).Run(ctx)
+	switch {
+	case err == nil:
+		return bridgeEnded
+	case errors.Is(err, bridge.ErrUpstreamEnded):
+		status := "it exited"
+		if cmd.ProcessState != nil {
+			status = "it exited with " + cmd.ProcessState.String()
+		}
+		fmt.Fprintf(stderr, "questiond bridge: the MCP server %s ended (%s); its questions were withdrawn\n", f.command[0], status)
+	default:
+		fmt.Fprintln(stderr, "questiond bridge:", err)
+	}
+	return bridgeFailed
+}
+
+func parseBridge(args []string, getenv func(string) string, stderr io.Writer) (*bridgeFlags, error) {
+	f := &bridgeFlags{}
+	fs := flag.NewFlagSet("questiond bridge", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.name, "name", "", "`name` operators know this server by: use the host's config key for it (default: COMMAND's file name)")
+	fs.StringVar(&f.server, "server", "", "questiond's base `URL` (default \""+client.DefaultServer+"\", env QUESTIOND_SERVER)")
+	fs.StringVar(&f.token, "token", "", "agent bearer `token` (env QUESTIOND_TOKEN; prefer the environment, flags show in the process list)")
+	fs.StringVar(&f.directory, "directory", "", "project `directory` the questions belong to (default: none, every operator sees them)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "how long the operator has for each question, a Go `duration`; then the server gets cancel (default: the daemon's --default-timeout)")
+	fs.DurationVar(&f.giveUp, "give-up", defaultBridgeGiveUp, "how long to keep trying a questiond never reached before the server's elicitation fails with an error naming it, a Go `duration`")
+	fs.BoolVar(&f.preferHost, "prefer-host", false, "let a host that declares elicitation itself answer the server's elicitations")
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stderr, bridgeUsageHeader)
+			writeFlags(stderr, fs, bridgeHelpOrder, func(fl *flag.Flag) []string {
+				if fl.DefValue == "0s" {
+					return nil // the usage says what none means
+				}
+				return defaultNote(fl)
+			})
+			return nil, err
+		}
+		return nil, &usageError{flagError(err)}
+	}
+	f.command = fs.Args()
+	if len(f.command) == 0 {
+		return nil, usagef("no server to run: give its command after --, e.g. questiond bridge --name deploy -- deploy-mcp-server")
+	}
+	if f.name == "" {
+		f.name = filepath.Base(f.command[0])
+	}
+	serverFrom := "--server"
+	if f.server == "" {
+		f.server, serverFrom = getenv(client.EnvServer), client.EnvServer
+	}
+	if f.server == "" {
+		f.server = client.DefaultServer
+	}
+	if _, err := client.ParseServer(f.server); err != nil {
+		return nil, usagef("%s %v", serverFrom, err)
+	}
+	if f.token == "" {
+		f.token = getenv(client.EnvToken)
+	}
+	if f.timeout < 0 || f.giveUp < 0 {
+		return nil, usagef("--timeout and --give-up must be positive")
+	}
+	return f, nil
+}
+
+// newBridgeLogger logs console lines to stderr, which hosts keep as the
+// server's log: stdout is the host's MCP connection and carries nothing
+// else.
+func newBridgeLogger(stderr io.Writer) *zap.Logger {
+	log, err := newLogger(&config{logLevel: "info", logFormat: "console"}, stderr)
+	if err != nil {
+		return zap.NewNop() // the level and format above are valid
+	}
+	return log
+}

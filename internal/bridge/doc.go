@@ -1,0 +1,26 @@
+// Package bridge relays MCP messages between a host (the MCP client that
+// launched `questiond bridge`) and an upstream MCP server, passing every
+// message through unchanged except the upstream's elicitations, which it
+// asks a human through questiond.
+//
+// The relay works on JSON-RPC messages (the go-sdk's Connection), not on
+// the SDK's client and server: everything it does not understand must pass
+// as it came, and the SDK has no proxy. Requests are sent on under ids of
+// the relay's own in each direction (see idTable), so the host's and the
+// upstream's ids can never collide with each other or with the requests the
+// relay makes itself; responses and cancellations are mapped back.
+//
+// The host's initialize goes upstream with its capabilities plus
+// elicitation, and the upstream's answer comes back as it is: the host sees
+// the upstream's own server info, capabilities and instructions. An
+// elicitation/create from the upstream becomes a questiond question (keyed
+// by the client package, so a lost connection never asks twice); the
+// operator's accept, decline or cancel is its result. With
+// Options.PreferHost, a host that declared elicitation itself answers
+// instead.
+//
+// Lifecycles: the upstream cancelling its request, or the host cancelling
+// the last call it has in flight, withdraws the question. The relay ends
+// when either side does; the questions it asked are withdrawn before Run
+// returns.
+package bridge

@@ -1,0 +1,177 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/questiond/questiond/client"
+)
+
+// Asker asks questiond and waits for the operator; *client.Client is one.
+// Cancelling ctx withdraws the question.
+type Asker interface {
+	Elicit(ctx context.Context, p client.Params) (*client.Result, error)
+}
+
+// elicitParams are elicitation/create's params, the schema kept as raw
+// JSON so that its property order reaches the operator as the upstream
+// wrote it.
+type elicitParams struct {
+	Mode            string          `json:"mode"`
+	Message         string          `json:"message"`
+	RequestedSchema json.RawMessage `json:"requestedSchema"`
+	Meta            map[string]any  `json:"_meta"`
+	URL             string          `json:"url"`
+	ElicitationID   string          `json:"elicitationId"`
+}
+
+// question turns an elicitation/create into questiond's params, or says
+// why it cannot be asked (an *jsonrpc.Error for the upstream).
+func (r *Relay) question(raw json.RawMessage) (client.Params, []string, error) {
+	var p elicitParams
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return client.Params{}, nil, invalidParams("elicitation/create params: " + err.Error())
+	}
+	if p.Mode == "url" || (p.Mode == "" && (p.URL != "" || p.ElicitationID != "")) {
+		return client.Params{}, nil, invalidParams("URL-mode elicitation is not supported by this bridge: it declared form mode only")
+	}
+	if p.Mode != "" && p.Mode != "form" {
+		return client.Params{}, nil, invalidParams(fmt.Sprintf("elicitation mode %q is not supported: the bridge declared form mode only", p.Mode))
+	}
+	if len(bytes.TrimSpace(p.RequestedSchema)) == 0 || bytes.Equal(bytes.TrimSpace(p.RequestedSchema), []byte("null")) {
+		return client.Params{}, nil, invalidParams("form-mode elicitation without a requestedSchema")
+	}
+	order, err := propertyOrder(p.RequestedSchema)
+	if err != nil {
+		return client.Params{}, nil, invalidParams("requestedSchema: " + err.Error())
+	}
+	params := client.Params{
+		Message:         p.Message,
+		RequestedSchema: p.RequestedSchema,
+		SessionID:       r.opts.SessionID,
+		Directory:       r.opts.Directory,
+		Timeout:         r.opts.Timeout,
+	}
+	if len(p.Meta) > 0 {
+		params.Meta = p.Meta
+	}
+	return params, order, nil
+}
+
+// answer is the ElicitResult for the upstream, or the JSON-RPC error that
+// stands for a failure to ask.
+func (r *Relay) answer(res *client.Result, err error, order []string) (json.RawMessage, error) {
+	var qe *client.Error
+	switch {
+	case err == nil:
+		return encodeResult(res, order)
+	case errors.Is(err, client.ErrBadRequest) && errors.As(err, &qe):
+		// The schema is outside what questiond serves: nothing was asked.
+		return nil, invalidParams("questiond refused the elicitation: " + qe.Message)
+	case errors.Is(err, client.ErrUnreachable):
+		return nil, internalError(fmt.Sprintf("nobody was asked: %v", err))
+	}
+	return nil, internalError(fmt.Sprintf("asking questiond at %s: %v", r.opts.Server, err))
+}
+
+// encodeResult writes an ElicitResult with its content in the schema's
+// property order (a Go map would sort it).
+func encodeResult(res *client.Result, order []string) (json.RawMessage, error) {
+	var b bytes.Buffer
+	action, _ := json.Marshal(res.Action)
+	b.WriteString(`{"action":`)
+	b.Write(action)
+	if res.Action == client.ActionAccept && res.Content != nil {
+		b.WriteString(`,"content":{`)
+		n := 0
+		write := func(k string, v any) error {
+			key, _ := json.Marshal(k)
+			val, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				b.WriteByte(',')
+			}
+			n++
+			b.Write(key)
+			b.WriteByte(':')
+			b.Write(val)
+			return nil
+		}
+		seen := map[string]bool{}
+		for _, k := range order {
+			if v, ok := res.Content[k]; ok {
+				seen[k] = true
+				if err := write(k, v); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for k, v := range res.Content { // none in practice: questiond answers by the schema's keys
+			if !seen[k] {
+				if err := write(k, v); err != nil {
+					return nil, err
+				}
+			}
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// propertyOrder lists the keys of the schema's top-level "properties" in
+// the order they are written.
+func propertyOrder(schema json.RawMessage) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(schema))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errors.New("not a JSON object")
+	}
+	var order []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		if tok != "properties" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			return nil, errors.New(`"properties" is not an object`)
+		}
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			k, _ := key.(string)
+			order = append(order, k)
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, err
+			}
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, err
+		}
+	}
+	return order, nil
+}
+
+func invalidParams(message string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: message}
+}
+
+func internalError(message string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: message}
+}

@@ -1,0 +1,296 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+)
+
+// Options configure a Relay.
+type Options struct {
+	Asker  Asker  // questiond, as the bridge's agent
+	Server string // questiond's URL, for messages
+	// SessionID, Directory and Timeout route and bound the questions (see
+	// client.Params).
+	SessionID string
+	Directory string
+	Timeout   time.Duration
+	// PreferHost hands elicitations to a host that declared elicitation
+	// itself, instead of asking questiond.
+	PreferHost bool
+	Logger     *zap.Logger
+}
+
+// Method names the relay looks at; every other passes as it is.
+const (
+	methodInitialize = "initialize"
+	methodElicit     = "elicitation/create"
+	methodCancelled  = "notifications/cancelled"
+	methodCallTool   = "tools/call"
+)
+
+// ErrUpstreamEnded: the upstream server closed its side (exited), so the
+// relay ended.
+var ErrUpstreamEnded = errors.New("the upstream MCP server ended")
+
+// Relay joins one host and one upstream. Run it once.
+type Relay struct {
+	opts     Options
+	log      *zap.Logger
+	host, up mcp.Connection
+
+	toUpstream *idTable // the host's requests, as relayed upstream
+	toHost     *idTable // the upstream's requests, as relayed to the host
+
+	mu     sync.Mutex
+	client host                       // from the host's initialize
+	asks   map[any]context.CancelFunc // upstream request id → its question's withdrawal
+	asking sync.WaitGroup             // the questions being asked
+}
+
+// New returns a relay between a host's and an upstream's connection.
+func New(hostConn, upstream mcp.Connection, opts Options) *Relay {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	return &Relay{opts: opts, log: opts.Logger, host: hostConn, up: upstream,
+		toUpstream: newIDTable(), toHost: newIDTable(), asks: map[any]context.CancelFunc{}}
+}
+
+// side is the end of one direction of the relay.
+type side struct {
+	name string
+	err  error
+}
+
+// Run relays until the host or the upstream ends, or ctx does. Before it
+// returns it withdraws the questions still asked and closes both
+// connections. The host closing its side is a normal end (nil); the
+// upstream's ending is ErrUpstreamEnded.
+func (r *Relay) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ended := make(chan side, 2)
+	go func() { ended <- side{"host", r.pump(ctx, r.host, r.fromHost)} }()
+	go func() { ended <- side{"upstream", r.pump(ctx, r.up, r.fromUpstream)} }()
+	first := <-ended
+	cancel()        // withdraws every question still asked
+	r.asking.Wait() // and waits until questiond has heard of it
+	_ = r.up.Close()
+	_ = r.host.Close()
+	<-ended
+	switch {
+	case first.name == "host" && (first.err == nil || errors.Is(first.err, io.EOF)):
+		return nil
+	case first.name == "upstream" && (first.err == nil || errors.Is(first.err, io.EOF)):
+		return ErrUpstreamEnded
+	case ctx.Err() != nil && first.err != nil && errors.Is(first.err, context.Canceled):
+		return nil
+	}
+	return fmt.Errorf("%s: %w", first.name, first.err)
+}
+
+// pump reads one side and hands each message to handle until the side
+// ends or a message cannot be relayed.
+func (r *Relay) pump(ctx context.Context, from mcp.Connection, handle func(context.Context, jsonrpc.Message) error) error {
+	for {
+		msg, err := from.Read(ctx)
+		if err != nil {
+			return err
+		}
+		if err := handle(ctx, msg); err != nil {
+			return err
+		}
+	}
+}
+
+// fromHost relays a message of the host's to the upstream.
+func (r *Relay) fromHost(ctx context.Context, msg jsonrpc.Message) error {
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		if !m.IsCall() {
+			return r.up.Write(ctx, r.notificationFromHost(m))
+		}
+		params := m.Params
+		if m.Method == methodInitialize {
+			rewritten, h, err := declareElicitation(m.Params)
+			if err != nil {
+				return r.host.Write(ctx, &jsonrpc.Response{ID: m.ID, Error: invalidParams(err.Error())})
+			}
+			r.mu.Lock()
+			r.client = h
+			r.mu.Unlock()
+			params = rewritten
+		}
+		return r.up.Write(ctx, &jsonrpc.Request{ID: r.toUpstream.relay(m.ID, m.Method), Method: m.Method, Params: params})
+	case *jsonrpc.Response:
+		s, ok := r.toHost.answered(m.ID)
+		if !ok {
+			r.log.Debug("bridge: a response from the host to no request", zap.Any("id", m.ID.Raw()))
+			return nil
+		}
+		return r.up.Write(ctx, &jsonrpc.Response{ID: s.orig, Result: m.Result, Error: m.Error})
+	}
+	return nil
+}
+
+// notificationFromHost is the host's notification as the upstream gets it:
+// a cancellation names the request by the id it was relayed under. The host
+// cancelling the last tool call it has in flight withdraws the questions
+// asked for it: a 2025 elicitation carries nothing that ties it to one
+// call, so with several calls in flight they stay until the upstream
+// cancels them or ends.
+func (r *Relay) notificationFromHost(m *jsonrpc.Request) *jsonrpc.Request {
+	if m.Method != methodCancelled {
+		return m
+	}
+	id, rest, ok := cancelledID(m.Params)
+	if !ok {
+		return m
+	}
+	own, ok := r.toUpstream.relayedAs(id)
+	if !ok {
+		return m
+	}
+	if r.toUpstream.waiting(methodCallTool) == 1 {
+		r.withdrawAll()
+	}
+	return &jsonrpc.Request{Method: m.Method, Params: withRequestID(rest, own)}
+}
+
+// fromUpstream relays a message of the upstream's to the host, or asks
+// questiond.
+func (r *Relay) fromUpstream(ctx context.Context, msg jsonrpc.Message) error {
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		if !m.IsCall() {
+			return r.notificationFromUpstream(ctx, m)
+		}
+		if m.Method == methodElicit && !r.hostAnswers() {
+			r.ask(ctx, m)
+			return nil
+		}
+		return r.host.Write(ctx, &jsonrpc.Request{ID: r.toHost.relay(m.ID, m.Method), Method: m.Method, Params: m.Params})
+	case *jsonrpc.Response:
+		s, ok := r.toUpstream.answered(m.ID)
+		if !ok {
+			r.log.Debug("bridge: a response from the upstream to no request", zap.Any("id", m.ID.Raw()))
+			return nil
+		}
+		return r.host.Write(ctx, &jsonrpc.Response{ID: s.orig, Result: m.Result, Error: m.Error})
+	}
+	return nil
+}
+
+// notificationFromUpstream relays the upstream's notification; a
+// cancellation of an elicitation withdraws its question instead.
+func (r *Relay) notificationFromUpstream(ctx context.Context, m *jsonrpc.Request) error {
+	if m.Method == methodCancelled {
+		if id, rest, ok := cancelledID(m.Params); ok {
+			if r.withdraw(id) {
+				return nil
+			}
+			if own, ok := r.toHost.relayedAs(id); ok {
+				return r.host.Write(ctx, &jsonrpc.Request{Method: m.Method, Params: withRequestID(rest, own)})
+			}
+		}
+	}
+	return r.host.Write(ctx, m)
+}
+
+// hostAnswers says whether elicitations go to the host.
+func (r *Relay) hostAnswers() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.opts.PreferHost && r.client.elicits
+}
+
+// ask asks questiond for an elicitation/create and answers the upstream
+// when the operator has, unless the question was withdrawn.
+func (r *Relay) ask(ctx context.Context, m *jsonrpc.Request) {
+	params, order, err := r.question(m.Params)
+	if err != nil {
+		r.respondUpstream(ctx, m.ID, nil, err)
+		return
+	}
+	qctx, withdraw := context.WithCancel(ctx)
+	key := m.ID.Raw()
+	r.mu.Lock()
+	r.asks[key] = withdraw
+	r.mu.Unlock()
+	r.asking.Go(func() {
+		defer withdraw()
+		res, err := r.opts.Asker.Elicit(qctx, params)
+		r.mu.Lock()
+		_, live := r.asks[key]
+		delete(r.asks, key)
+		r.mu.Unlock()
+		if !live || qctx.Err() != nil {
+			return // withdrawn: a cancelled request gets no response
+		}
+		result, err := r.answer(res, err, order)
+		r.respondUpstream(ctx, m.ID, result, err)
+	})
+}
+
+func (r *Relay) respondUpstream(ctx context.Context, id jsonrpc.ID, result json.RawMessage, err error) {
+	if werr := r.up.Write(ctx, &jsonrpc.Response{ID: id, Result: result, Error: err}); werr != nil && ctx.Err() == nil {
+		r.log.Warn("bridge: answering the upstream failed", zap.Error(werr))
+	}
+}
+
+// withdraw withdraws the question asked for the upstream's request id, and
+// reports whether there was one.
+func (r *Relay) withdraw(id any) bool {
+	r.mu.Lock()
+	cancel, ok := r.asks[id]
+	delete(r.asks, id)
+	r.mu.Unlock()
+	if ok {
+		cancel()
+	}
+	return ok
+}
+
+// withdrawAll withdraws every question asked.
+func (r *Relay) withdrawAll() {
+	r.mu.Lock()
+	asks := r.asks
+	r.asks = map[any]context.CancelFunc{}
+	r.mu.Unlock()
+	for _, cancel := range asks {
+		cancel()
+	}
+}
+
+// cancelledID reads notifications/cancelled's requestId (normalised as
+// jsonrpc ids are) and the params around it.
+func cancelledID(params json.RawMessage) (any, map[string]json.RawMessage, bool) {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil {
+		return nil, nil, false
+	}
+	var raw any
+	if json.Unmarshal(p["requestId"], &raw) != nil {
+		return nil, nil, false
+	}
+	id, err := jsonrpc.MakeID(raw)
+	if err != nil || !id.IsValid() {
+		return nil, nil, false
+	}
+	return id.Raw(), p, true
+}
+
+func withRequestID(p map[string]json.RawMessage, id jsonrpc.ID) json.RawMessage {
+	p["requestId"], _ = json.Marshal(id.Raw())
+	out, _ := json.Marshal(p)
+	return out
+}

@@ -1,0 +1,206 @@
+package bridge_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/questiond/questiond/internal/bridge"
+	"github.com/questiond/questiond/internal/testkit"
+	"github.com/questiond/questiond/internal/testkit/mcptest"
+)
+
+var done = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}
+
+// upstreamServer is an MCP server with a tool that elicits deploySchema
+// ("deploy", its answers on the returned channel) and one that does not
+// ("echo").
+func upstreamServer() (*mcp.Server, <-chan *mcp.ElicitResult) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "upstream-server", Version: "7.1"},
+		&mcp.ServerOptions{Instructions: "Deploys things."})
+	received := mcptest.ElicitingTool(server, "deploy", "Deploy **v2.3** now?", deploySchema, done)
+	type echoIn struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(server, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + in.Text}}}, nil, nil
+	})
+	return server, received
+}
+
+// A host that cannot elicit (it declares no elicitation) calls a tool that
+// elicits: the operator answers in questiond, questions in the upstream's
+// property order, and the upstream gets the typed content in that order.
+// Everything else passes as it is: the upstream's server info and
+// instructions, its other tools.
+func TestTheOperatorAnswersAnUpstreamsElicitation(t *testing.T) {
+	base, c := questiond(t)
+	ops := testkit.Watch(t, base)
+	hostEnd, upstreamEnd, r := relay(t, bridge.Options{Asker: c, Server: base, SessionID: "ses_bridge_test", Directory: "/srv/app"})
+	server, received := upstreamServer()
+	serve(t, server, upstreamEnd)
+	cs := host(t, hostEnd, nil)
+
+	init := cs.InitializeResult()
+	if init.ServerInfo.Name != "upstream-server" || init.ServerInfo.Version != "7.1" || init.Instructions != "Deploys things." {
+		t.Fatalf("the host was initialized with %+v, not the upstream's own", init)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	if err != nil || mcptest.ToolText(res) != "echo: hi" {
+		t.Fatalf("a tool that does not elicit: %v %v", mcptest.ToolText(res), err)
+	}
+
+	out := callAsync(t, t.Context(), cs, "deploy", nil)
+	q := ops.Asked()
+	var headers []string
+	for _, info := range q.Questions {
+		headers = append(headers, info.Header)
+	}
+	if q.SessionID != "ses_bridge_test" || strings.Join(headers, ",") != "Target,Replicas,Confirm,Note" {
+		t.Fatalf("the operator sees session %s, questions %v; want ses_bridge_test, in the upstream's order", q.SessionID, headers)
+	}
+	ops.Reply(q, map[string][]string{"Target": {"Production"}, "Replicas": {"3"}, "Confirm": {"Yes"}, "Note": {}})
+	if o := awaitCall(t, out); o.err != nil || o.res.IsError || mcptest.ToolText(o.res) != "done" {
+		t.Fatalf("CallTool: %v %+v", o.err, o.res)
+	}
+	got := <-received
+	content, _ := json.Marshal(got.Content)
+	if got.Action != "accept" || string(content) != `{"confirm":true,"note":"none","replicas":3,"target":"prd"}` {
+		t.Fatalf("the upstream received %s %s", got.Action, content)
+	}
+	var answer string
+	for _, m := range r.toUpstream.messages() {
+		if strings.Contains(m, `"action":"accept"`) {
+			answer = m
+		}
+	}
+	want := `"content":{"target":"prd","replicas":3,"confirm":true`
+	if !strings.Contains(answer, want) {
+		t.Fatalf("the ElicitResult on the wire: %s; want its content in the schema's order (%s)", answer, want)
+	}
+}
+
+// The operator's decline and cancel reach the upstream as such.
+func TestDeclineAndCancelReachTheUpstream(t *testing.T) {
+	for _, action := range []string{"decline", "cancel"} {
+		t.Run(action, func(t *testing.T) {
+			base, c := questiond(t)
+			ops := testkit.Watch(t, base)
+			hostEnd, upstreamEnd, _ := relay(t, bridge.Options{Asker: c, Server: base})
+			server, received := upstreamServer()
+			serve(t, server, upstreamEnd)
+			cs := host(t, hostEnd, nil)
+			out := callAsync(t, t.Context(), cs, "deploy", nil)
+			ops.Reject(ops.Asked().ID, action)
+			if o := awaitCall(t, out); o.err != nil || o.res.IsError {
+				t.Fatalf("CallTool: %v", o.err)
+			}
+			if got := <-received; got.Action != action || got.Content != nil {
+				t.Fatalf("the upstream received %+v, want %s", got, action)
+			}
+		})
+	}
+}
+
+// The host cancelling its only call in flight withdraws the question the
+// upstream asked for it: operators see it rejected.
+func TestTheHostCancellingTheCallWithdrawsTheQuestion(t *testing.T) {
+	base, c := questiond(t)
+	ops := testkit.Watch(t, base)
+	hostEnd, upstreamEnd, _ := relay(t, bridge.Options{Asker: c, Server: base})
+	server, _ := upstreamServer()
+	serve(t, server, upstreamEnd)
+	cs := host(t, hostEnd, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	out := callAsync(t, ctx, cs, "deploy", nil)
+	q := ops.Asked()
+	cancel()
+	if o := awaitCall(t, out); o.err == nil {
+		t.Fatal("the cancelled call returned no error")
+	}
+	var ended struct{ RequestID string }
+	if err := json.Unmarshal(ops.Next("question.rejected").Properties, &ended); err != nil || ended.RequestID != q.ID {
+		t.Fatalf("rejected %+v, want %s", ended, q.ID)
+	}
+	if left := ops.Pending(""); len(left) != 0 {
+		t.Fatalf("still pending after the call was cancelled: %+v", left)
+	}
+}
+
+// The upstream ending ends the relay with ErrUpstreamEnded, and what it
+// asked is withdrawn before Run returns.
+func TestTheUpstreamEndingEndsTheRelayAndWithdraws(t *testing.T) {
+	base, c := questiond(t)
+	ops := testkit.Watch(t, base)
+	hostEnd, upstreamEnd, r := relay(t, bridge.Options{Asker: c, Server: base})
+	server, _ := upstreamServer()
+	cut := serve(t, server, upstreamEnd)
+	cs := host(t, hostEnd, nil)
+	out := callAsync(t, t.Context(), cs, "deploy", nil)
+	ops.Asked()
+	cut()
+	if err := r.ended(t); !errors.Is(err, bridge.ErrUpstreamEnded) {
+		t.Fatalf("Run returned %v, want ErrUpstreamEnded", err)
+	}
+	if left := ops.Pending(""); len(left) != 0 {
+		t.Fatalf("still pending when Run returned: %+v", left)
+	}
+	ops.Next("question.rejected")
+	if o := awaitCall(t, out); o.err == nil {
+		t.Fatal("the call returned no error though its server ended")
+	}
+}
+
+// A schema questiond does not serve gets a JSON-RPC error naming the
+// problem, and nothing reaches the operators.
+func TestAnInvalidSchemaIsRefusedAndNobodyIsAsked(t *testing.T) {
+	base, c := questiond(t)
+	ops := testkit.Watch(t, base)
+	hostEnd, upstreamEnd, _ := relay(t, bridge.Options{Asker: c, Server: base})
+	server := mcp.NewServer(&mcp.Implementation{Name: "upstream-server", Version: "1"}, nil)
+	errs := make(chan error, 1)
+	mcp.AddTool(server, &mcp.Tool{Name: "nested"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		_, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Where?", RequestedSchema: json.RawMessage(
+			`{"type":"object","properties":{"address":{"type":"object","properties":{"city":{"type":"string"}}}}}`)})
+		errs <- err
+		return done, nil, nil
+	})
+	serve(t, server, upstreamEnd)
+	cs := host(t, hostEnd, nil)
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "nested"}); err != nil {
+		t.Fatal(err)
+	}
+	err := <-errs
+	if err == nil || !strings.Contains(err.Error(), "questiond refused the elicitation") || !strings.Contains(err.Error(), "address") {
+		t.Fatalf("the upstream's Elicit returned %v; want questiond's refusal naming the property", err)
+	}
+	if left := ops.Pending(""); len(left) != 0 {
+		t.Fatalf("an invalid elicitation reached the operators: %+v", left)
+	}
+}
+
+// With PreferHost, a host that declared elicitation answers it itself and
+// questiond is not asked.
+func TestPreferHostHandsElicitationsToAHostThatElicits(t *testing.T) {
+	base, c := questiond(t)
+	ops := testkit.Watch(t, base)
+	hostEnd, upstreamEnd, _ := relay(t, bridge.Options{Asker: c, Server: base, PreferHost: true})
+	server, received := upstreamServer()
+	serve(t, server, upstreamEnd)
+	cs := host(t, hostEnd, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}})
+	if o := awaitCall(t, callAsync(t, t.Context(), cs, "deploy", nil)); o.err != nil {
+		t.Fatal(o.err)
+	}
+	if got := <-received; got.Action != "decline" {
+		t.Fatalf("the upstream received %+v, want the host's decline", got)
+	}
+	if left := ops.Pending(""); len(left) != 0 {
+		t.Fatalf("questiond was asked though the host answers: %+v", left)
+	}
+}

@@ -1,0 +1,176 @@
+package bridge_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/questiond/questiond/client"
+	"github.com/questiond/questiond/internal/bridge"
+	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/testkit"
+	"github.com/questiond/questiond/internal/testserver"
+)
+
+// questiond runs a real questiond for the test and returns its URL and a
+// client of it, as the bridge's agent.
+func questiond(t *testing.T) (string, *client.Client) {
+	t.Helper()
+	server := testkit.Serve(t, testserver.Config{
+		Events:      sse.Options{Heartbeat: time.Hour},
+		Logger:      zaptest.NewLogger(t),
+		DatabaseURL: testkit.DatabaseURL(t),
+	})
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(transport.CloseIdleConnections)
+	c, err := client.New(client.Options{Server: server.URL, HTTPClient: &http.Client{Transport: transport}, PollWait: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return server.URL, c
+}
+
+// recorder keeps the messages written on a connection, as JSON.
+type recorder struct {
+	mcp.Connection
+	mu      sync.Mutex
+	written []string
+}
+
+func (r *recorder) Write(ctx context.Context, msg jsonrpc.Message) error {
+	data, _ := jsonrpc.EncodeMessage(msg)
+	r.mu.Lock()
+	r.written = append(r.written, string(data))
+	r.mu.Unlock()
+	return r.Connection.Write(ctx, msg)
+}
+
+func (r *recorder) messages() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.written...)
+}
+
+// rig is a host, a relay and an upstream, joined over in-memory transports.
+type rig struct {
+	finished   chan struct{} // closed when Run has returned runErr
+	runErr     error
+	toUpstream *recorder // what the relay wrote to the upstream
+	upstream   mcp.Connection
+}
+
+// relay starts a relay between a host's and an upstream's in-memory
+// transports.
+func relay(t *testing.T, opts bridge.Options) (hostEnd, upstreamEnd mcp.Transport, r *rig) {
+	t.Helper()
+	hostEnd, relayHost := mcp.NewInMemoryTransports()
+	upstreamEnd, relayUp := mcp.NewInMemoryTransports()
+	hc, err := relayHost.Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc, err := relayUp.Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{Connection: uc}
+	r = &rig{finished: make(chan struct{}), toUpstream: rec, upstream: uc}
+	opts.Logger = zaptest.NewLogger(t)
+	go func() {
+		defer close(r.finished)
+		r.runErr = bridge.New(hc, rec, opts).Run(context.Background())
+	}()
+	t.Cleanup(func() {
+		_ = hc.Close()
+		<-r.finished
+	})
+	return hostEnd, upstreamEnd, r
+}
+
+// ended waits for Run's return.
+func (r *rig) ended(t *testing.T) error {
+	t.Helper()
+	select {
+	case <-r.finished:
+		return r.runErr
+	case <-time.After(30 * time.Second):
+		t.Fatal("the relay did not end")
+		return nil
+	}
+}
+
+// serve connects server to the upstream end. Calling the returned func
+// cuts the server's connection, as its process exiting would.
+func serve(t *testing.T, server *mcp.Server, upstreamEnd mcp.Transport) (cut func()) {
+	t.Helper()
+	kept := &keptTransport{Transport: upstreamEnd}
+	ss, err := server.Connect(t.Context(), kept, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	return func() { _ = kept.conn.Close() }
+}
+
+// keptTransport keeps the connection it made.
+type keptTransport struct {
+	mcp.Transport
+	conn mcp.Connection
+}
+
+func (k *keptTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := k.Transport.Connect(ctx)
+	k.conn = c
+	return c, err
+}
+
+// host connects a host that declares opts' capabilities to the host end.
+func host(t *testing.T, hostEnd mcp.Transport, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, opts).
+		Connect(t.Context(), hostEnd, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+type callOutcome struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// callAsync calls tool in a goroutine; the test waits for it before it ends.
+func callAsync(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool string, args any) <-chan callOutcome {
+	out := make(chan callOutcome, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		out <- callOutcome{res, err}
+	}()
+	t.Cleanup(func() { <-done })
+	return out
+}
+
+func awaitCall(t *testing.T, out <-chan callOutcome) callOutcome {
+	t.Helper()
+	return testkit.Receive(t, out, 30*time.Second, "return of CallTool")
+}
+
+// deploySchema is written out of alphabetical order: the operator must see
+// it, and the upstream get its content, in this order.
+var deploySchema = json.RawMessage(`{"type":"object","properties":{` +
+	`"target":{"type":"string","title":"Target","oneOf":[{"const":"stg","title":"Staging"},{"const":"prd","title":"Production"}]},` +
+	`"replicas":{"type":"integer","title":"Replicas","minimum":1,"maximum":5},` +
+	`"confirm":{"type":"boolean","title":"Confirm"},` +
+	`"note":{"type":"string","title":"Note","default":"none"}},` +
+	`"required":["target","replicas","confirm"]}`)

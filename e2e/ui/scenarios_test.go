@@ -256,6 +256,13 @@ func TestNotificationNamesSessionAndFocuses(t *testing.T) {
 	if !eval[bool](b, `document.querySelector('`+card(id)+`').contains(document.activeElement) && notes[0].closed`) {
 		t.Error("clicking the notification does not focus its question")
 	}
+	marked := d.ask(`{"sessionID":"ses_marked","message":"Ship **v2.3**?","requestedSchema":{"type":"object","properties":{
+		"ok":{"type":"boolean","title":"Ship *now*"}}}}`)
+	b.do(chromedp.WaitVisible(card(marked)))
+	b.waitFor("a second notification", `notes.length === 2`)
+	if body := eval[string](b, `notes[1].body`); body != "Ship v2.3?\nShip now" {
+		t.Errorf("notification body %q, want the message and first question without markdown markers", body)
+	}
 }
 
 // TestAnswerAtIPv6Loopback: at http://[::1]:port the page's writes carry an

@@ -1,7 +1,8 @@
 // The operator's page: pending questions live from /global/event, grouped by
 // session and directory, oldest first; answers go to OpenCode's routes.
 import { at, formOf, pendingIDs, reply, reject, sessionTitle } from "./api.js";
-import { questionCard, answersOf, checkCounts, fieldNodes, forPerson, inline, plain } from "./render.js";
+import { plain } from "./inline.js";
+import { questionCard, answersOf, checkCounts, fieldNodes, forPerson, inline } from "./render.js";
 
 const main = document.getElementById("questions");
 const empty = document.getElementById("empty");
@@ -240,7 +241,7 @@ function notify(form, card) {
   const first = form.fields[0];
   const text = plain(form.message?.trim() || first?.title || first?.header || "");
   const n = new Notification(`Question in session ${form.sessionID}`, {
-    body: [text, first?.title].filter(Boolean).join("\n"),
+    body: [text, plain(first?.title || "")].filter(Boolean).join("\n"),
     tag: form.id,
   });
   n.addEventListener("click", () => {

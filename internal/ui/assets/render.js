@@ -1,5 +1,6 @@
 // Building a question's form. Every text from an agent goes in through
 // textContent or an attribute value, never as markup.
+import { plain, spans } from "./inline.js";
 
 let serial = 0;
 
@@ -15,29 +16,10 @@ function el(tag, props = {}, ...children) {
   return node;
 }
 
-// inline renders the inline markdown agents write in their text (**bold**,
-// *emphasis*, `code`) as elements holding text, so the markers never show
-// raw; anything else stays as it was written. Underscores are left alone:
-// ids and snake_case are full of them.
-const inlineMarks = /\*\*(?=\S)([^*]*?\S)\*\*|\*(?=[^\s*])([^*]*?[^\s*])\*|`([^`\n]+)`/g;
-
+// inline renders the inline markdown agents write in their text as
+// elements holding text (inline.js has the rule), so the markers never show.
 export function inline(text) {
-  const nodes = [];
-  let at = 0;
-  for (const m of String(text).matchAll(inlineMarks)) {
-    if (m.index > at) nodes.push(document.createTextNode(text.slice(at, m.index)));
-    if (m[1] !== undefined) nodes.push(el("strong", { text: m[1] }));
-    else if (m[2] !== undefined) nodes.push(el("em", { text: m[2] }));
-    else nodes.push(el("code", { text: m[3] }));
-    at = m.index + m[0].length;
-  }
-  if (at < String(text).length) nodes.push(document.createTextNode(String(text).slice(at)));
-  return nodes;
-}
-
-// plain is text as inline shows it, markers gone, for where only text goes.
-export function plain(text) {
-  return inline(text).map((n) => n.textContent).join("");
+  return spans(text).map((s) => (s.mark ? el(s.mark, { text: s.text }) : document.createTextNode(s.text)));
 }
 
 const formatInput = {

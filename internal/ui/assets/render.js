@@ -186,6 +186,10 @@ export function questionCard(form) {
   const card = el("article", { class: "question", id: `question-${form.id}`, "aria-labelledby": `${base}-title` });
   const who = [form.agent && `agent ${form.agent}`, form.client, `asked ${new Date(form.createdAt).toLocaleTimeString()}`].filter(Boolean).join(" · ");
   card.append(el("p", { class: "meta", id: `${base}-title`, text: who }));
+  if (form.deadline) {
+    // Filled and kept current by the page's clock (tick).
+    card.append(el("p", { class: "time-left" }, el("time", { datetime: form.deadline, title: `Ends unanswered at ${new Date(form.deadline).toLocaleTimeString()}: the agent then hears cancel` })));
+  }
   if (form.message && form.message.trim()) card.append(el("p", { class: "message" }, ...inline(form.message)));
   const formEl = el("form", { class: "answer", "aria-label": form.message ? plain(form.message).slice(0, 80) : "Question" });
   form.fields.forEach((f, i) => {
@@ -237,4 +241,100 @@ export function checkCounts(card, fields) {
     if (f.maxItems != null && n > f.maxItems) problem = `Pick at most ${f.maxItems}.`;
     if (boxes[0]) boxes[0].setCustomValidity(problem);
   });
+}
+
+// timeLeft says how long a question has before it ends unanswered, to the
+// second in its last ten minutes, coarser before.
+export function timeLeft(ms) {
+  const s = Math.ceil(ms / 1000);
+  if (s <= 0) return "Time is up";
+  const [d, h, m] = [Math.floor(s / 86400), Math.floor(s / 3600) % 24, Math.floor(s / 60) % 60];
+  if (d > 0) return `${d} d ${h} h left`;
+  if (h > 0) return `${h} h ${m} min left`;
+  if (m >= 10) return `${m} min left`;
+  if (m > 0) return `${m} min ${s % 60} s left`;
+  return `${s} s left`;
+}
+
+// Under a minute left a question is urgent.
+export const urgentMs = 60_000;
+
+// received is what the agent got for each field of form from answers
+// (answers[i] answers fields[i], as a reply sends them): the operator's
+// words, with the value the agent reads when it differs; an empty answer
+// takes the default, or leaves the property out.
+export function received(form, answers) {
+  return form.fields.map((f, i) => {
+    const field = plain(f.title || f.header || f.key);
+    const picked = (answers?.[i] || []).map(String);
+    const shown = (labels) => labels.map((label) => {
+      const o = (f.options || []).find((o) => o.label === label);
+      return o && o.value !== label && f.kind !== "boolean" ? `${plain(label)} (${o.value})` : plain(label);
+    }).join(", ");
+    if (picked.length > 0) return { field, value: f.options?.length ? shown(picked) : picked.join(", ") };
+    if (f.default === undefined) return { field, value: "no answer", none: true };
+    const defaults = (Array.isArray(f.default) ? f.default : [f.default]).map(String);
+    const labels = f.options?.length
+      ? defaults.map((v) => f.options.find((o) => o.value === v)?.label ?? v)
+      : defaults;
+    return { field, value: `${f.options?.length ? shown(labels) : labels.join(", ")} (default)` };
+  });
+}
+
+// outcomes: what the operator sees of an ending, and what the agent heard.
+const outcomes = {
+  accept: { title: "Answered", heard: "The agent received these answers (accept):" },
+  cancel: { title: "Dismissed", heard: "The agent heard cancel: not now." },
+  decline: { title: "Declined", heard: "The agent heard decline: no." },
+  timeout: { title: "Timed out", heard: "Nobody answered in time: the agent heard cancel." },
+  elsewhere: { title: "Ended elsewhere", heard: "Dismissed or declined in another window, or withdrawn by the agent." },
+  away: { title: "Ended", heard: "It ended while this page was reconnecting: answered, dismissed or declined elsewhere, or timed out or withdrawn." },
+};
+
+// confirmationOf confirms this page's own ending of a question.
+export function confirmationOf(form, ending) {
+  const what = `“${summaryOf(form)}”`;
+  switch (ending.outcome) {
+    case "accept": return `Answered ${what}: the agent has your answers.`;
+    case "decline": return `Declined ${what}: the agent heard decline.`;
+    default: return `Dismissed ${what}: the agent heard cancel.`;
+  }
+}
+
+// summaryOf is a question's one-line name: its message, else its first
+// field's title.
+export function summaryOf(form) {
+  const first = form.fields[0];
+  const text = plain(form.message?.trim() || first?.title || first?.header || "Question").split("\n")[0];
+  return text.length > 100 ? `${text.slice(0, 99)}…` : text;
+}
+
+// outcomeTitle is how an ending is named in the page. An ending comes from
+// this page (mine), or from the event stream: an answer given elsewhere
+// (its answers are in question.replied), or a question.rejected, whose
+// cause the stream does not carry beyond the deadline having passed.
+export function outcomeTitle(ending) {
+  return outcomes[ending.outcome].title + (ending.outcome === "accept" && !ending.mine ? " elsewhere" : "");
+}
+
+// doneEntry renders a question that ended, collapsed: what happened and
+// when on its line, what the agent received inside.
+export function doneEntry(form, ending, at) {
+  const o = outcomes[ending.outcome];
+  const item = el("details", { class: `done ${ending.outcome}`, id: `done-${form.id}` });
+  item.dataset.id = form.id;
+  item.append(el("summary", {},
+    el("span", { class: "outcome", text: outcomeTitle(ending) }), " ",
+    el("span", { class: "what", text: summaryOf(form) }), " ",
+    el("time", { datetime: at.toISOString(), text: at.toLocaleTimeString() })));
+  const where = [`session ${form.sessionID}`, form.directory && `in ${form.directory}`, form.agent && `agent ${form.agent}`, form.client].filter(Boolean).join(" · ");
+  item.append(el("p", { class: "meta", text: where }), el("p", { class: "heard", text: o.heard }));
+  if (ending.outcome === "accept") {
+    const list = el("dl", { class: "received" });
+    for (const r of received(form, ending.answers)) {
+      list.append(el("dt", { text: r.field }), el("dd", { class: r.none ? "none" : null, text: r.value }));
+    }
+    item.append(list);
+  }
+  return item;
 }

@@ -192,6 +192,20 @@ func TestHostileSchemaRunsNoScript(t *testing.T) {
 	if v := eval[string](b, `document.querySelector('`+field(id, 1)+`').value`); v != `"><img src=x onerror=window.pwned=8>` {
 		t.Errorf("the default shows as %q", v)
 	}
+	// What the agent received, under Just answered, is text too.
+	b.do(chromedp.Click(card(id, "button.submit")), chromedp.WaitNotPresent(card(id)), chromedp.Click(`#done-`+id+` summary`))
+	if n := eval[int](b, `document.querySelectorAll("#recent :is(img, script, iframe, svg, b, a)").length`); n != 0 {
+		t.Errorf("%d elements from the agent's markup under Just answered", n)
+	}
+	if pwned := eval[bool](b, `window.pwned !== undefined`); pwned {
+		t.Errorf("the agent's script ran under Just answered: window.pwned = %v", eval[any](b, `window.pwned`))
+	}
+	received := eval[string](b, `document.querySelector("#done-`+id+` .received").innerText`)
+	for _, want := range []string{"<b onmouseover=window.pwned=6>hover</b> (<svg onload=window.pwned=5>)", `"><img src=x onerror=window.pwned=8>`} {
+		if !strings.Contains(received, want) {
+			t.Errorf("Just answered does not show %q as text:\n%s", want, received)
+		}
+	}
 }
 
 // TestReadableFromPhoneTo4K: nothing scrolls sideways at 320 px, the text

@@ -136,4 +136,10 @@ func TestAnsweredStayCollapsedWithWhatTheAgentGot(t *testing.T) {
 	if !reflect.DeepEqual(entries, wantEntries) || open != 0 {
 		t.Errorf("Just answered shows %q with %d open, want the last five collapsed %q", entries, open, wantEntries)
 	}
+	b.do(chromedp.Click(`#done-`+elsewhere+` summary`), chromedp.EmulateViewport(320, 640))
+	b.waitFor("the layout settles at 320 px", `window.innerWidth === 320`)
+	if w := eval[int](b, `document.documentElement.scrollWidth`); w > 320 {
+		t.Errorf("at 320 px the page with Just answered open is %d px wide: it scrolls sideways", w)
+	}
+	b.screenshot("just-answered-320px")
 }

@@ -77,6 +77,14 @@ func TestSessionHeadingIsTheTUIsTitle(t *testing.T) {
 	if action, _ := toolAnswer(t, done); action == "" {
 		t.Error("the tool call got no action")
 	}
+	// Under Just answered, and in the confirmation, the same rule holds.
+	b.waitFor("the dismissed question is under Just answered", `document.querySelector("#recent .what") !== null`)
+	if got := eval[[]string](b, `[...document.querySelectorAll("#recent .what :is(strong, code)")].map(e => e.tagName + ":" + e.textContent)`); !reflect.DeepEqual(got, []string{"STRONG:v2.3", "CODE:prod"}) {
+		t.Errorf("under Just answered the question's marks are %q", got)
+	}
+	if text := eval[string](b, `document.getElementById("recent").innerText + document.getElementById("confirmation").innerText`); strings.ContainsAny(text, "*`") {
+		t.Errorf("markdown markers show raw under Just answered or in the confirmation:\n%s", text)
+	}
 }
 
 // TestInlineRuleIsTheGoRule: the page's inline.js splits agents' text into

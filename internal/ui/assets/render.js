@@ -260,12 +260,13 @@ export function timeLeft(ms) {
 export const urgentMs = 60_000;
 
 // received is what the agent got for each field of form from answers
-// (answers[i] answers fields[i], as a reply sends them): the operator's
-// words, with the value the agent reads when it differs; an empty answer
-// takes the default, or leaves the property out.
+// (answers[i] answers fields[i], as a reply sends them): the field's name
+// (in the agent's markdown) and, as text, the operator's words with the
+// value the agent reads when it differs; an empty answer takes the default,
+// or leaves the property out.
 export function received(form, answers) {
   return form.fields.map((f, i) => {
-    const field = plain(f.title || f.header || f.key);
+    const field = f.title || f.header || f.key;
     const picked = (answers?.[i] || []).map(String);
     const shown = (labels) => labels.map((label) => {
       const o = (f.options || []).find((o) => o.label === label);
@@ -301,12 +302,19 @@ export function confirmationOf(form, ending) {
   }
 }
 
-// summaryOf is a question's one-line name: its message, else its first
-// field's title.
-export function summaryOf(form) {
+// summaryLine is a question's one-line name, in the agent's markdown: the
+// first line of its message, else its first field's title; a long one is
+// cut, its markers stripped.
+function summaryLine(form) {
   const first = form.fields[0];
-  const text = plain(form.message?.trim() || first?.title || first?.header || "Question").split("\n")[0];
-  return text.length > 100 ? `${text.slice(0, 99)}…` : text;
+  const line = (form.message?.trim() || first?.title || first?.header || "Question").split("\n")[0];
+  const text = plain(line);
+  return text.length > 100 ? `${text.slice(0, 99)}…` : line;
+}
+
+// summaryOf is summaryLine without markers, for where only text goes.
+export function summaryOf(form) {
+  return plain(summaryLine(form));
 }
 
 // outcomeTitle is how an ending is named in the page. An ending comes from
@@ -325,14 +333,14 @@ export function doneEntry(form, ending, at) {
   item.dataset.id = form.id;
   item.append(el("summary", {},
     el("span", { class: "outcome", text: outcomeTitle(ending) }), " ",
-    el("span", { class: "what", text: summaryOf(form) }), " ",
+    el("span", { class: "what" }, ...inline(summaryLine(form))), " ",
     el("time", { datetime: at.toISOString(), text: at.toLocaleTimeString() })));
   const where = [`session ${form.sessionID}`, form.directory && `in ${form.directory}`, form.agent && `agent ${form.agent}`, form.client].filter(Boolean).join(" · ");
   item.append(el("p", { class: "meta", text: where }), el("p", { class: "heard", text: o.heard }));
   if (ending.outcome === "accept") {
     const list = el("dl", { class: "received" });
     for (const r of received(form, ending.answers)) {
-      list.append(el("dt", { text: r.field }), el("dd", { class: r.none ? "none" : null, text: r.value }));
+      list.append(el("dt", {}, ...inline(r.field)), el("dd", { class: r.none ? "none" : null, text: r.value }));
     }
     item.append(list);
   }

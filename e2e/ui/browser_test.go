@@ -207,11 +207,11 @@ func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
 }
 
 // eval evaluates a JavaScript expression in the page.
-func eval[T any](b *browser, expression string) T {
+func eval[T any](b *browser, expression string, opts ...chromedp.EvaluateOption) T {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expression))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expression, opts...))
 	if err != nil {
 		b.t.Fatalf("%s: %v", expression, err)
 	}

@@ -3,10 +3,13 @@ package ui
 import (
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/questiond/questiond/internal/ui/inline"
 )
 
 // tuiTitle is the title the TUI lists session under (GET /session/{id}),
@@ -73,5 +76,39 @@ func TestSessionHeadingIsTheTUIsTitle(t *testing.T) {
 	b.do(chromedp.Click(`article.question:not(#question-` + plainID + `) button.dismiss`))
 	if action, _ := toolAnswer(t, done); action == "" {
 		t.Error("the tool call got no action")
+	}
+	// Under Just answered, and in the confirmation, the same rule holds.
+	b.waitFor("the dismissed question is under Just answered", `document.querySelector("#recent .what") !== null`)
+	if got := eval[[]string](b, `[...document.querySelectorAll("#recent .what :is(strong, code)")].map(e => e.tagName + ":" + e.textContent)`); !reflect.DeepEqual(got, []string{"STRONG:v2.3", "CODE:prod"}) {
+		t.Errorf("under Just answered the question's marks are %q", got)
+	}
+	if text := eval[string](b, `document.getElementById("recent").innerText + document.getElementById("confirmation").innerText`); strings.ContainsAny(text, "*`") {
+		t.Errorf("markdown markers show raw under Just answered or in the confirmation:\n%s", text)
+	}
+}
+
+// TestInlineRuleIsTheGoRule: the page's inline.js splits agents' text into
+// marks exactly as the Go rule other surfaces use (internal/ui/inline), so a
+// title reads the same in the page and in a terminal.
+func TestInlineRuleIsTheGoRule(t *testing.T) {
+	d := startDaemon(t)
+	b := openPage(t, d)
+	texts := []string{"", "plain", "Release **v2.3** to `prod`?", "Deploy *now*?\nThe canary is green.", "**a**", "*a*b",
+		"2 * 3 * 4", "** not bold **", "**two\nlines**", "`two\nlines`", "snake_case and __init__ stay", "***x***",
+		"`a*b*c`", "**unclosed", "*é* ünï **日本**", "\u00a0*x\u00a0*", "*\tx*", "*x\v*", "<b>**hi**</b>", "a**b**c*d*e`f`g"}
+	arg, _ := json.Marshal(texts)
+	got := eval[[][]inline.Span](b, `import(new URL("ui/inline.js", location.origin + location.pathname).href)
+		.then(m => `+string(arg)+`.map(t => m.spans(t)))`, chromedp.EvalAwaitPromise)
+	for i, text := range texts {
+		want := inline.Spans(text)
+		if len(want) == 0 {
+			want = []inline.Span{}
+		}
+		if i >= len(got) {
+			t.Fatalf("the page split %d texts of %d", len(got), len(texts))
+		}
+		if !reflect.DeepEqual(got[i], want) {
+			t.Errorf("%q: the page splits it into %q, Go into %q", text, got[i], want)
+		}
 	}
 }

@@ -192,6 +192,20 @@ func TestHostileSchemaRunsNoScript(t *testing.T) {
 	if v := eval[string](b, `document.querySelector('`+field(id, 1)+`').value`); v != `"><img src=x onerror=window.pwned=8>` {
 		t.Errorf("the default shows as %q", v)
 	}
+	// What the agent received, under Just answered, is text too.
+	b.do(chromedp.Click(card(id, "button.submit")), chromedp.WaitNotPresent(card(id)), chromedp.Click(`#done-`+id+` summary`))
+	if n := eval[int](b, `document.querySelectorAll("#recent :is(img, script, iframe, svg, b, a)").length`); n != 0 {
+		t.Errorf("%d elements from the agent's markup under Just answered", n)
+	}
+	if pwned := eval[bool](b, `window.pwned !== undefined`); pwned {
+		t.Errorf("the agent's script ran under Just answered: window.pwned = %v", eval[any](b, `window.pwned`))
+	}
+	received := eval[string](b, `document.querySelector("#done-`+id+` .received").innerText`)
+	for _, want := range []string{"<b onmouseover=window.pwned=6>hover</b> (<svg onload=window.pwned=5>)", `"><img src=x onerror=window.pwned=8>`} {
+		if !strings.Contains(received, want) {
+			t.Errorf("Just answered does not show %q as text:\n%s", want, received)
+		}
+	}
 }
 
 // TestReadableFromPhoneTo4K: nothing scrolls sideways at 320 px, the text
@@ -255,6 +269,13 @@ func TestNotificationNamesSessionAndFocuses(t *testing.T) {
 	eval[chromedp.Void](b, `document.activeElement.blur(); notes[0].on.click()`)
 	if !eval[bool](b, `document.querySelector('`+card(id)+`').contains(document.activeElement) && notes[0].closed`) {
 		t.Error("clicking the notification does not focus its question")
+	}
+	marked := d.ask(`{"sessionID":"ses_marked","message":"Ship **v2.3**?","requestedSchema":{"type":"object","properties":{
+		"ok":{"type":"boolean","title":"Ship *now*"}}}}`)
+	b.do(chromedp.WaitVisible(card(marked)))
+	b.waitFor("a second notification", `notes.length === 2`)
+	if body := eval[string](b, `notes[1].body`); body != "Ship v2.3?\nShip now" {
+		t.Errorf("notification body %q, want the message and first question without markdown markers", body)
 	}
 }
 

@@ -89,3 +89,22 @@ func TestToolQuestionShowsOptionDescriptions(t *testing.T) {
 		t.Errorf("the tool returned %s %q, want accept %q", action, answers, want)
 	}
 }
+
+// TestToolHearsDismissAsCancelDeclineAsDecline: the page's Dismiss (not now)
+// reaches an MCP question tool as {"action":"cancel"}, its Decline (no) as
+// {"action":"decline"}, as they reach an HTTP agent.
+func TestToolHearsDismissAsCancelDeclineAsDecline(t *testing.T) {
+	d := startDaemon(t)
+	deploy := map[string]any{"question": "Deploy now?", "header": "Deploy", "options": []any{
+		map[string]any{"label": "Yes"}, map[string]any{"label": "No"}}}
+	b := openPage(t, d)
+	for _, c := range []struct{ button, want string }{{"dismiss", "cancel"}, {"decline", "decline"}} {
+		done := d.callTool("ses_tool_"+c.button, deploy)
+		b.do(chromedp.WaitVisible(`article.question`))
+		id := eval[string](b, `document.querySelector("article.question").dataset.id`)
+		b.do(chromedp.Click(card(id, "button."+c.button)), chromedp.WaitNotPresent(card(id)))
+		if action, answers := toolAnswer(t, done); action != c.want || answers != nil {
+			t.Errorf("after the page's %s the tool returned %q %q, want %q", c.button, action, answers, c.want)
+		}
+	}
+}

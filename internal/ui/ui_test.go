@@ -67,7 +67,7 @@ func TestPageHasNoInlineCodeAndNoMarkupSinks(t *testing.T) {
 	if strings.Count(page, "<script") != 1 || !strings.Contains(page, `<script type="module" src="ui/app.js"></script>`) {
 		t.Error("index.html must load exactly its module, ui/app.js")
 	}
-	for _, name := range []string{"/ui/app.js", "/ui/api.js", "/ui/render.js"} {
+	for _, name := range []string{"/ui/app.js", "/ui/api.js", "/ui/render.js", "/ui/inline.js"} {
 		src, _ := io.ReadAll(get(t, name).Body)
 		for _, sink := range []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"} {
 			if strings.Contains(string(src), sink) {

@@ -17,10 +17,29 @@ export function at(path) {
 
 const json = { "Content-Type": "application/json", Accept: "application/json" };
 
+// skew is the daemon's clock minus this browser's, in milliseconds, read
+// from the Date of its answers: a question's time left is the daemon's to
+// count, and an operator's clock may be wrong. A Date has whole seconds, so
+// a difference within that rounding is taken as none.
+let skew = 0;
+
+function heard(res) {
+  const date = Date.parse(res.headers.get("Date") || "");
+  if (Number.isNaN(date)) return;
+  const diff = date + 500 - Date.now();
+  skew = Math.abs(diff) > 1500 ? diff : 0;
+}
+
+// serverNow is the daemon's time now, as far as its answers tell.
+export function serverNow() {
+  return Date.now() + skew;
+}
+
 // formOf returns the expected form of a pending question, or null when it
 // is not pending any more.
 export async function formOf(id) {
   const res = await fetch(at(`questiond/question/${encodeURIComponent(id)}/form`), { headers: { Accept: "application/json" } });
+  heard(res);
   if (res.status === 404) return null;
   if (!res.ok) throw new Error(await messageOf(res));
   return res.json();
@@ -29,6 +48,7 @@ export async function formOf(id) {
 // pendingIDs lists the ids of every pending question.
 export async function pendingIDs() {
   const res = await fetch(at("question"), { headers: { Accept: "application/json" } });
+  heard(res);
   if (!res.ok) throw new Error(await messageOf(res));
   return new Set((await res.json()).map((q) => q.id));
 }

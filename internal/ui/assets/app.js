@@ -1,7 +1,10 @@
 // The operator's page: pending questions live from /global/event, grouped by
 // session and directory, oldest first; answers go to OpenCode's routes.
-import { at, formOf, pendingIDs, reply, reject, sessionTitle } from "./api.js";
-import { questionCard, answersOf, checkCounts, fieldNodes, forPerson, inline, plain } from "./render.js";
+import { at, formOf, pendingIDs, reply, reject, serverNow, sessionTitle } from "./api.js";
+import { plain } from "./inline.js";
+import {
+  questionCard, answersOf, checkCounts, confirmationOf, doneEntry, fieldNodes, forPerson, inline, timeLeft, urgentMs,
+} from "./render.js";
 
 const main = document.getElementById("questions");
 const empty = document.getElementById("empty");
@@ -9,12 +12,19 @@ const loadingNote = document.getElementById("loading");
 const failures = document.getElementById("failures");
 const status = document.getElementById("status");
 const notifyButton = document.getElementById("notify");
+const confirmation = document.getElementById("confirmation");
+const recent = document.getElementById("recent");
+const recentList = document.getElementById("recent-list");
 
 const shown = new Map(); // question id → { form, card }
 const loading = new Set(); // ids whose form is being fetched
 const failed = new Map(); // question id, or LIST → the failure shown for it
 const gone = new Set(); // ids that ended while their form was being fetched
 let listed = false; // whether the pending questions have been read once
+const sending = new Map(); // question id → this page's ending of it, while it is sent
+
+// RECENT is how many ended questions stay shown, collapsed.
+const RECENT = 5;
 
 // LIST keys the failure to read the pending questions among the questions'
 // own; it sorts before every question id (que_…).
@@ -140,18 +150,24 @@ async function asked(id) {
   }
   card.dataset.id = id;
   section.insertBefore(card, later || null);
-  shown.set(id, { form, card });
+  const entry = { form, card, deadline: form.deadline ? Date.parse(form.deadline) : NaN };
+  shown.set(id, entry);
+  showTimeLeft(entry);
   showState();
   if (document.hidden) notify(form, card);
 }
 
-function ended(id) {
+// ended takes question id off the list; if it was shown, it stays under
+// "Just answered" with how it ended: ending, else what its deadline tells.
+function ended(id, ending) {
   gone.add(id);
   cleared(id);
   const entry = shown.get(id);
   if (!entry) return;
   shown.delete(id);
-  const { card } = entry;
+  const { card, form } = entry;
+  ending ||= { outcome: serverNow() >= entry.deadline - 1000 ? "timeout" : "elsewhere" };
+  remember(form, ending);
   const hadFocus = card.contains(document.activeElement);
   const section = card.parentElement;
   const next = card.nextElementSibling || section.nextElementSibling?.querySelector("article.question");
@@ -164,6 +180,34 @@ function ended(id) {
   }
   showState();
   if (hadFocus) focusQuestion(next || main.querySelector("article.question"));
+}
+
+// remember shows an ended question first under "Just answered", collapsed,
+// and confirms this page's own endings.
+function remember(form, ending) {
+  document.getElementById(`done-${form.id}`)?.remove();
+  recentList.prepend(doneEntry(form, ending, new Date()));
+  while (recentList.children.length > RECENT) recentList.lastElementChild.remove();
+  recent.hidden = false;
+  if (ending.mine) confirmation.textContent = confirmationOf(form, ending);
+}
+
+// theirs is how the event stream says question id ended, unless this page
+// is ending it the same way (the event may come before the page's own
+// request returns).
+function theirs(id, ending) {
+  const mine = sending.get(id);
+  return mine && (mine.outcome === "accept") === (ending?.outcome === "accept") ? mine : ending;
+}
+
+// showTimeLeft says how long a shown question has before it ends unanswered,
+// by the daemon's clock.
+function showTimeLeft({ card, deadline }) {
+  const node = card.querySelector(".time-left");
+  if (!node || Number.isNaN(deadline)) return;
+  const ms = deadline - serverNow();
+  node.querySelector("time").textContent = timeLeft(ms);
+  node.classList.toggle("urgent", ms < urgentMs);
 }
 
 function focusQuestion(card) {
@@ -206,17 +250,24 @@ function wire(card, form) {
     checkCounts(card, form.fields);
     if (!formEl.reportValidity()) return;
     busy(true);
-    const problem = await reply(form.id, answersOf(card, form.fields)).catch((err) => err.message);
+    const answers = answersOf(card, form.fields);
+    const ending = { outcome: "accept", answers, mine: true };
+    sending.set(form.id, ending);
+    const problem = await reply(form.id, answers).catch((err) => err.message);
+    sending.delete(form.id);
     busy(false);
     if (problem) showError(problem);
-    else ended(form.id);
+    else ended(form.id, ending);
   });
   const dismiss = (action) => async () => {
     busy(true);
+    const ending = { outcome: action || "cancel", mine: true };
+    sending.set(form.id, ending);
     const problem = await reject(form.id, action).catch((err) => err.message);
+    sending.delete(form.id);
     busy(false);
     if (problem) showError(problem);
-    else ended(form.id);
+    else ended(form.id, ending);
   };
   card.querySelector(".dismiss").addEventListener("click", dismiss(undefined));
   card.querySelector(".decline").addEventListener("click", dismiss("decline"));
@@ -240,7 +291,7 @@ function notify(form, card) {
   const first = form.fields[0];
   const text = plain(form.message?.trim() || first?.title || first?.header || "");
   const n = new Notification(`Question in session ${form.sessionID}`, {
-    body: [text, first?.title].filter(Boolean).join("\n"),
+    body: [text, plain(first?.title || "")].filter(Boolean).join("\n"),
     tag: form.id,
   });
   n.addEventListener("click", () => {
@@ -265,7 +316,7 @@ async function list() {
     return;
   }
   cleared(LIST);
-  for (const id of before) if (!ids.has(id)) ended(id);
+  for (const id of before) if (!ids.has(id)) ended(id, { outcome: "away" });
   for (const id of ids) asked(id);
   listed = true;
   showState();
@@ -293,8 +344,10 @@ function connect() {
         asked(properties.id);
         break;
       case "question.replied":
+        ended(properties.requestID, theirs(properties.requestID, { outcome: "accept", answers: properties.answers }));
+        break;
       case "question.rejected":
-        ended(properties.requestID);
+        ended(properties.requestID, theirs(properties.requestID, null));
         break;
     }
   });
@@ -306,6 +359,7 @@ function connect() {
 }
 
 main.tabIndex = -1;
+setInterval(() => shown.forEach(showTimeLeft), 1000);
 setUpNotifications();
 showState();
 connect();

@@ -1,5 +1,6 @@
 // Building a question's form. Every text from an agent goes in through
 // textContent or an attribute value, never as markup.
+import { plain, spans } from "./inline.js";
 
 let serial = 0;
 
@@ -15,29 +16,10 @@ function el(tag, props = {}, ...children) {
   return node;
 }
 
-// inline renders the inline markdown agents write in their text (**bold**,
-// *emphasis*, `code`) as elements holding text, so the markers never show
-// raw; anything else stays as it was written. Underscores are left alone:
-// ids and snake_case are full of them.
-const inlineMarks = /\*\*(?=\S)([^*]*?\S)\*\*|\*(?=[^\s*])([^*]*?[^\s*])\*|`([^`\n]+)`/g;
-
+// inline renders the inline markdown agents write in their text as
+// elements holding text (inline.js has the rule), so the markers never show.
 export function inline(text) {
-  const nodes = [];
-  let at = 0;
-  for (const m of String(text).matchAll(inlineMarks)) {
-    if (m.index > at) nodes.push(document.createTextNode(text.slice(at, m.index)));
-    if (m[1] !== undefined) nodes.push(el("strong", { text: m[1] }));
-    else if (m[2] !== undefined) nodes.push(el("em", { text: m[2] }));
-    else nodes.push(el("code", { text: m[3] }));
-    at = m.index + m[0].length;
-  }
-  if (at < String(text).length) nodes.push(document.createTextNode(String(text).slice(at)));
-  return nodes;
-}
-
-// plain is text as inline shows it, markers gone, for where only text goes.
-export function plain(text) {
-  return inline(text).map((n) => n.textContent).join("");
+  return spans(text).map((s) => (s.mark ? el(s.mark, { text: s.text }) : document.createTextNode(s.text)));
 }
 
 const formatInput = {
@@ -204,6 +186,10 @@ export function questionCard(form) {
   const card = el("article", { class: "question", id: `question-${form.id}`, "aria-labelledby": `${base}-title` });
   const who = [form.agent && `agent ${form.agent}`, form.client, `asked ${new Date(form.createdAt).toLocaleTimeString()}`].filter(Boolean).join(" · ");
   card.append(el("p", { class: "meta", id: `${base}-title`, text: who }));
+  if (form.deadline) {
+    // Filled and kept current by the page's clock (tick).
+    card.append(el("p", { class: "time-left" }, el("time", { datetime: form.deadline, title: `Ends unanswered at ${new Date(form.deadline).toLocaleTimeString()}: the agent then hears cancel` })));
+  }
   if (form.message && form.message.trim()) card.append(el("p", { class: "message" }, ...inline(form.message)));
   const formEl = el("form", { class: "answer", "aria-label": form.message ? plain(form.message).slice(0, 80) : "Question" });
   form.fields.forEach((f, i) => {
@@ -255,4 +241,108 @@ export function checkCounts(card, fields) {
     if (f.maxItems != null && n > f.maxItems) problem = `Pick at most ${f.maxItems}.`;
     if (boxes[0]) boxes[0].setCustomValidity(problem);
   });
+}
+
+// timeLeft says how long a question has before it ends unanswered, to the
+// second in its last ten minutes, coarser before.
+export function timeLeft(ms) {
+  const s = Math.ceil(ms / 1000);
+  if (s <= 0) return "Time is up";
+  const [d, h, m] = [Math.floor(s / 86400), Math.floor(s / 3600) % 24, Math.floor(s / 60) % 60];
+  if (d > 0) return `${d} d ${h} h left`;
+  if (h > 0) return `${h} h ${m} min left`;
+  if (m >= 10) return `${m} min left`;
+  if (m > 0) return `${m} min ${s % 60} s left`;
+  return `${s} s left`;
+}
+
+// Under a minute left a question is urgent.
+export const urgentMs = 60_000;
+
+// received is what the agent got for each field of form from answers
+// (answers[i] answers fields[i], as a reply sends them): the field's name
+// (in the agent's markdown) and, as text, the operator's words with the
+// value the agent reads when it differs; an empty answer takes the default,
+// or leaves the property out.
+export function received(form, answers) {
+  return form.fields.map((f, i) => {
+    const field = f.title || f.header || f.key;
+    const picked = (answers?.[i] || []).map(String);
+    const shown = (labels) => labels.map((label) => {
+      const o = (f.options || []).find((o) => o.label === label);
+      return o && o.value !== label && f.kind !== "boolean" ? `${plain(label)} (${o.value})` : plain(label);
+    }).join(", ");
+    if (picked.length > 0) return { field, value: f.options?.length ? shown(picked) : picked.join(", ") };
+    if (f.default === undefined) return { field, value: "no answer", none: true };
+    const defaults = (Array.isArray(f.default) ? f.default : [f.default]).map(String);
+    const labels = f.options?.length
+      ? defaults.map((v) => f.options.find((o) => o.value === v)?.label ?? v)
+      : defaults;
+    return { field, value: `${f.options?.length ? shown(labels) : labels.join(", ")} (default)` };
+  });
+}
+
+// outcomes: what the operator sees of an ending, and what the agent heard.
+const outcomes = {
+  accept: { title: "Answered", heard: "The agent received these answers (accept):" },
+  cancel: { title: "Dismissed", heard: "The agent heard cancel: not now." },
+  decline: { title: "Declined", heard: "The agent heard decline: no." },
+  timeout: { title: "Timed out", heard: "Nobody answered in time: the agent heard cancel." },
+  elsewhere: { title: "Ended elsewhere", heard: "Dismissed or declined in another window, or withdrawn by the agent." },
+  away: { title: "Ended", heard: "It ended while this page was reconnecting: answered, dismissed or declined elsewhere, or timed out or withdrawn." },
+};
+
+// confirmationOf confirms this page's own ending of a question.
+export function confirmationOf(form, ending) {
+  const what = `“${summaryOf(form)}”`;
+  switch (ending.outcome) {
+    case "accept": return `Answered ${what}: the agent has your answers.`;
+    case "decline": return `Declined ${what}: the agent heard decline.`;
+    default: return `Dismissed ${what}: the agent heard cancel.`;
+  }
+}
+
+// summaryLine is a question's one-line name, in the agent's markdown: the
+// first line of its message, else its first field's title; a long one is
+// cut, its markers stripped.
+function summaryLine(form) {
+  const first = form.fields[0];
+  const line = (form.message?.trim() || first?.title || first?.header || "Question").split("\n")[0];
+  const text = plain(line);
+  return text.length > 100 ? `${text.slice(0, 99)}…` : line;
+}
+
+// summaryOf is summaryLine without markers, for where only text goes.
+export function summaryOf(form) {
+  return plain(summaryLine(form));
+}
+
+// outcomeTitle is how an ending is named in the page. An ending comes from
+// this page (mine), or from the event stream: an answer given elsewhere
+// (its answers are in question.replied), or a question.rejected, whose
+// cause the stream does not carry beyond the deadline having passed.
+export function outcomeTitle(ending) {
+  return outcomes[ending.outcome].title + (ending.outcome === "accept" && !ending.mine ? " elsewhere" : "");
+}
+
+// doneEntry renders a question that ended, collapsed: what happened and
+// when on its line, what the agent received inside.
+export function doneEntry(form, ending, at) {
+  const o = outcomes[ending.outcome];
+  const item = el("details", { class: `done ${ending.outcome}`, id: `done-${form.id}` });
+  item.dataset.id = form.id;
+  item.append(el("summary", {},
+    el("span", { class: "outcome", text: outcomeTitle(ending) }), " ",
+    el("span", { class: "what" }, ...inline(summaryLine(form))), " ",
+    el("time", { datetime: at.toISOString(), text: at.toLocaleTimeString() })));
+  const where = [`session ${form.sessionID}`, form.directory && `in ${form.directory}`, form.agent && `agent ${form.agent}`, form.client].filter(Boolean).join(" · ");
+  item.append(el("p", { class: "meta", text: where }), el("p", { class: "heard", text: o.heard }));
+  if (ending.outcome === "accept") {
+    const list = el("dl", { class: "received" });
+    for (const r of received(form, ending.answers)) {
+      list.append(el("dt", {}, ...inline(r.field)), el("dd", { class: r.none ? "none" : null, text: r.value }));
+    }
+    item.append(list);
+  }
+  return item;
 }

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"encoding/json"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -11,6 +12,7 @@ import (
 type sent struct {
 	orig   jsonrpc.ID // the id its sender gave it
 	method string
+	params json.RawMessage // kept for the methods whose call may be sent again with input (see inputs.go)
 }
 
 // idTable hands out the ids requests are relayed under, in one direction,
@@ -28,11 +30,15 @@ func newIDTable() *idTable {
 }
 
 // relay returns the id to send the request orig under.
-func (t *idTable) relay(orig jsonrpc.ID, method string) jsonrpc.ID {
+func (t *idTable) relay(orig jsonrpc.ID, method string, params json.RawMessage) jsonrpc.ID {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.next++
-	t.byOwn[t.next] = sent{orig: orig, method: method}
+	s := sent{orig: orig, method: method}
+	if retriable[method] {
+		s.params = params
+	}
+	t.byOwn[t.next] = s
 	t.byOrig[orig.Raw()] = t.next
 	return ownID(t.next)
 }

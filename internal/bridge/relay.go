@@ -50,10 +50,12 @@ type Relay struct {
 	toUpstream *idTable // the host's requests, as relayed upstream
 	toHost     *idTable // the upstream's requests, as relayed to the host
 
-	mu     sync.Mutex
-	client host                       // from the host's initialize
-	asks   map[any]context.CancelFunc // upstream request id → its question's withdrawal
-	asking sync.WaitGroup             // the questions being asked
+	mu         sync.Mutex
+	client     host                       // from the host's initialize
+	asks       map[any]context.CancelFunc // upstream request id → its question's withdrawal
+	fulfilling map[any]context.CancelFunc // host request id → the withdrawal of the input asked for it
+	rounds     map[any]int                // host request id → input rounds so far
+	asking     sync.WaitGroup             // the questions being asked
 }
 
 // New returns a relay between a host's and an upstream's connection.
@@ -62,7 +64,8 @@ func New(hostConn, upstream mcp.Connection, opts Options) *Relay {
 		opts.Logger = zap.NewNop()
 	}
 	return &Relay{opts: opts, log: opts.Logger, host: hostConn, up: upstream,
-		toUpstream: newIDTable(), toHost: newIDTable(), asks: map[any]context.CancelFunc{}}
+		toUpstream: newIDTable(), toHost: newIDTable(),
+		asks: map[any]context.CancelFunc{}, fulfilling: map[any]context.CancelFunc{}, rounds: map[any]int{}}
 }
 
 // side is the end of one direction of the relay.
@@ -117,7 +120,10 @@ func (r *Relay) fromHost(ctx context.Context, msg jsonrpc.Message) error {
 	switch m := msg.(type) {
 	case *jsonrpc.Request:
 		if !m.IsCall() {
-			return r.up.Write(ctx, r.notificationFromHost(m))
+			if n := r.notificationFromHost(m); n != nil {
+				return r.up.Write(ctx, n)
+			}
+			return nil
 		}
 		params := m.Params
 		if m.Method == methodInitialize {
@@ -130,7 +136,8 @@ func (r *Relay) fromHost(ctx context.Context, msg jsonrpc.Message) error {
 			r.mu.Unlock()
 			params = rewritten
 		}
-		return r.up.Write(ctx, &jsonrpc.Request{ID: r.toUpstream.relay(m.ID, m.Method), Method: m.Method, Params: params})
+		params = withElicitationMeta(params)
+		return r.up.Write(ctx, &jsonrpc.Request{ID: r.toUpstream.relay(m.ID, m.Method, params), Method: m.Method, Params: params})
 	case *jsonrpc.Response:
 		s, ok := r.toHost.answered(m.ID)
 		if !ok {
@@ -142,7 +149,8 @@ func (r *Relay) fromHost(ctx context.Context, msg jsonrpc.Message) error {
 	return nil
 }
 
-// notificationFromHost is the host's notification as the upstream gets it:
+// notificationFromHost is the host's notification as the upstream gets it
+// (nil: none):
 // a cancellation names the request by the id it was relayed under. The host
 // cancelling the last tool call it has in flight withdraws the questions
 // asked for it: a 2025 elicitation carries nothing that ties it to one
@@ -155,6 +163,9 @@ func (r *Relay) notificationFromHost(m *jsonrpc.Request) *jsonrpc.Request {
 	id, rest, ok := cancelledID(m.Params)
 	if !ok {
 		return m
+	}
+	if r.stopFulfilling(id) {
+		return nil // the upstream has nothing in flight for it
 	}
 	own, ok := r.toUpstream.relayedAs(id)
 	if !ok {
@@ -178,12 +189,19 @@ func (r *Relay) fromUpstream(ctx context.Context, msg jsonrpc.Message) error {
 			r.ask(ctx, m)
 			return nil
 		}
-		return r.host.Write(ctx, &jsonrpc.Request{ID: r.toHost.relay(m.ID, m.Method), Method: m.Method, Params: m.Params})
+		return r.host.Write(ctx, &jsonrpc.Request{ID: r.toHost.relay(m.ID, m.Method, nil), Method: m.Method, Params: m.Params})
 	case *jsonrpc.Response:
 		s, ok := r.toUpstream.answered(m.ID)
 		if !ok {
 			r.log.Debug("bridge: a response from the upstream to no request", zap.Any("id", m.ID.Raw()))
 			return nil
+		}
+		if inputs, state, ok := r.inputsToAsk(s, m); ok {
+			r.fulfil(ctx, s, inputs, state)
+			return nil
+		}
+		if retriable[s.method] {
+			r.forgetRounds(s.orig.Raw())
 		}
 		return r.host.Write(ctx, &jsonrpc.Response{ID: s.orig, Result: m.Result, Error: m.Error})
 	}
@@ -260,7 +278,8 @@ func (r *Relay) withdraw(id any) bool {
 	return ok
 }
 
-// withdrawAll withdraws every question asked.
+// withdrawAll withdraws every question asked for the upstream's
+// elicitation/create requests.
 func (r *Relay) withdrawAll() {
 	r.mu.Lock()
 	asks := r.asks

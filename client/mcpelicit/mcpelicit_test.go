@@ -84,7 +84,7 @@ var done = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "do
 // applied.
 func TestHandlerAnswersElicitRequests(t *testing.T) {
 	base, c := startDaemon(t)
-	ops := watch(t, base)
+	ops := testkit.Watch(t, base)
 	schema := deploySchema(t)
 	server := mcp.NewServer(&mcp.Implementation{Name: "deployer", Version: "test"}, nil)
 	received := mcptest.ElicitingTool(server, "deploy", "Deploy what?", schema, done)
@@ -93,14 +93,14 @@ func TestHandlerAnswersElicitRequests(t *testing.T) {
 	}, "2025-11-25")
 	out := callAsync(t, t.Context(), cs, "deploy")
 
-	q := ops.asked()
+	q := ops.Asked()
 	if q.SessionID != "ses_mcp_bridge" || len(q.Questions) != 4 {
 		t.Fatalf("the operator sees %+v", q)
 	}
-	if len(ops.pending("/srv/app")) != 1 || len(ops.pending("/elsewhere")) != 0 {
+	if len(ops.Pending("/srv/app")) != 1 || len(ops.Pending("/elsewhere")) != 0 {
 		t.Fatal("the question is not scoped to the directory of Options")
 	}
-	ops.reply(q, map[string][]string{"Name": {"api"}, "Replicas": {}, "Owners": {"Ada"}, "Dry run": {"No"}})
+	ops.Reply(q, map[string][]string{"Name": {"api"}, "Replicas": {}, "Owners": {"Ada"}, "Dry run": {"No"}})
 	o := awaitCall(t, out)
 	if o.err != nil || o.res.IsError {
 		t.Fatalf("CallTool: %v %s", o.err, mcptest.ToolText(o.res))
@@ -117,7 +117,7 @@ func TestHandlerAnswersElicitRequests(t *testing.T) {
 // and calls again with the operator's answers.
 func TestHandlerAnswersInputRequests(t *testing.T) {
 	base, c := startDaemon(t)
-	ops := watch(t, base)
+	ops := testkit.Watch(t, base)
 	schema := deploySchema(t)
 	received := make(chan mcp.InputResponseMap, 1)
 	server := mcp.NewServer(&mcp.Implementation{Name: "deployer", Version: "test"}, nil)
@@ -141,8 +141,8 @@ func TestHandlerAnswersInputRequests(t *testing.T) {
 		t.Fatalf("negotiated %s, want 2026-07-28", v)
 	}
 	out := callAsync(t, t.Context(), cs, "deploy")
-	q := ops.asked()
-	ops.reply(q, map[string][]string{"Name": {"web"}, "Replicas": {"5"}, "Owners": {"Linus", "Ada"}, "Dry run": {"Yes"}})
+	q := ops.Asked()
+	ops.Reply(q, map[string][]string{"Name": {"web"}, "Replicas": {"5"}, "Owners": {"Linus", "Ada"}, "Dry run": {"Yes"}})
 	o := awaitCall(t, out)
 	if o.err != nil || o.res.IsError {
 		t.Fatalf("CallTool: %v %s", o.err, mcptest.ToolText(o.res))
@@ -163,13 +163,13 @@ func TestHandlerPassesDeclineAndCancel(t *testing.T) {
 	for _, action := range []string{"decline", "cancel"} {
 		t.Run(action, func(t *testing.T) {
 			base, c := startDaemon(t)
-			ops := watch(t, base)
+			ops := testkit.Watch(t, base)
 			schema := deploySchema(t)
 			server := mcp.NewServer(&mcp.Implementation{Name: "deployer", Version: "test"}, nil)
 			received := mcptest.ElicitingTool(server, "deploy", "Deploy what?", schema, done)
 			cs := connect(t, server, &mcp.ClientOptions{ElicitationHandler: mcpelicit.Handler(c, mcpelicit.Options{})}, "2025-11-25")
 			out := callAsync(t, t.Context(), cs, "deploy")
-			ops.reject(ops.asked().ID, action)
+			ops.Reject(ops.Asked().ID, action)
 			if o := awaitCall(t, out); o.err != nil || o.res.IsError {
 				t.Fatalf("CallTool: %v", o.err)
 			}
@@ -183,7 +183,7 @@ func TestHandlerPassesDeclineAndCancel(t *testing.T) {
 // When the agent gives up on the call, the question is withdrawn.
 func TestHandlerWithdrawsWhenTheCallIsCancelled(t *testing.T) {
 	base, c := startDaemon(t)
-	ops := watch(t, base)
+	ops := testkit.Watch(t, base)
 	schema := deploySchema(t)
 	server := mcp.NewServer(&mcp.Implementation{Name: "deployer", Version: "test"}, nil)
 	mcp.AddTool(server, &mcp.Tool{Name: "deploy"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
@@ -195,13 +195,13 @@ func TestHandlerWithdrawsWhenTheCallIsCancelled(t *testing.T) {
 	cs := connect(t, server, &mcp.ClientOptions{ElicitationHandler: mcpelicit.Handler(c, mcpelicit.Options{})}, "")
 	ctx, cancel := context.WithCancel(t.Context())
 	out := callAsync(t, ctx, cs, "deploy")
-	ops.asked()
+	ops.Asked()
 	cancel()
 	if o := awaitCall(t, out); o.err == nil {
 		t.Fatal("a cancelled call succeeded")
 	}
-	ops.next("question.rejected")
-	if n := len(ops.pending("")); n != 0 {
+	ops.Next("question.rejected")
+	if n := len(ops.Pending("")); n != 0 {
 		t.Fatalf("%d questions still pending", n)
 	}
 }
@@ -209,7 +209,7 @@ func TestHandlerWithdrawsWhenTheCallIsCancelled(t *testing.T) {
 // URL mode is refused with -32602, and nothing is asked.
 func TestHandlerRefusesURLMode(t *testing.T) {
 	base, c := startDaemon(t)
-	ops := watch(t, base)
+	ops := testkit.Watch(t, base)
 	handler := mcpelicit.Handler(c, mcpelicit.Options{})
 	_, err := handler(t.Context(), &mcp.ElicitRequest{Params: &mcp.ElicitParams{
 		Mode: "url", Message: "Sign in", URL: "https://example.com/login", ElicitationID: "e1",
@@ -240,7 +240,7 @@ func TestHandlerRefusesURLMode(t *testing.T) {
 	if err := <-toolErr; err == nil || !strings.Contains(err.Error(), "URL-mode elicitation is not supported") {
 		t.Fatalf("the server's Elicit returned %v", err)
 	}
-	if n := len(ops.pending("")); n != 0 {
+	if n := len(ops.Pending("")); n != 0 {
 		t.Fatalf("%d questions asked for URL mode", n)
 	}
 }

@@ -192,18 +192,9 @@ func parseAsk(args []string, getenv func(string) string, stdin io.Reader, stderr
 			f.titleSet = true
 		}
 	})
-	serverFrom := "--server"
-	if f.server == "" {
-		f.server, serverFrom = getenv(client.EnvServer), client.EnvServer
-	}
-	if f.server == "" {
-		f.server = client.DefaultServer
-	}
-	if _, err := client.ParseServer(f.server); err != nil {
-		return nil, client.Params{}, usagef("%s %v", serverFrom, err)
-	}
-	if f.token == "" {
-		f.token = getenv(client.EnvToken)
+	var err error
+	if f.server, f.token, err = agentCredentials(f.server, f.token, getenv); err != nil {
+		return nil, client.Params{}, err
 	}
 
 	if strings.TrimSpace(f.message) == "" {
@@ -458,4 +449,24 @@ func (n *unreachableNotice) reached() {
 		n.unreachable = false
 		fmt.Fprintf(n.out, "questiond ask: reconnected to %s\n", n.server)
 	}
+}
+
+// agentCredentials completes the --server and --token of a command that
+// talks to questiond as an agent (ask, bridge) from the environment, as
+// the client package does, and checks the server's URL.
+func agentCredentials(server, token string, getenv func(string) string) (string, string, error) {
+	serverFrom := "--server"
+	if server == "" {
+		server, serverFrom = getenv(client.EnvServer), client.EnvServer
+	}
+	if server == "" {
+		server = client.DefaultServer
+	}
+	if _, err := client.ParseServer(server); err != nil {
+		return "", "", usagef("%s %v", serverFrom, err)
+	}
+	if token == "" {
+		token = getenv(client.EnvToken)
+	}
+	return server, token, nil
 }

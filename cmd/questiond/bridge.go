@@ -148,18 +148,9 @@ func parseBridge(args []string, getenv func(string) string, stderr io.Writer) (*
 	if f.name == "" {
 		f.name = filepath.Base(f.command[0])
 	}
-	serverFrom := "--server"
-	if f.server == "" {
-		f.server, serverFrom = getenv(client.EnvServer), client.EnvServer
-	}
-	if f.server == "" {
-		f.server = client.DefaultServer
-	}
-	if _, err := client.ParseServer(f.server); err != nil {
-		return nil, usagef("%s %v", serverFrom, err)
-	}
-	if f.token == "" {
-		f.token = getenv(client.EnvToken)
+	var err error
+	if f.server, f.token, err = agentCredentials(f.server, f.token, getenv); err != nil {
+		return nil, err
 	}
 	if f.timeout < 0 || f.giveUp < 0 {
 		return nil, usagef("--timeout and --give-up must be positive")

@@ -65,30 +65,34 @@ func TestBalancerHidesAReplicaStoppedWithSIGTERM(t *testing.T) {
 		}
 	}
 	var flow sync.WaitGroup
-	// The agent keeps asking (with Idempotency-Keys, which the balancer may
-	// send again), so the operators always have something to answer.
-	flow.Go(func() {
-		for n := 0; ; n++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(10 * time.Millisecond):
+	// Agents keep asking (with Idempotency-Keys, which the balancer may
+	// send again), so the operators always have something to answer, and
+	// some creates reach the stopping replica after it stopped taking
+	// questions: those it answers 503 itself.
+	for agentN := range 3 {
+		flow.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+				req, _ := http.NewRequest(http.MethodPost, lb+"/elicitations", strings.NewReader(form))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", fmt.Sprintf(`"drain-%d-%d"`, agentN, n))
+				attempts.Add(1)
+				res, err := agent.Do(req)
+				if err != nil || res.StatusCode >= 500 {
+					agentFailures.Add(1)
+				} else if res.StatusCode == http.StatusCreated {
+					created.Add(1)
+				}
+				if err == nil {
+					res.Body.Close()
+				}
 			}
-			req, _ := http.NewRequest(http.MethodPost, lb+"/elicitations", strings.NewReader(form))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Idempotency-Key", fmt.Sprintf(`"drain-%d"`, n))
-			attempts.Add(1)
-			res, err := agent.Do(req)
-			if err != nil || res.StatusCode >= 500 {
-				agentFailures.Add(1)
-			} else if res.StatusCode == http.StatusCreated {
-				created.Add(1)
-			}
-			if err == nil {
-				res.Body.Close()
-			}
-		}
-	})
+		})
+	}
 	for range 3 {
 		flow.Go(func() {
 			for {

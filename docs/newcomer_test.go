@@ -64,11 +64,28 @@ func shapes(block string) []*regexp.Regexp {
 // tree would have them.
 func copyRepository(t *testing.T, src, dst string) {
 	t.Helper()
-	out, err := exec.Command("git", "-C", src, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
-	if err != nil {
-		t.Fatalf("git ls-files: %v", err)
+	var names []string
+	if out, err := exec.Command("git", "-C", src, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output(); err == nil {
+		names = strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
+	} else { // not a git work tree (an unpacked archive): every file but what builds leave
+		err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			name, _ := filepath.Rel(src, path)
+			switch {
+			case d.IsDir() && (name == ".git" || name == "bin" || name == "artifacts" || d.Name() == "node_modules"):
+				return filepath.SkipDir
+			case !d.IsDir():
+				names = append(names, name)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
-	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+	for _, name := range names {
 		from, to := filepath.Join(src, name), filepath.Join(dst, name)
 		info, err := os.Lstat(from)
 		if os.IsNotExist(err) {

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v4"
+
 	"github.com/questiond/questiond/internal/testenv"
 	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testkit/launch"
@@ -138,5 +140,45 @@ func TestSystemdUnitVerifiesAndStartsQuestiond(t *testing.T) {
 	}
 	if !strings.Contains(p.Output(), `"msg":"stopped"`) {
 		t.Errorf("questiond did not log its clean stop:\n%s", p.Output())
+	}
+}
+
+// docker-compose.yml builds the image from this repository and mounts the
+// haproxy.cfg beside it: the files it names are there. (e2e/replicas runs
+// its replicas' command and that haproxy.cfg.)
+func TestComposeNamesFilesThatExist(t *testing.T) {
+	data, err := os.ReadFile("docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		XQuestiond struct {
+			Build string `yaml:"build"`
+		} `yaml:"x-questiond"`
+		Services map[string]struct {
+			Volumes []string `yaml:"volumes"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("docker-compose.yml: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(doc.XQuestiond.Build, "Dockerfile")); err != nil {
+		t.Errorf("docker-compose.yml builds from %q: %v", doc.XQuestiond.Build, err)
+	}
+	mounted := 0
+	for name, svc := range doc.Services {
+		for _, v := range svc.Volumes {
+			host, _, _ := strings.Cut(v, ":")
+			if !strings.HasPrefix(host, "./") || host == "./certs" { // the certificate is the operator's
+				continue
+			}
+			mounted++
+			if _, err := os.Stat(host); err != nil {
+				t.Errorf("docker-compose.yml: %s mounts %s: %v", name, host, err)
+			}
+		}
+	}
+	if mounted == 0 {
+		t.Error("docker-compose.yml mounts no file of deploy/: the balancer has no haproxy.cfg")
 	}
 }

@@ -61,7 +61,7 @@ ui:
 	mkdir -p $(UI_ARTIFACTS)
 	$(GO) test -race -count=1 -timeout 10m -v -artifacts -outputdir $(abspath $(UI_ARTIFACTS)) ./e2e/ui/
 
-# The inner loop while editing (under 2 minutes on 2 cores, see README):
+# The inner loop while editing (under 2 minutes on 2 cores, see docs/development.md):
 # static checks, then every unit test with the race detector and the fuzz
 # targets' seed corpora as plain tests; heavy tests (the real binary as a
 # process, soak tests, browsers, the OpenCode TUI, PostgreSQL) skip under

@@ -6,21 +6,17 @@ import (
 	"testing"
 )
 
-// The README's "Ask from Go" program is the package doc's example, so the
+// docs/go-client.md's program is the package doc's example, so the
 // one a new user copies shows what the package documents (the environment,
 // OnRetry and GiveUpUnreached).
 func TestReadmeGoExampleIsThePackageExample(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	page, err := os.ReadFile("../docs/go-client.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n## Ask from Go\n")
+	_, block, ok := strings.Cut(string(page), "```go\n")
 	if !ok {
-		t.Fatal(`README has no "## Ask from Go" section`)
-	}
-	_, block, ok := strings.Cut(section, "```go\n")
-	if !ok {
-		t.Fatal(`"Ask from Go" has no Go block`)
+		t.Fatal("docs/go-client.md has no Go block")
 	}
 	block, _, _ = strings.Cut(block, "```")
 
@@ -40,11 +36,11 @@ func TestReadmeGoExampleIsThePackageExample(t *testing.T) {
 		lines = append(lines, strings.TrimPrefix(strings.TrimPrefix(line, "//"), "\t"))
 	}
 	if got := strings.Join(lines, "\n") + "\n"; got != block {
-		t.Fatalf("doc.go's example and the README's differ:\n--- doc.go\n%s\n--- README\n%s", got, block)
+		t.Fatalf("doc.go's example and docs/go-client.md's differ:\n--- doc.go\n%s\n--- docs/go-client.md\n%s", got, block)
 	}
 	for _, want := range []string{"OnRetry", "GiveUpUnreached"} {
 		if !strings.Contains(block, want) {
-			t.Errorf("the README example does not use %s, so an unreachable daemon stays silent", want)
+			t.Errorf("the docs/go-client.md example does not use %s, so an unreachable daemon stays silent", want)
 		}
 	}
 }

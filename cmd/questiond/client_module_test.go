@@ -11,7 +11,7 @@ import (
 	"github.com/questiond/questiond/internal/testenv"
 )
 
-// The README's ways of using the Go client from another module work: each
+// docs/go-client.md's ways of using the Go client from another module work: each
 // shell block of "Ask from Go", run in a new module that holds the
 // section's example program, with this repository beside it as
 // ../questiond (a link to the tree under test), lets that module build.
@@ -25,14 +25,14 @@ func TestReadmeGoClientFromAnotherModule(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		testenv.Missing(t, "bash", "apt-get install bash")
 	}
-	section := readmeSection(t, "## Ask from Go")
+	section := docSection(t, "docs/go-client.md", "# Ask from Go")
 	program := regexp.MustCompile("(?s)```go\n(.*?)```").FindStringSubmatch(section)
 	if program == nil || !strings.Contains(program[1], `"github.com/questiond/questiond/client"`) {
-		t.Fatal("README: Ask from Go has no example program importing the client")
+		t.Fatal("docs/go-client.md has no example program importing the client")
 	}
 	blocks := shellBlocks(section)
 	if len(blocks) == 0 {
-		t.Fatal("README: Ask from Go does not say how to use the client from another module")
+		t.Fatal("docs/go-client.md does not say how to use the client from another module")
 	}
 	repo, err := filepath.Abs("../..")
 	if err != nil {
@@ -65,11 +65,11 @@ func TestReadmeGoClientFromAnotherModule(t *testing.T) {
 		cmd.Dir = agent
 		cmd.Env = append(os.Environ(), "GOWORK=") // empty: go looks for a go.work, such as one the block writes
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("README block %d of Ask from Go:\n%s\nfailed in a new module: %v\n%s", i+1, block, err, out)
+			t.Errorf("block %d of docs/go-client.md:\n%s\nfailed in a new module: %v\n%s", i+1, block, err, out)
 			continue
 		}
 		if _, err := os.Stat(filepath.Join(agent, "agent")); err != nil {
-			t.Errorf("README block %d of Ask from Go: the module did not build: %v", i+1, err)
+			t.Errorf("block %d of docs/go-client.md: the module did not build: %v", i+1, err)
 		}
 	}
 }

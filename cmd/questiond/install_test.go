@@ -15,21 +15,7 @@ import (
 // heading (a whole "## …" line prefix) to the next heading of that level.
 func readmeSection(t *testing.T, heading string) string {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(readme)
-	start := strings.Index(text, "\n"+heading)
-	if start < 0 {
-		t.Fatalf("README: no section %q", heading)
-	}
-	level := heading[:strings.Index(heading, " ")+1] // "## "
-	section := text[start+1:]
-	if end := strings.Index(section[len(heading):], "\n"+level); end >= 0 {
-		section = section[:len(heading)+end+1]
-	}
-	return section
+	return docSection(t, "README.md", heading)
 }
 
 // shellBlocks are the ```sh blocks of text, in order.
@@ -75,7 +61,7 @@ func TestReadmeInstallPutsQuestiondOnPath(t *testing.T) {
 	}
 	section := readmeSection(t, "## Install the `questiond` command")
 	readme, _ := os.ReadFile("../../README.md")
-	if strings.Index(string(readme), section) > strings.Index(string(readme), "## A five-minute walkthrough") {
+	if strings.Index(string(readme), section) > strings.Index(string(readme), "## A two-minute walkthrough") {
 		t.Error("README: installing the command comes after the walkthrough that uses it")
 	}
 	blocks := shellBlocks(section)

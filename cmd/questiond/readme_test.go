@@ -38,11 +38,11 @@ func helpDefaults(t *testing.T) map[string]string {
 	return flags
 }
 
-// readmeDefaults reads the README's table of flags: each flag and the text
+// readmeDefaults reads docs/configuration.md's table of flags: each flag and the text
 // of its default cell.
 func readmeDefaults(t *testing.T) map[string]string {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func readmeDefaults(t *testing.T) map[string]string {
 	return rows
 }
 
-// sameDefault reports whether the README's cell states the flag's default:
+// sameDefault reports whether the table's cell states the flag's default:
 // one code span equal to it (durations compared as durations), or an empty
 // cell (or "off") for an empty or false default. A cell in prose, such as the
 // data directory's, is taken as it is.
@@ -80,7 +80,7 @@ func sameDefault(cell, value string) bool {
 	return text == value
 }
 
-// The README's configuration table is what --help says: the same flags,
+// docs/configuration.md's flag table is what --help says: the same flags,
 // the same defaults. A flag added in one place and not the other, or a
 // default changed in code only, fails here.
 func TestReadmeFlagTableMatchesHelp(t *testing.T) {
@@ -88,16 +88,16 @@ func TestReadmeFlagTableMatchesHelp(t *testing.T) {
 	for flagName, value := range help {
 		cell, ok := readme[flagName]
 		if !ok {
-			t.Errorf("--%s (default %q) is not in the README's configuration table", flagName, value)
+			t.Errorf("--%s (default %q) is not in docs/configuration.md's flag table", flagName, value)
 			continue
 		}
 		if !sameDefault(cell, value) {
-			t.Errorf("--%s: the README says %s, --help says %q", flagName, cell, value)
+			t.Errorf("--%s: docs/configuration.md says %s, --help says %q", flagName, cell, value)
 		}
 	}
 	for flagName := range readme {
 		if _, ok := help[flagName]; !ok {
-			t.Errorf("the README's configuration table lists --%s, which --help does not know", flagName)
+			t.Errorf("docs/configuration.md's flag table lists --%s, which --help does not know", flagName)
 		}
 	}
 }

@@ -8,20 +8,20 @@ import (
 	"github.com/questiond/questiond/internal/testenv"
 )
 
-// The README's walkthrough runs as written: its shell blocks after the event
+// docs/http.md's walkthrough runs as written: its shell blocks after the event
 // stream, pasted into bash against a live daemon, ask, list, reply and
 // collect the typed result. People paste these commands; a placeholder or a
 // missing header in them costs someone their first minutes.
 func TestReadmeWalkthroughRunsAsWritten(t *testing.T) {
-	testenv.Heavy(t, "runs the README's curl commands against a live daemon")
+	testenv.Heavy(t, "runs docs/http.md's curl commands against a live daemon")
 	for _, tool := range []string{"bash", "curl", "sed", "tee"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			testenv.Missing(t, tool, "apt-get install "+tool)
 		}
 	}
-	blocks := shellBlocks(readmeSection(t, "## A five-minute walkthrough"))
+	blocks := shellBlocks(docSection(t, "docs/http.md", "## A five-minute walkthrough"))
 	if len(blocks) < 5 {
-		t.Fatalf("README walkthrough: %d shell blocks, want the stream and four steps", len(blocks))
+		t.Fatalf("docs/http.md walkthrough: %d shell blocks, want the stream and four steps", len(blocks))
 	}
 	base, stop := startDaemon(t, nil, "--store", "memory")
 	defer func() { _ = stop() }()

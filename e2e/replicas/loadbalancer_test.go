@@ -29,9 +29,9 @@ const (
 	lbAgentToken       = "lb-agent-token-0123456789"
 )
 
-// The README's "Several replicas" set-up, run: three replicas started with
-// its docker-compose `command`, behind HAProxy with its haproxy.cfg (only the
-// addresses replaced). MCP sessions opened through the balancer land on
+// The deploy/ set-up of docs/replicas.md, run: three replicas started with
+// deploy/docker-compose.yml's `command`, behind HAProxy with
+// deploy/haproxy.cfg (only the addresses replaced). MCP sessions opened through the balancer land on
 // different replicas, and every later request of a session — the tool call,
 // the answers to the replica's keep-alive pings, the client's event stream
 // — reaches the replica that opened it, so every tool call gets its answer.
@@ -39,7 +39,7 @@ const (
 func TestReadmeLoadBalancerKeepsMCPSessionsOnTheirReplica(t *testing.T) {
 	testenv.Heavy(t, "runs haproxy in front of three questiond processes")
 	haproxy := testenv.NeedDebianPackage(t, "haproxy", "haproxy")
-	command, haproxyCfg := readmeReplicaSetup(t)
+	command, haproxyCfg := deployedReplicaSetup(t)
 	args, host := replicaArgs(t, command)
 
 	url := pgtest.Database(t)
@@ -139,54 +139,41 @@ func TestReadmeLoadBalancerKeepsMCPSessionsOnTheirReplica(t *testing.T) {
 	}
 }
 
-// readmeReplicaSetup returns, from README.md's "Several replicas" section,
-// the replicas' command (docker-compose.yml) and the haproxy.cfg.
-func readmeReplicaSetup(t *testing.T) (command []string, haproxyCfg string) {
+// deployedReplicaSetup returns the replicas' command from
+// deploy/docker-compose.yml and the balancer's deploy/haproxy.cfg.
+func deployedReplicaSetup(t *testing.T) (command []string, haproxyCfg string) {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
+	compose, err := os.ReadFile("../../deploy/docker-compose.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	compose := fencedBlock(t, string(readme), "```yaml\n# docker-compose.yml")
 	var doc struct {
 		Services map[string]struct {
 			Image   string   `yaml:"image"`
 			Command []string `yaml:"command"`
 		} `yaml:"services"`
 	}
-	if err := yaml.Unmarshal([]byte(compose), &doc); err != nil {
-		t.Fatalf("README's docker-compose.yml: %v", err)
+	if err := yaml.Unmarshal(compose, &doc); err != nil {
+		t.Fatalf("deploy/docker-compose.yml: %v", err)
 	}
 	var names []string
 	for name, svc := range doc.Services {
 		if svc.Image == "questiond" {
 			names = append(names, name)
 			if command != nil && !slices.Equal(command, svc.Command) {
-				t.Fatalf("README's replicas run different commands: %q and %q", command, svc.Command)
+				t.Fatalf("deploy/docker-compose.yml's replicas run different commands: %q and %q", command, svc.Command)
 			}
 			command = svc.Command
 		}
 	}
 	if len(names) != 3 {
-		t.Fatalf("README's docker-compose.yml has replicas %v, want three", names)
+		t.Fatalf("deploy/docker-compose.yml has replicas %v, want three", names)
 	}
-	return command, fencedBlock(t, string(readme), "```haproxy\n")
-}
-
-// fencedBlock returns the body of the README's code block that opens with
-// start, up to its closing fence.
-func fencedBlock(t *testing.T, readme, start string) string {
-	t.Helper()
-	i := strings.Index(readme, start)
-	if i < 0 {
-		t.Fatalf("README.md has no block starting %q", start)
+	cfg, err := os.ReadFile("../../deploy/haproxy.cfg")
+	if err != nil {
+		t.Fatal(err)
 	}
-	body := readme[i+strings.Index(readme[i:], "\n")+1:]
-	end := strings.Index(body, "\n```")
-	if end < 0 {
-		t.Fatalf("README.md's block %q does not end", start)
-	}
-	return body[:end+1]
+	return command, string(cfg)
 }
 
 // replicaArgs turns the compose command into this test's: the same flags
@@ -207,7 +194,7 @@ func replicaArgs(t *testing.T, command []string) (args []string, host string) {
 		args = append(args, command[i])
 	}
 	if host == "" {
-		t.Fatalf("the README's replicas name no --allowed-hosts, so the balancer's Host would be refused: %q", command)
+		t.Fatalf("deploy/docker-compose.yml's replicas name no --allowed-hosts, so the balancer's Host would be refused: %q", command)
 	}
 	return args, host
 }
@@ -226,13 +213,13 @@ func startHAProxy(t *testing.T, haproxy, cfg string, replicas []*replica) string
 
 	bind := regexp.MustCompile(`(?m)^(\s*)bind .*$`)
 	if len(bind.FindAllString(cfg, -1)) != 1 {
-		t.Fatalf("the README's haproxy.cfg should have one bind line:\n%s", cfg)
+		t.Fatalf("deploy/haproxy.cfg should have one bind line:\n%s", cfg)
 	}
 	cfg = bind.ReplaceAllString(cfg, "${1}bind "+addr)
 	server := regexp.MustCompile(`(?m)^(\s*server \S+ )(\S+)(.*)$`)
 	found := server.FindAllStringSubmatch(cfg, -1)
 	if len(found) != len(replicas) {
-		t.Fatalf("the README's haproxy.cfg has %d servers, want %d:\n%s", len(found), len(replicas), cfg)
+		t.Fatalf("deploy/haproxy.cfg has %d servers, want %d:\n%s", len(found), len(replicas), cfg)
 	}
 	n := 0
 	cfg = server.ReplaceAllStringFunc(cfg, func(line string) string {

@@ -115,7 +115,7 @@ func replied(q *pending.Question) *pending.Question {
 }
 
 // verifyWebhook is how a receiver checks a delivery, written from the
-// README's description alone: HMAC-SHA256 of "<timestamp>.<body>" with the
+// description in docs/notifications.md alone: HMAC-SHA256 of "<timestamp>.<body>" with the
 // secret, hex after "v1=", and a timestamp at most tolerance away.
 func verifyWebhook(secret []byte, h http.Header, body []byte, now time.Time, tolerance time.Duration) bool {
 	ts, err := strconv.ParseInt(h.Get("X-Questiond-Timestamp"), 10, 64)

@@ -12,7 +12,7 @@ import (
 )
 
 // Pinned is the OpenCode release questiond is tested and measured against
-// (see README, "Answer in the OpenCode TUI").
+// (see docs/tui.md).
 const Pinned = "1.18.33"
 
 // binaryPath is where npm puts the linux-x64 binary inside an install prefix.

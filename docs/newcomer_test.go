@@ -1,7 +1,6 @@
 package docs
 
 import (
-	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -10,12 +9,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/questiond/questiond/internal/testenv"
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // section is the text of a markdown page from the line heading to the next
@@ -129,22 +128,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // syncBuffer is output written by a process and read by the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = testkit.SyncBuffer
 
 // A newcomer follows the README and nothing else, on a copy of the
 // repository: the daemon line of "Set up" in the background (its default

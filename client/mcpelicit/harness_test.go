@@ -1,7 +1,6 @@
 package mcpelicit_test
 
 import (
-	"net/http"
 	"testing"
 	"time"
 
@@ -22,11 +21,5 @@ func startDaemon(t *testing.T) (string, *client.Client) {
 		Logger:      zaptest.NewLogger(t),
 		DatabaseURL: databaseURL(t),
 	})
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(transport.CloseIdleConnections)
-	c, err := client.New(client.Options{Server: server.URL, HTTPClient: &http.Client{Transport: transport}, PollWait: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return server.URL, c
+	return server.URL, testkit.Agent(t, server.URL, "")
 }

@@ -53,29 +53,6 @@ func connect(t *testing.T, server *mcp.Server, opts *mcp.ClientOptions, version 
 	return cs
 }
 
-type callOutcome struct {
-	res *mcp.CallToolResult
-	err error
-}
-
-// callAsync calls tool in a goroutine; the test waits for it before it ends.
-func callAsync(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool string) <-chan callOutcome {
-	out := make(chan callOutcome, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool})
-		out <- callOutcome{res, err}
-	}()
-	t.Cleanup(func() { <-done })
-	return out
-}
-
-func awaitCall(t *testing.T, out <-chan callOutcome) callOutcome {
-	t.Helper()
-	return testkit.Receive(t, out, 30*time.Second, "return of CallTool")
-}
-
 var done = &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}
 
 // Request style: the tool calls Session.Elicit (protocol 2025-11-25); the
@@ -91,7 +68,7 @@ func TestHandlerAnswersElicitRequests(t *testing.T) {
 	cs := connect(t, server, &mcp.ClientOptions{
 		ElicitationHandler: mcpelicit.Handler(c, mcpelicit.Options{SessionID: "ses_mcp_bridge", Directory: "/srv/app", Timeout: time.Minute}),
 	}, "2025-11-25")
-	out := callAsync(t, t.Context(), cs, "deploy")
+	out := mcptest.CallAsync(t, t.Context(), cs, "deploy", nil)
 
 	q := ops.Asked()
 	if q.SessionID != "ses_mcp_bridge" || len(q.Questions) != 4 {
@@ -101,9 +78,9 @@ func TestHandlerAnswersElicitRequests(t *testing.T) {
 		t.Fatal("the question is not scoped to the directory of Options")
 	}
 	ops.Reply(q, map[string][]string{"Name": {"api"}, "Replicas": {}, "Owners": {"Ada"}, "Dry run": {"No"}})
-	o := awaitCall(t, out)
-	if o.err != nil || o.res.IsError {
-		t.Fatalf("CallTool: %v %s", o.err, mcptest.ToolText(o.res))
+	o := mcptest.AwaitCall(t, out)
+	if o.Err != nil || o.Res.IsError {
+		t.Fatalf("CallTool: %v %s", o.Err, mcptest.ToolText(o.Res))
 	}
 	got := <-received
 	content, _ := json.Marshal(got.Content)
@@ -140,12 +117,12 @@ func TestHandlerAnswersInputRequests(t *testing.T) {
 	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 		t.Fatalf("negotiated %s, want 2026-07-28", v)
 	}
-	out := callAsync(t, t.Context(), cs, "deploy")
+	out := mcptest.CallAsync(t, t.Context(), cs, "deploy", nil)
 	q := ops.Asked()
 	ops.Reply(q, map[string][]string{"Name": {"web"}, "Replicas": {"5"}, "Owners": {"Linus", "Ada"}, "Dry run": {"Yes"}})
-	o := awaitCall(t, out)
-	if o.err != nil || o.res.IsError {
-		t.Fatalf("CallTool: %v %s", o.err, mcptest.ToolText(o.res))
+	o := mcptest.AwaitCall(t, out)
+	if o.Err != nil || o.Res.IsError {
+		t.Fatalf("CallTool: %v %s", o.Err, mcptest.ToolText(o.Res))
 	}
 	responses := <-received
 	res, ok := responses["target"].(*mcp.ElicitResult)
@@ -168,10 +145,10 @@ func TestHandlerPassesDeclineAndCancel(t *testing.T) {
 			server := mcp.NewServer(&mcp.Implementation{Name: "deployer", Version: "test"}, nil)
 			received := mcptest.ElicitingTool(server, "deploy", "Deploy what?", schema, done)
 			cs := connect(t, server, &mcp.ClientOptions{ElicitationHandler: mcpelicit.Handler(c, mcpelicit.Options{})}, "2025-11-25")
-			out := callAsync(t, t.Context(), cs, "deploy")
+			out := mcptest.CallAsync(t, t.Context(), cs, "deploy", nil)
 			ops.Reject(ops.Asked().ID, action)
-			if o := awaitCall(t, out); o.err != nil || o.res.IsError {
-				t.Fatalf("CallTool: %v", o.err)
+			if o := mcptest.AwaitCall(t, out); o.Err != nil || o.Res.IsError {
+				t.Fatalf("CallTool: %v", o.Err)
 			}
 			if got := <-received; got.Action != action || got.Content != nil {
 				t.Fatalf("the tool received %+v, want %s", got, action)
@@ -194,10 +171,10 @@ func TestHandlerWithdrawsWhenTheCallIsCancelled(t *testing.T) {
 	})
 	cs := connect(t, server, &mcp.ClientOptions{ElicitationHandler: mcpelicit.Handler(c, mcpelicit.Options{})}, "")
 	ctx, cancel := context.WithCancel(t.Context())
-	out := callAsync(t, ctx, cs, "deploy")
+	out := mcptest.CallAsync(t, ctx, cs, "deploy", nil)
 	ops.Asked()
 	cancel()
-	if o := awaitCall(t, out); o.err == nil {
+	if o := mcptest.AwaitCall(t, out); o.Err == nil {
 		t.Fatal("a cancelled call succeeded")
 	}
 	ops.Next("question.rejected")
@@ -234,8 +211,8 @@ func TestHandlerRefusesURLMode(t *testing.T) {
 			Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{},
 		}},
 	}, "2025-11-25")
-	if o := awaitCall(t, callAsync(t, t.Context(), cs, "sign-in")); o.err != nil {
-		t.Fatal(o.err)
+	if o := mcptest.AwaitCall(t, mcptest.CallAsync(t, t.Context(), cs, "sign-in", nil)); o.Err != nil {
+		t.Fatal(o.Err)
 	}
 	if err := <-toolErr; err == nil || !strings.Contains(err.Error(), "URL-mode elicitation is not supported") {
 		t.Fatalf("the server's Elicit returned %v", err)

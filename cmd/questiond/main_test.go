@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/questiond/questiond/internal/testkit"
 )
 
 // Leak sources this guards: the HTTP server, event streams and store timers
@@ -21,22 +23,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // syncBuffer is a bytes.Buffer safe for the daemon's logger and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = testkit.SyncBuffer
 
 // startDaemon runs the whole program on a random port, as main would.
 func startDaemon(t *testing.T, env map[string]string, args ...string) (base string, stop func() error) {

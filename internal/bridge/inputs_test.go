@@ -60,11 +60,11 @@ func TestInputRequestsAreAskedAndTheCallSentAgain(t *testing.T) {
 	server, received := inputServer()
 	serve(t, server, upstreamEnd)
 	cs := host2026(t, hostEnd)
-	out := callAsync(t, t.Context(), cs, "deploy", nil)
+	out := mcptest.CallAsync(t, t.Context(), cs, "deploy", nil)
 	q := ops.Asked()
 	ops.Reply(q, map[string][]string{"Target": {"Staging"}, "Replicas": {"4"}, "Confirm": {"Yes"}, "Note": {"go"}})
-	if o := awaitCall(t, out); o.err != nil || o.res.IsError || mcptest.ToolText(o.res) != "done" {
-		t.Fatalf("CallTool: %v %+v", o.err, o.res)
+	if o := mcptest.AwaitCall(t, out); o.Err != nil || o.Res.IsError || mcptest.ToolText(o.Res) != "done" {
+		t.Fatalf("CallTool: %v %+v", o.Err, o.Res)
 	}
 	res, ok := (<-received)["plan"].(*mcp.ElicitResult)
 	if !ok {
@@ -86,10 +86,10 @@ func TestCancellingACallWaitingForInputWithdrawsIt(t *testing.T) {
 	serve(t, server, upstreamEnd)
 	cs := host2026(t, hostEnd)
 	ctx, cancel := context.WithCancel(t.Context())
-	out := callAsync(t, ctx, cs, "deploy", nil)
+	out := mcptest.CallAsync(t, ctx, cs, "deploy", nil)
 	q := ops.Asked()
 	cancel()
-	if o := awaitCall(t, out); o.err == nil {
+	if o := mcptest.AwaitCall(t, out); o.Err == nil {
 		t.Fatal("the cancelled call returned no error")
 	}
 	var ended struct{ RequestID string }

@@ -1,12 +1,10 @@
 package bridge_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,33 +21,15 @@ import (
 
 const bridgeToken = "bridge-agent-token-0123456789"
 
-// lockedBuffer is the bridge's stderr.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // bridgeProcess starts `questiond bridge --name deployer -- <this test
 // binary as the upstream>` as a host would, with questiond's address and
 // an agent token in its environment, and connects a host to it.
-func bridgeProcess(t *testing.T, server string) (*mcp.ClientSession, *exec.Cmd, *lockedBuffer) {
+func bridgeProcess(t *testing.T, server string) (*mcp.ClientSession, *exec.Cmd, *testkit.SyncBuffer) {
 	t.Helper()
 	testenv.Heavy(t, "builds questiond and runs `questiond bridge` as a process")
 	cmd := exec.Command(testkit.Binary(t), "bridge", "--name", "deployer", "--", os.Args[0])
 	cmd.Env = append(os.Environ(), "QUESTIOND_SERVER="+server, "QUESTIOND_TOKEN="+bridgeToken, upstreamEnv+"=1")
-	stderr := &lockedBuffer{}
+	stderr := &testkit.SyncBuffer{}
 	cmd.Stderr = stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, nil).
 		Connect(t.Context(), &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second},
@@ -90,14 +70,14 @@ func TestTheBridgeCommandRelaysAnUpstreamProcess(t *testing.T) {
 	if err != nil || mcptest.ToolText(res) != "questiond variables: " {
 		t.Fatalf("the upstream's environment: %q %v", mcptest.ToolText(res), err)
 	}
-	out := callAsync(t, t.Context(), cs, "deploy", nil)
+	out := mcptest.CallAsync(t, t.Context(), cs, "deploy", nil)
 	q := ops.Asked()
 	if !strings.HasPrefix(q.SessionID, "ses_") {
 		t.Fatalf("asked in session %q", q.SessionID)
 	}
 	ops.Reply(q, map[string][]string{"Target": {"Staging"}, "Replicas": {"2"}, "Confirm": {"No"}, "Note": {"careful"}})
-	if o := awaitCall(t, out); o.err != nil || o.res.IsError || mcptest.ToolText(o.res) != "done" {
-		t.Fatalf("CallTool: %v %+v; bridge stderr:\n%s", o.err, o.res, stderr)
+	if o := mcptest.AwaitCall(t, out); o.Err != nil || o.Res.IsError || mcptest.ToolText(o.Res) != "done" {
+		t.Fatalf("CallTool: %v %+v; bridge stderr:\n%s", o.Err, o.Res, stderr)
 	}
 }
 
@@ -109,9 +89,9 @@ func TestTheBridgeEndsWhenTheUpstreamCrashes(t *testing.T) {
 	cs, cmd, stderr := bridgeProcess(t, srv.URL)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	asking := callAsync(t, ctx, cs, "deploy", nil)
+	asking := mcptest.CallAsync(t, ctx, cs, "deploy", nil)
 	ops.Asked()
-	crashed := callAsync(t, ctx, cs, "crash", nil)
+	crashed := mcptest.CallAsync(t, ctx, cs, "crash", nil)
 	ops.Next("question.rejected")
 	testkit.Eventually(t, 20*time.Second, "the bridge saying the server ended", func() bool { return strings.Contains(stderr.String(), "ended") })
 	if !strings.Contains(stderr.String(), "the MCP server") || !strings.Contains(stderr.String(), "exit status 3") {

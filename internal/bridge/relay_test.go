@@ -54,7 +54,7 @@ func TestTheOperatorAnswersAnUpstreamsElicitation(t *testing.T) {
 		t.Fatalf("a tool that does not elicit: %v %v", mcptest.ToolText(res), err)
 	}
 
-	out := callAsync(t, t.Context(), cs, "deploy", nil)
+	out := mcptest.CallAsync(t, t.Context(), cs, "deploy", nil)
 	q := ops.Asked()
 	var headers []string
 	for _, info := range q.Questions {
@@ -64,8 +64,8 @@ func TestTheOperatorAnswersAnUpstreamsElicitation(t *testing.T) {
 		t.Fatalf("the operator sees session %s, questions %v; want ses_bridge_test, in the upstream's order", q.SessionID, headers)
 	}
 	ops.Reply(q, map[string][]string{"Target": {"Production"}, "Replicas": {"3"}, "Confirm": {"Yes"}, "Note": {}})
-	if o := awaitCall(t, out); o.err != nil || o.res.IsError || mcptest.ToolText(o.res) != "done" {
-		t.Fatalf("CallTool: %v %+v", o.err, o.res)
+	if o := mcptest.AwaitCall(t, out); o.Err != nil || o.Res.IsError || mcptest.ToolText(o.Res) != "done" {
+		t.Fatalf("CallTool: %v %+v", o.Err, o.Res)
 	}
 	got := <-received
 	content, _ := json.Marshal(got.Content)
@@ -94,10 +94,10 @@ func TestDeclineAndCancelReachTheUpstream(t *testing.T) {
 			server, received := upstreamServer()
 			serve(t, server, upstreamEnd)
 			cs := host(t, hostEnd, nil)
-			out := callAsync(t, t.Context(), cs, "deploy", nil)
+			out := mcptest.CallAsync(t, t.Context(), cs, "deploy", nil)
 			ops.Reject(ops.Asked().ID, action)
-			if o := awaitCall(t, out); o.err != nil || o.res.IsError {
-				t.Fatalf("CallTool: %v", o.err)
+			if o := mcptest.AwaitCall(t, out); o.Err != nil || o.Res.IsError {
+				t.Fatalf("CallTool: %v", o.Err)
 			}
 			if got := <-received; got.Action != action || got.Content != nil {
 				t.Fatalf("the upstream received %+v, want %s", got, action)
@@ -116,10 +116,10 @@ func TestTheHostCancellingTheCallWithdrawsTheQuestion(t *testing.T) {
 	serve(t, server, upstreamEnd)
 	cs := host(t, hostEnd, nil)
 	ctx, cancel := context.WithCancel(t.Context())
-	out := callAsync(t, ctx, cs, "deploy", nil)
+	out := mcptest.CallAsync(t, ctx, cs, "deploy", nil)
 	q := ops.Asked()
 	cancel()
-	if o := awaitCall(t, out); o.err == nil {
+	if o := mcptest.AwaitCall(t, out); o.Err == nil {
 		t.Fatal("the cancelled call returned no error")
 	}
 	var ended struct{ RequestID string }
@@ -140,7 +140,7 @@ func TestTheUpstreamEndingEndsTheRelayAndWithdraws(t *testing.T) {
 	server, _ := upstreamServer()
 	cut := serve(t, server, upstreamEnd)
 	cs := host(t, hostEnd, nil)
-	out := callAsync(t, t.Context(), cs, "deploy", nil)
+	out := mcptest.CallAsync(t, t.Context(), cs, "deploy", nil)
 	ops.Asked()
 	cut()
 	if err := r.ended(t); !errors.Is(err, bridge.ErrUpstreamEnded) {
@@ -150,7 +150,7 @@ func TestTheUpstreamEndingEndsTheRelayAndWithdraws(t *testing.T) {
 		t.Fatalf("still pending when Run returned: %+v", left)
 	}
 	ops.Next("question.rejected")
-	if o := awaitCall(t, out); o.err == nil {
+	if o := mcptest.AwaitCall(t, out); o.Err == nil {
 		t.Fatal("the call returned no error though its server ended")
 	}
 }
@@ -194,8 +194,8 @@ func TestPreferHostHandsElicitationsToAHostThatElicits(t *testing.T) {
 	cs := host(t, hostEnd, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}})
-	if o := awaitCall(t, callAsync(t, t.Context(), cs, "deploy", nil)); o.err != nil {
-		t.Fatal(o.err)
+	if o := mcptest.AwaitCall(t, mcptest.CallAsync(t, t.Context(), cs, "deploy", nil)); o.Err != nil {
+		t.Fatal(o.Err)
 	}
 	if got := <-received; got.Action != "decline" {
 		t.Fatalf("the upstream received %+v, want the host's decline", got)

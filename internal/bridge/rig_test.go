@@ -3,7 +3,6 @@ package bridge_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -28,13 +27,7 @@ func questiond(t *testing.T) (string, *client.Client) {
 		Logger:      zaptest.NewLogger(t),
 		DatabaseURL: testkit.DatabaseURL(t),
 	})
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	t.Cleanup(transport.CloseIdleConnections)
-	c, err := client.New(client.Options{Server: server.URL, HTTPClient: &http.Client{Transport: transport}, PollWait: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return server.URL, c
+	return server.URL, testkit.Agent(t, server.URL, "")
 }
 
 // recorder keeps the messages written on a connection, as JSON.
@@ -141,29 +134,6 @@ func host(t *testing.T, hostEnd mcp.Transport, opts *mcp.ClientOptions) *mcp.Cli
 	}
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
-}
-
-type callOutcome struct {
-	res *mcp.CallToolResult
-	err error
-}
-
-// callAsync calls tool in a goroutine; the test waits for it before it ends.
-func callAsync(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool string, args any) <-chan callOutcome {
-	out := make(chan callOutcome, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-		out <- callOutcome{res, err}
-	}()
-	t.Cleanup(func() { <-done })
-	return out
-}
-
-func awaitCall(t *testing.T, out <-chan callOutcome) callOutcome {
-	t.Helper()
-	return testkit.Receive(t, out, 30*time.Second, "return of CallTool")
 }
 
 // deploySchema is written out of alphabetical order: the operator must see

@@ -1,6 +1,7 @@
 // Package mcptest is the MCP test support the suites share: a session
 // with questiond's /mcp and its ask_user_question tool, a tool that
-// elicits, the text of a tool result, and a round trip of an elicitation
+// elicits, a tool call awaited in the background, the text of a tool
+// result, and a round trip of an elicitation
 // through the MCP Go SDK's own client and server. It depends on the SDK
 // only, not on the daemon.
 package mcptest
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -97,4 +99,36 @@ func RoundTrip(ctx context.Context, schema any, content map[string]any) (*mcp.El
 		return nil, fmt.Errorf("the SDK refused: %s", ToolText(res))
 	}
 	return <-received, nil
+}
+
+// CallOutcome is what a CallTool returned.
+type CallOutcome struct {
+	Res *mcp.CallToolResult
+	Err error
+}
+
+// CallAsync calls tool with args in a goroutine and sends its outcome to
+// the returned channel; the test waits for the call before it ends.
+func CallAsync(tb testing.TB, ctx context.Context, cs *mcp.ClientSession, tool string, args any) <-chan CallOutcome {
+	out := make(chan CallOutcome, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		out <- CallOutcome{res, err}
+	}()
+	tb.Cleanup(func() { <-done })
+	return out
+}
+
+// AwaitCall waits up to 30 s for a CallAsync's outcome.
+func AwaitCall(tb testing.TB, out <-chan CallOutcome) CallOutcome {
+	tb.Helper()
+	select {
+	case o := <-out:
+		return o
+	case <-time.After(30 * time.Second):
+		tb.Fatal("CallTool did not return within 30s")
+		return CallOutcome{}
+	}
 }

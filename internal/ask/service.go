@@ -30,6 +30,13 @@ type QuestionStore interface {
 	// or an error wrapping pending.ErrNotFound, or a *pending.KeyGoneError
 	// for a key whose question has been forgotten.
 	FindKey(ctx context.Context, owner, key string) (*pending.Question, error)
+	// PendingVersion changes whenever a question joins or leaves the
+	// pending list: read before two Lists (without Filter.Ended), the same
+	// version means the same pending questions, so an adapter may keep what
+	// it made of the first (httpapi keeps GET /question's body). A store
+	// that keeps no such version returns a new value on every call (an
+	// atomic counter), which keeps nothing.
+	PendingVersion() uint64
 }
 
 // SharedWaits is what a store shared by several replicas offers so that a
@@ -156,3 +163,7 @@ func (s *Service) UntilReleased(parent context.Context) (context.Context, contex
 	stop := context.AfterFunc(s.lifetime, cancel)
 	return ctx, func() { stop(); cancel() }
 }
+
+// The stores the daemon asks through have every ability QuestionStore
+// names (pgstore's Mirror embeds a pending.Store).
+var _ QuestionStore = (*pending.Store)(nil)

@@ -149,7 +149,7 @@ func (s *Server) pendingQuestion(r *http.Request, id string) (*pending.Question,
 		return nil, &notFound{id: id}
 	}
 	if q.Ended != nil {
-		s.events.repeatEnding(q)
+		s.questions.RepeatEnding(q)
 		return nil, &notFound{id: id}
 	}
 	return q, nil

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/questiond/questiond/internal/ask"
+	"github.com/questiond/questiond/internal/duration"
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
@@ -125,13 +125,9 @@ func (s *Server) parseWait(text string) (time.Duration, error) {
 	if text == "" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(text)
+	d, err := duration.Parse(text, duration.Longest)
 	if err != nil {
-		seconds, ferr := strconv.ParseFloat(text, 64)
-		if ferr != nil {
-			return 0, newBadRequest(kindQuery, "Expected a duration such as \"30s\", got %q\n  at [\"wait\"]", text)
-		}
-		d = time.Duration(seconds * float64(time.Second))
+		return 0, newBadRequest(kindQuery, "Expected a duration such as \"30s\", got %q\n  at [\"wait\"]", text)
 	}
 	if d < 0 {
 		return 0, newBadRequest(kindQuery, "wait must not be negative, got %q\n  at [\"wait\"]", text)

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/questiond/questiond/internal/duration"
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
@@ -274,11 +274,13 @@ func (s *Server) parseTimeout(raw json.RawMessage) (time.Duration, error) {
 		}
 		d = parsed
 	} else {
-		seconds, ferr := strconv.ParseFloat(string(raw), 64)
-		if ferr != nil || seconds > s.opts.MaxTimeout.Seconds()+1 {
+		// A number: of seconds, within what a Duration holds (the range
+		// is checked below, as for a string).
+		seconds, err := duration.Parse(string(raw), duration.Longest)
+		if err != nil {
 			return 0, newBadRequest(kindPayload, "Expected a duration string or a number of seconds, got %s\n  at [\"timeout\"]", excerpt(raw))
 		}
-		d = time.Duration(seconds * float64(time.Second))
+		d = seconds
 	}
 	if d <= 0 {
 		return 0, newBadRequest(kindPayload, "timeout must be positive, got %s\n  at [\"timeout\"]", excerpt(raw))

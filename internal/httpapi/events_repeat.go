@@ -13,20 +13,8 @@ import (
 // Only the TUI's streams get it: every other client hears of an ending once.
 func (e *Events) RepeatEnding(q *pending.Question) {
 	if c := e.console.Load(); c != nil && q.Ended != nil {
-		c.repeatEnding(q)
+		c.RepeatEnding(q)
 	}
-}
-
-// endingEvent is the event that tells clients q has ended.
-func endingEvent(q *pending.Question) (string, any) {
-	if q.Ended != nil && q.Ended.Ending == pending.EndReplied {
-		answers := q.Ended.Answers
-		if answers == nil {
-			answers = [][]string{}
-		}
-		return eventReplied, questionReplied{SessionID: q.SessionID, RequestID: q.ID, Answers: answers}
-	}
-	return eventRejected, questionRejected{SessionID: q.SessionID, RequestID: q.ID}
 }
 
 var _ ask.EndingRepeater = (*Events)(nil)

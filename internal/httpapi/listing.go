@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/pending"
 )
 
@@ -98,7 +99,7 @@ func listSizeHint(questions []*pending.Question) int {
 var errUnencodable = errors.New("a question could not be encoded")
 
 // appendQuestionList appends the JSON array of OpenCode QuestionRequests for
-// questions to dst, byte for byte what marshalJSON makes of the same slice.
+// questions to dst, byte for byte what wire.MarshalJSON makes of the same slice.
 func appendQuestionList(dst []byte, questions []*pending.Question) ([]byte, error) {
 	dst = append(dst, '[')
 	for i, q := range questions {
@@ -117,7 +118,7 @@ func appendQuestionList(dst []byte, questions []*pending.Question) ([]byte, erro
 // listItem is q's encoded QuestionRequest, or nil if it cannot be encoded.
 func listItem(q *pending.Question) []byte {
 	return q.Listing.Bytes(func() []byte {
-		item, err := marshalJSON(toQuestionRequest(q))
+		item, err := wire.MarshalJSON(wire.ToQuestionRequest(q))
 		if err != nil {
 			return nil
 		}

@@ -46,7 +46,7 @@ const (
 
 // streamSlot takes one of the MaxStreams operator event-stream slots;
 // release gives it back. Agents' MCP streams have their own (see
-// mcpEndpoint.streamSlot), so they cannot take these.
+// mcpserver.Endpoint), so they cannot take these.
 func (s *Server) streamSlot() (release func(), err error) {
 	max := s.opts.Limits.MaxStreams
 	if n := s.streams.Add(1); max > 0 && n > int64(max) {

@@ -120,7 +120,7 @@ func (cs *consoleSession) summary() *sessionSummary {
 
 // sessionSummary is what a session's info needs of its questions: the first
 // one, the directory they share, and when the session last changed. It can
-// be kept up to date question by question (see consoleView), so a session
+// be kept up to date question by question (see Console), so a session
 // with thousands of retained results need not be read again for each event.
 type sessionSummary struct {
 	id      string

@@ -110,6 +110,9 @@ func IsConsole(r *http.Request) bool {
 // after its ending. While no console is connected it does no work beyond
 // publishing endings: a console that connects is shown the state of the
 // store then (replay), and the bus counts it before its replay is made.
+// httpapi's event encoder tells it of questions (Asked, Ended, Logged,
+// RepeatEnding); it also serves the console's routes (sessions.go). Its
+// lock's place among the others is in the package comment.
 type Console struct {
 	questions *ask.Service
 	store     ask.QuestionStore // the service's, for reads

@@ -11,8 +11,15 @@
 // answers are translated by package elicit. Its parts are packages of
 // their own: middleware (what refuses a request before a route runs),
 // console (the OpenCode TUI's console), mcpserver (/mcp) and wire (the
-// writer and error mapper they all share). Build one with New over an
-// ask.Service and serve it with any http.Server:
+// writer and error mapper they all share).
+//
+// Locks: Events' mutex guards the questions the change log has announced
+// and is never held while publishing or calling the console; the console
+// takes its own lock before any other (see package console); listCache's
+// and the MCP endpoint's are held alone.
+//
+// Build one with New over an ask.Service and serve it with any
+// http.Server:
 //
 //	bus, _ := sse.New(sse.Options{Logger: log})
 //	events := httpapi.NewEvents(bus, log)

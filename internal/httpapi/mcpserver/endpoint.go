@@ -24,7 +24,8 @@ import (
 // its own MCP server, built when the session begins, with the one question
 // tool its questiond session's capability allows then (or none). The tool
 // list of a live session never changes; a later capability change is
-// enforced when a tool is called (see routeQuestion).
+// enforced when a tool is called (the service routes every question by its
+// session's capability then).
 type Endpoint struct {
 	opts      Options
 	questions *ask.Service
@@ -38,12 +39,12 @@ type Endpoint struct {
 
 	mu       sync.Mutex
 	servers  map[string]liveMCP // by Mcp-Session-Id: the servers of live sessions
-	room     quota              // live sessions and those being begun, per agent (MaxMCPSessions*)
+	room     quota              // live sessions and those being begun, per agent (Limits.MaxSessions*)
 	connects int                // connecting requests so far
 	closed   bool
 
 	streamMu sync.Mutex // guards streams only; never held with mu
-	streams  quota      // open GET /mcp event streams, per agent (MaxMCPStreams*)
+	streams  quota      // open GET /mcp event streams, per agent (Limits.MaxStreams*)
 
 	posts *ask.Door // POST requests in progress: their answers go out before Close
 }
@@ -279,8 +280,8 @@ func (m *Endpoint) sweep() {
 const sweepEvery = 64
 
 // roomForSession takes room for the new MCP session conn begins, or
-// refuses it when MaxMCPSessions are live or being begun, or its agent's
-// MaxMCPSessionsPerAgent: each holds a server and goroutines until it ends
+// refuses it when Limits.MaxSessions are live or being begun, or its agent's
+// Limits.MaxSessionsPerAgent: each holds a server and goroutines until it ends
 // or idles out. Sessions being begun count, so that concurrent initialize
 // calls cannot overshoot; settle gives the room back unless the session
 // became live.
@@ -324,8 +325,8 @@ func (m *Endpoint) settleLocked(conn *mcpConnection) {
 }
 
 // streamSlot takes one of the agents' MCP event-stream slots (GET /mcp)
-// for agent, or refuses it beyond MaxMCPStreams in total or
-// MaxMCPStreamsPerAgent of agent; release gives it back. These slots are
+// for agent, or refuses it beyond Limits.MaxStreams in total or
+// Limits.MaxStreamsPerAgent of agent; release gives it back. These slots are
 // not the operators' (httpapi's streamSlot).
 func (m *Endpoint) streamSlot(agent string) (release func(), err error) {
 	lim := m.opts.Limits

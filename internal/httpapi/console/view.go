@@ -503,3 +503,10 @@ func askerName(q *pending.Question) string {
 	}
 	return "an agent"
 }
+
+// The console hears of questions as a listener does, through httpapi's
+// Events rather than ask.Announcements directly: Events puts the standard
+// streams' question.asked before the console's share, and lets the
+// console publish every ending, so that an ending goes out before the next
+// question of its session on every stream.
+var _ ask.Listener = (*Console)(nil)

@@ -37,6 +37,11 @@ type QuestionStore interface {
 	// that keeps no such version returns a new value on every call (an
 	// atomic counter), which keeps nothing.
 	PendingVersion() uint64
+	// Peek is Get without waiting for changes made elsewhere (a replica's
+	// Get may catch up with the others on a miss): what the store holds
+	// now, for readers that must not wait, such as the console under its
+	// lock. A store that never waits answers it as Get.
+	Peek(ctx context.Context, id string) (*pending.Question, error)
 }
 
 // SharedWaits is what a store shared by several replicas offers so that a

@@ -437,19 +437,8 @@ func (c *Console) publishSession(q *pending.Question, busy bool) bool {
 func (c *Console) stillHeld(id string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
 	defer cancel()
-	get := c.store.Get
-	if p, ok := c.store.(peeker); ok {
-		get = p.Peek
-	}
-	_, err := get(ctx, id)
+	_, err := c.store.Peek(ctx, id) // never waits for the other replicas under c.mu
 	return err == nil
-}
-
-// peeker is a store whose Get may wait for changes made elsewhere (a
-// PostgreSQL replica's mirror catches up with the change log on a miss);
-// Peek reads only what it holds now.
-type peeker interface {
-	Peek(ctx context.Context, id string) (*pending.Question, error)
 }
 
 func (c *Console) list(f pending.Filter) ([]*pending.Question, error) {

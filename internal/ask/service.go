@@ -42,6 +42,10 @@ type QuestionStore interface {
 	// now, for readers that must not wait, such as the console under its
 	// lock. A store that never waits answers it as Get.
 	Peek(ctx context.Context, id string) (*pending.Question, error)
+	// Ping says whether the store can serve now, for readiness probes: nil
+	// when it and its journal answer. A store with nothing to ask returns
+	// nil until it is closed.
+	Ping(ctx context.Context) error
 }
 
 // SharedWaits is what a store shared by several replicas offers so that a

@@ -30,25 +30,22 @@ const readyTimeout = 2 * time.Second
 // Readiness answers GET /readyz. It logs a change of Readiness once, not
 // every probe.
 type Readiness struct {
-	store   Pinger // nil: always ready
+	store   Pinger // the question store, or what Options.Ready names
 	log     *zap.Logger
 	failing atomic.Bool // the last check failed
 }
 
-// NewReadiness checks given, or else store when it can be pinged, or
-// nothing (always ready).
+// NewReadiness checks given, or else store (every ask.QuestionStore can
+// be pinged).
 func NewReadiness(given Pinger, store ask.QuestionStore, log *zap.Logger) *Readiness {
 	if given == nil {
-		given, _ = store.(Pinger)
+		given = store
 	}
 	return &Readiness{store: given, log: log}
 }
 
 // Check pings the store, logging a change of readiness.
 func (rd *Readiness) Check(ctx context.Context) error {
-	if rd.store == nil {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
 	defer cancel()
 	err := rd.store.Ping(ctx)

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/questiond/questiond/internal/daemon"
 )
 
 // The flag package's own values answer a bad setting with "parse error";
@@ -31,17 +33,19 @@ func (v durationValue) Set(s string) error {
 	return nil
 }
 
+// flagDurationBound is the largest number of seconds a duration flag takes
+// (about 31 years): anything more is a typo.
+const flagDurationBound = 1e9 * time.Second
+
 // parseFlagDuration reads a Go duration ("90s", "1h30m") or a number of
-// seconds ("30", "1.5").
+// seconds ("30", "1.5"), with spaces around it, as requests' "timeout" and
+// ?wait= do (daemon.ParseDuration).
 func parseFlagDuration(s string) (time.Duration, error) {
-	text := strings.TrimSpace(s)
-	if d, err := time.ParseDuration(text); err == nil {
-		return d, nil
+	d, err := daemon.ParseDuration(strings.TrimSpace(s), flagDurationBound)
+	if err != nil {
+		return 0, fmt.Errorf("%q is %w", s, daemon.ErrNotADuration)
 	}
-	if seconds, err := strconv.ParseFloat(text, 64); err == nil && seconds >= -1e9 && seconds <= 1e9 {
-		return time.Duration(seconds * float64(time.Second)), nil
-	}
-	return 0, fmt.Errorf("%q is not a duration; want a duration like 90s or 1h30m, or a number of seconds", s)
+	return d, nil
 }
 
 // intValue is a whole-number flag.

@@ -19,6 +19,13 @@ type Listener interface {
 	Ended(q *pending.Question)
 }
 
+// EndingRepeater is a Listener that can tell its clients again how a
+// question ended, for Service.RepeatEnding. A listener without it (webhooks,
+// metrics) hears of each ending once.
+type EndingRepeater interface {
+	RepeatEnding(q *pending.Question)
+}
+
 // announceWait bounds how long an ending waits for its question's Asked to
 // be told; telling is in memory, so this only matters if a listener is
 // wedged, and then the ending is told anyway.
@@ -85,5 +92,14 @@ func (a *Announcements) Ended(q *pending.Question) {
 	}
 	for _, l := range a.listeners {
 		l.Ended(q)
+	}
+}
+
+// repeatEnding tells every listener that repeats endings how q ended, again.
+func (a *Announcements) repeatEnding(q *pending.Question) {
+	for _, l := range a.listeners {
+		if r, ok := l.(EndingRepeater); ok {
+			r.RepeatEnding(q)
+		}
 	}
 }

@@ -47,6 +47,19 @@ func (s *Service) Reject(ctx context.Context, id, action string) error {
 	return err
 }
 
+// RepeatEnding tells the listeners that repeat endings (EndingRepeater)
+// again how q, which has ended, ended; a pending q is ignored. It is for a
+// client that still shows q as pending: an operator's reply, reject or form
+// request for a question that ended while questiond restarted, or before
+// the client heard of it, gets a 404, and this closes the panel the
+// OpenCode TUI keeps open for it. Nothing is changed or stored: it is the
+// one place a read publishes, and it does so here, by name.
+func (s *Service) RepeatEnding(q *pending.Question) {
+	if q.Ended != nil {
+		s.announce.repeatEnding(q)
+	}
+}
+
 // Withdraw ends a question for an agent that can no longer wait for it, or
 // withdraws it (pending.EndWithdrawn), as cancel. If it ended meanwhile,
 // that ending stands and is returned.

@@ -8,9 +8,11 @@ import (
 )
 
 // The question's life lies below every protocol: ask imports no net/http
-// of its own, and nothing of httpapi or sse even through another package;
-// metrics, which counts what the protocols do, does not reach for httpapi
-// either. Dependencies point one way.
+// of its own, and nothing of httpapi (or its packages) or sse even through
+// another package; metrics, which counts what the protocols do, does not
+// reach for httpapi either. Within httpapi, the routes use the console, the
+// MCP server and the middleware, which share wire and know nothing of each
+// other or of the routes. Dependencies point one way.
 func TestDependenciesPointOneWay(t *testing.T) {
 	const module = "github.com/questiond/questiond/internal/"
 	own := testkit.GoList(t, `{{join .Imports " "}}`, ".")
@@ -20,12 +22,19 @@ func TestDependenciesPointOneWay(t *testing.T) {
 	if slices.Contains(own, "net/http") {
 		t.Errorf("internal/ask imports net/http: it speaks no protocol")
 	}
+	httpapi := []string{module + "httpapi", module + "httpapi/console", module + "httpapi/mcpserver",
+		module + "httpapi/middleware", module + "httpapi/wire"}
 	for _, c := range []struct {
 		pkg       string
 		forbidden []string
 	}{
-		{".", []string{module + "httpapi", module + "sse"}},
-		{"../metrics", []string{module + "httpapi"}},
+		{".", append([]string{module + "sse"}, httpapi...)},
+		{"../metrics", httpapi},
+		// Within httpapi: httpapi -> console, mcpserver, middleware -> wire -> ask.
+		{"../httpapi/wire", httpapi},
+		{"../httpapi/middleware", []string{module + "httpapi", module + "httpapi/console", module + "httpapi/mcpserver"}},
+		{"../httpapi/console", []string{module + "httpapi", module + "httpapi/mcpserver", module + "httpapi/middleware"}},
+		{"../httpapi/mcpserver", []string{module + "httpapi", module + "httpapi/console", module + "httpapi/middleware"}},
 	} {
 		deps := testkit.GoList(t, `{{join .Deps " "}}`, c.pkg)
 		for _, f := range c.forbidden {

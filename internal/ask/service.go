@@ -30,6 +30,22 @@ type QuestionStore interface {
 	// or an error wrapping pending.ErrNotFound, or a *pending.KeyGoneError
 	// for a key whose question has been forgotten.
 	FindKey(ctx context.Context, owner, key string) (*pending.Question, error)
+	// PendingVersion changes whenever a question joins or leaves the
+	// pending list: read before two Lists (without Filter.Ended), the same
+	// version means the same pending questions, so an adapter may keep what
+	// it made of the first (httpapi keeps GET /question's body). A store
+	// that keeps no such version returns a new value on every call (an
+	// atomic counter), which keeps nothing.
+	PendingVersion() uint64
+	// Peek is Get without waiting for changes made elsewhere (a replica's
+	// Get may catch up with the others on a miss): what the store holds
+	// now, for readers that must not wait, such as the console under its
+	// lock. A store that never waits answers it as Get.
+	Peek(ctx context.Context, id string) (*pending.Question, error)
+	// Ping says whether the store can serve now, for readiness probes: nil
+	// when it and its journal answer. A store with nothing to ask returns
+	// nil until it is closed.
+	Ping(ctx context.Context) error
 }
 
 // SharedWaits is what a store shared by several replicas offers so that a
@@ -156,3 +172,7 @@ func (s *Service) UntilReleased(parent context.Context) (context.Context, contex
 	stop := context.AfterFunc(s.lifetime, cancel)
 	return ctx, func() { stop(); cancel() }
 }
+
+// The stores the daemon asks through have every ability QuestionStore
+// names (pgstore's Mirror embeds a pending.Store).
+var _ QuestionStore = (*pending.Store)(nil)

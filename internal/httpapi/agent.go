@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/questiond/questiond/internal/ask"
+	"github.com/questiond/questiond/internal/duration"
 	"github.com/questiond/questiond/internal/elicit"
+	"github.com/questiond/questiond/internal/httpapi/middleware"
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
 )
@@ -60,9 +62,9 @@ func (s *Server) handleElicitationCreate(w http.ResponseWriter, r *http.Request)
 		s.writeError(w, r, rpcAsBadRequest(err))
 		return
 	}
-	s.unknown.note(params.unknown, routeElicitations, callerFrom(r.Context()).agent)
+	s.unknown.note(params.unknown, routeElicitations, middleware.CallerFrom(r.Context()).Agent)
 	params.key = newRequestKey(key, routeElicitations, params)
-	q, replayed, err := s.ask(r.Context(), callerFrom(r.Context()).agent, params, "", nil)
+	q, replayed, err := s.ask(r.Context(), middleware.CallerFrom(r.Context()).Agent, params, "", nil)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -71,7 +73,7 @@ func (s *Server) handleElicitationCreate(w http.ResponseWriter, r *http.Request)
 		w.Header().Set(replayedHeader, "true")
 	}
 	w.Header().Set("Location", "/elicitations/"+q.ID)
-	writeJSON(w, http.StatusCreated, toElicitation(q))
+	wire.WriteJSON(w, http.StatusCreated, toElicitation(q))
 }
 
 // elicitationID reads and checks the {id} path parameter.
@@ -92,7 +94,7 @@ func (s *Server) handleElicitationGet(w http.ResponseWriter, r *http.Request) {
 	}
 	q, err := s.store.Get(r.Context(), id)
 	if err == nil && !ownedBy(r, q.Owner) {
-		err = &notFound{id: id} // another agent's question is as good as unknown
+		err = &wire.NotFound{ID: id} // another agent's question is as good as unknown
 	}
 	if err != nil {
 		s.writeError(w, r, s.notFoundAs(err, id))
@@ -116,7 +118,7 @@ func (s *Server) handleElicitationGet(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, toElicitation(q))
+	wire.WriteJSON(w, http.StatusOK, toElicitation(q))
 }
 
 // parseWait reads the long-poll duration: a Go duration ("30s") or a number
@@ -125,16 +127,12 @@ func (s *Server) parseWait(text string) (time.Duration, error) {
 	if text == "" {
 		return 0, nil
 	}
-	d, err := time.ParseDuration(text)
+	d, err := duration.Parse(text, duration.Longest)
 	if err != nil {
-		seconds, ferr := strconv.ParseFloat(text, 64)
-		if ferr != nil {
-			return 0, newBadRequest(kindQuery, "Expected a duration such as \"30s\", got %q\n  at [\"wait\"]", text)
-		}
-		d = time.Duration(seconds * float64(time.Second))
+		return 0, wire.NewBadRequest(wire.KindQuery, "Expected a duration such as \"30s\", got %q\n  at [\"wait\"]", text)
 	}
 	if d < 0 {
-		return 0, newBadRequest(kindQuery, "wait must not be negative, got %q\n  at [\"wait\"]", text)
+		return 0, wire.NewBadRequest(wire.KindQuery, "wait must not be negative, got %q\n  at [\"wait\"]", text)
 	}
 	return min(d, s.opts.MaxWait), nil
 }
@@ -148,7 +146,7 @@ func (s *Server) handleElicitationDelete(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	if q, err := s.store.Get(r.Context(), id); err == nil && !ownedBy(r, q.Owner) {
-		s.writeError(w, r, &notFound{id: id}) // another agent's question is as good as unknown
+		s.writeError(w, r, &wire.NotFound{ID: id}) // another agent's question is as good as unknown
 		return
 	}
 	q, err := s.questions.Settle(r.Context(), id, pending.Outcome{
@@ -159,7 +157,7 @@ func (s *Server) handleElicitationDelete(w http.ResponseWriter, r *http.Request)
 		s.writeError(w, r, s.notFoundAs(err, id))
 		return
 	}
-	writeJSON(w, http.StatusOK, toElicitation(q))
+	wire.WriteJSON(w, http.StatusOK, toElicitation(q))
 }
 
 // handleElicit serves POST /elicit: create, wait, and answer with the MCP
@@ -183,9 +181,9 @@ func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
 	var q *pending.Question
 	replayed := false
 	if err == nil {
-		s.unknown.note(params.unknown, routeElicit, callerFrom(r.Context()).agent)
+		s.unknown.note(params.unknown, routeElicit, middleware.CallerFrom(r.Context()).Agent)
 		params.key = newRequestKey(key, routeElicit, params)
-		q, replayed, err = s.ask(r.Context(), callerFrom(r.Context()).agent, params, "", nil)
+		q, replayed, err = s.ask(r.Context(), middleware.CallerFrom(r.Context()).Agent, params, "", nil)
 	}
 	if err != nil {
 		if ask.IsKeyError(err) {
@@ -215,8 +213,8 @@ func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
 			// client sees an incomplete answer rather than a wrong one.
 			panic(http.ErrAbortHandler)
 		}
-		s.writeError(w, r, &statusError{http.StatusServiceUnavailable, "ServiceUnavailable",
-			"questiond is shutting down; question " + q.ID + " stays pending in its durable store: once questiond is back, collect its result with GET /elicitations/" + q.ID})
+		s.writeError(w, r, wire.NewStatus(http.StatusServiceUnavailable, "ServiceUnavailable",
+			"questiond is shutting down; question "+q.ID+" stays pending in its durable store: once questiond is back, collect its result with GET /elicitations/"+q.ID))
 		return
 	default:
 		// The caller is gone; nothing can be written any more.
@@ -225,7 +223,7 @@ func (s *Server) handleElicit(w http.ResponseWriter, r *http.Request) {
 	result := toElicitResult(ended.Ended.Result)
 	var out any = result
 	if rpc != nil && rpc.JSONRPC != "" {
-		out = rpcResponse{JSONRPC: "2.0", ID: rpc.ID, Result: &result}
+		out = wire.RPCResponse{JSONRPC: "2.0", ID: rpc.ID, Result: &result}
 	}
 	writeBody(w, out)
 }
@@ -309,39 +307,27 @@ func toElicitResult(r pending.Result) elicitResult {
 	return elicitResult{Action: r.Action, Content: &content}
 }
 
-type rpcResponse struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Result  *elicitResult   `json:"result,omitempty"`
-	Error   *rpcErrorBody   `json:"error,omitempty"`
-}
-
-type rpcErrorBody struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
-}
-
 // writeRPCError answers a JSON-RPC caller with a JSON-RPC error object:
 // invalid params for anything the caller got wrong, internal error otherwise.
 func (s *Server) writeRPCError(w http.ResponseWriter, r *http.Request, rpc *rpcRequest, err error) {
-	err = httpError(err)
+	err = wire.HTTPError(err)
 	var (
 		re     *rpcError
-		bad    *badRequest
+		bad    *wire.BadRequest
 		schema *elicit.SchemaError
-		status *statusError
+		status *wire.StatusError
 	)
-	body := rpcErrorBody{Code: rpcInvalidParams, Message: err.Error()}
+	body := wire.RPCErrorBody{Code: wire.RPCInvalidParams, Message: err.Error()}
 	switch {
 	case errors.As(err, &re):
-		body = rpcErrorBody{Code: re.code, Message: re.message}
+		body = wire.RPCErrorBody{Code: re.code, Message: re.message}
 	case errors.As(err, &bad), errors.As(err, &schema):
-	case errors.As(err, &status) && status.status < 500:
+	case errors.As(err, &status) && status.Status < 500:
 		// Refused for who is asking (a session that may not ask, a limit):
 		// the request is not acceptable as it stands.
-		body = rpcErrorBody{Code: rpcInvalidRequest, Message: status.message}
+		body = wire.RPCErrorBody{Code: wire.RPCInvalidRequest, Message: status.Message}
 	case errors.As(err, &status):
-		body = rpcErrorBody{Code: rpcInternalError, Message: status.message}
+		body = wire.RPCErrorBody{Code: wire.RPCInternalError, Message: status.Message}
 	default:
 		s.writeError(w, r, err)
 		return
@@ -350,16 +336,23 @@ func (s *Server) writeRPCError(w http.ResponseWriter, r *http.Request, rpc *rpcR
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
-	writeJSON(w, http.StatusOK, rpcResponse{JSONRPC: "2.0", ID: id, Error: &body})
+	wire.WriteJSON(w, http.StatusOK, wire.RPCResponse{JSONRPC: "2.0", ID: id, Error: &body})
 }
 
 // rpcAsBadRequest turns a JSON-RPC-only error into a 400 for plain callers.
 func rpcAsBadRequest(err error) error {
 	var re *rpcError
 	if errors.As(err, &re) {
-		return newBadRequest(kindPayload, "%s", re.message)
+		return wire.NewBadRequest(wire.KindPayload, "%s", re.message)
 	}
 	return err
 }
 
 func isNotFound(err error) bool { return errors.Is(err, pending.ErrNotFound) }
+
+// ownedBy reports whether the calling agent may see q: its own questions
+// only, when agents have tokens; anyone's when they do not.
+func ownedBy(r *http.Request, owner string) bool {
+	c := middleware.CallerFrom(r.Context())
+	return c.Role != middleware.RoleAgent || c.Agent == owner
+}

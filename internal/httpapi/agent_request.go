@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-
+	"github.com/questiond/questiond/internal/duration"
 	"github.com/questiond/questiond/internal/elicit"
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
 )
@@ -45,15 +44,6 @@ type rpcRequest struct {
 
 const methodElicitationCreate = "elicitation/create"
 
-// JSON-RPC error codes, JSON-RPC 2.0's own.
-const (
-	rpcParseError     = jsonrpc.CodeParseError
-	rpcInvalidRequest = jsonrpc.CodeInvalidRequest
-	rpcMethodNotFound = jsonrpc.CodeMethodNotFound
-	rpcInvalidParams  = jsonrpc.CodeInvalidParams
-	rpcInternalError  = jsonrpc.CodeInternalError
-)
-
 // rpcError is a JSON-RPC error that is answered as such when the caller spoke
 // JSON-RPC, and as a 400 otherwise.
 type rpcError struct {
@@ -80,20 +70,20 @@ func parseCreateBody(body []byte) (params *createParams, rpc *rpcRequest, err er
 		if envelope.JSONRPC != "" {
 			rpc = &envelope
 			if envelope.JSONRPC != "2.0" || len(envelope.ID) == 0 || string(envelope.ID) == "null" {
-				return nil, rpc, &rpcError{rpcInvalidRequest, `a JSON-RPC request needs "jsonrpc":"2.0" and an id`}
+				return nil, rpc, &rpcError{wire.RPCInvalidRequest, `a JSON-RPC request needs "jsonrpc":"2.0" and an id`}
 			}
 			if !isRPCID(envelope.ID) {
 				bad := *rpc
 				bad.ID = nil // answered with a null id: this one cannot be echoed
-				return nil, &bad, &rpcError{rpcInvalidRequest, fmt.Sprintf("a JSON-RPC id is a string or a number, not %s", excerpt(envelope.ID))}
+				return nil, &bad, &rpcError{wire.RPCInvalidRequest, fmt.Sprintf("a JSON-RPC id is a string or a number, not %s", excerpt(envelope.ID))}
 			}
 		}
 		if envelope.Method != methodElicitationCreate {
-			return nil, rpc, &rpcError{rpcMethodNotFound, fmt.Sprintf("method %q is not supported; questiond serves %q", envelope.Method, methodElicitationCreate)}
+			return nil, rpc, &rpcError{wire.RPCMethodNotFound, fmt.Sprintf("method %q is not supported; questiond serves %q", envelope.Method, methodElicitationCreate)}
 		}
 		raw, prefix = envelope.Params, `["params"]`
 		if len(raw) == 0 || strings.TrimSpace(string(raw))[0] != '{' {
-			return nil, rpc, newBadRequest(kindPayload, "Expected object, got %s\n  at [\"params\"]", orUndefined(raw))
+			return nil, rpc, wire.NewBadRequest(wire.KindPayload, "Expected object, got %s\n  at [\"params\"]", orUndefined(raw))
 		}
 		if err := refuseDuplicateKeys(raw, prefix); err != nil {
 			return nil, rpc, err
@@ -136,7 +126,7 @@ func checkNearMisses(raw json.RawMessage, prefix string) (unknown []string, err 
 			// Short fields (mode, tool, _meta) only by letter case: two edits
 			// from "tool" is half the word, and "tools" may be MCP's one day.
 			if strings.EqualFold(key, field) || (len(field) >= 7 && editDistance(key, field) <= 2) {
-				return nil, newBadRequest(kindPayload, "unknown key %q: did you mean %q?\n  at %s[%q]", key, field, prefix, key)
+				return nil, wire.NewBadRequest(wire.KindPayload, "unknown key %q: did you mean %q?\n  at %s[%q]", key, field, prefix, key)
 			}
 		}
 		unknown = append(unknown, key)
@@ -189,9 +179,9 @@ func typeError(err error, prefix string) error {
 				path += fmt.Sprintf("[%q]", part)
 			}
 		}
-		return newBadRequest(kindPayload, "Expected %s, got %s\n  at %s", jsonTypeName(te.Type.Kind().String()), te.Value, path)
+		return wire.NewBadRequest(wire.KindPayload, "Expected %s, got %s\n  at %s", jsonTypeName(te.Type.Kind().String()), te.Value, path)
 	}
-	return newBadRequest(kindPayload, "Invalid JSON: %v", err)
+	return wire.NewBadRequest(wire.KindPayload, "Invalid JSON: %v", err)
 }
 
 func jsonTypeName(goKind string) string {
@@ -219,36 +209,36 @@ func (s *Server) validate(p *createParams) (*validated, error) {
 	switch p.Mode {
 	case "", "form":
 	case "url":
-		return nil, newBadRequest(kindPayload, "mode \"url\" is not supported: questiond asks operators form-mode questions only\n  at [\"mode\"]")
+		return nil, wire.NewBadRequest(wire.KindPayload, "mode \"url\" is not supported: questiond asks operators form-mode questions only\n  at [\"mode\"]")
 	default:
-		return nil, newBadRequest(kindPayload, "Expected \"form\", got %q\n  at [\"mode\"]", p.Mode)
+		return nil, wire.NewBadRequest(wire.KindPayload, "Expected \"form\", got %q\n  at [\"mode\"]", p.Mode)
 	}
 	if p.Message == nil {
-		return nil, newBadRequest(kindPayload, "Missing key\n  at [\"message\"]")
+		return nil, wire.NewBadRequest(wire.KindPayload, "Missing key\n  at [\"message\"]")
 	}
 	if strings.TrimSpace(*p.Message) == "" {
-		return nil, newBadRequest(kindPayload, "message must not be empty\n  at [\"message\"]")
+		return nil, wire.NewBadRequest(wire.KindPayload, "message must not be empty\n  at [\"message\"]")
 	}
 	if len(p.RequestedSchema) == 0 || string(p.RequestedSchema) == "null" {
-		return nil, newBadRequest(kindPayload, "Missing key: form-mode elicitations need a requestedSchema\n  at [\"requestedSchema\"]")
+		return nil, wire.NewBadRequest(wire.KindPayload, "Missing key: form-mode elicitations need a requestedSchema\n  at [\"requestedSchema\"]")
 	}
 	v := &validated{message: *p.Message, schema: p.RequestedSchema, sessionID: p.SessionID, tool: p.Tool}
 	if v.sessionID != "" && !session.ValidID(v.sessionID) {
-		return nil, newBadRequest(kindPayload, "Expected a session id like \"ses_…\" (letters, digits, _ or -, at most 104 characters), got %q\n  at [\"sessionID\"]", v.sessionID)
+		return nil, wire.NewBadRequest(wire.KindPayload, "Expected a session id like \"ses_…\" (letters, digits, _ or -, at most 104 characters), got %q\n  at [\"sessionID\"]", v.sessionID)
 	}
 	if p.Directory != "" {
-		dir, err := normalizeDirectory(p.Directory)
+		dir, err := wire.NormalizeDirectory(p.Directory)
 		if err != nil {
-			return nil, newBadRequest(kindPayload, "%v\n  at [\"directory\"]", err)
+			return nil, wire.NewBadRequest(wire.KindPayload, "%v\n  at [\"directory\"]", err)
 		}
 		v.directory = dir
 	}
 	if p.Tool != nil {
 		if !strings.HasPrefix(p.Tool.MessageID, "msg") {
-			return nil, newBadRequest(kindPayload, "Expected a string starting with \"msg\", got %q\n  at [\"tool\"][\"messageID\"]", p.Tool.MessageID)
+			return nil, wire.NewBadRequest(wire.KindPayload, "Expected a string starting with \"msg\", got %q\n  at [\"tool\"][\"messageID\"]", p.Tool.MessageID)
 		}
 		if p.Tool.CallID == "" {
-			return nil, newBadRequest(kindPayload, "callID must not be empty\n  at [\"tool\"][\"callID\"]")
+			return nil, wire.NewBadRequest(wire.KindPayload, "callID must not be empty\n  at [\"tool\"][\"callID\"]")
 		}
 	}
 	timeout, err := s.parseTimeout(p.Timeout)
@@ -270,21 +260,23 @@ func (s *Server) parseTimeout(raw json.RawMessage) (time.Duration, error) {
 	if err := json.Unmarshal(raw, &text); err == nil {
 		parsed, perr := time.ParseDuration(strings.TrimSpace(text))
 		if perr != nil {
-			return 0, newBadRequest(kindPayload, "Expected a duration such as \"90s\" or \"1h\", got %q\n  at [\"timeout\"]", text)
+			return 0, wire.NewBadRequest(wire.KindPayload, "Expected a duration such as \"90s\" or \"1h\", got %q\n  at [\"timeout\"]", text)
 		}
 		d = parsed
 	} else {
-		seconds, ferr := strconv.ParseFloat(string(raw), 64)
-		if ferr != nil || seconds > s.opts.MaxTimeout.Seconds()+1 {
-			return 0, newBadRequest(kindPayload, "Expected a duration string or a number of seconds, got %s\n  at [\"timeout\"]", excerpt(raw))
+		// A number: of seconds, within what a Duration holds (the range
+		// is checked below, as for a string).
+		seconds, err := duration.Parse(string(raw), duration.Longest)
+		if err != nil {
+			return 0, wire.NewBadRequest(wire.KindPayload, "Expected a duration string or a number of seconds, got %s\n  at [\"timeout\"]", excerpt(raw))
 		}
-		d = time.Duration(seconds * float64(time.Second))
+		d = seconds
 	}
 	if d <= 0 {
-		return 0, newBadRequest(kindPayload, "timeout must be positive, got %s\n  at [\"timeout\"]", excerpt(raw))
+		return 0, wire.NewBadRequest(wire.KindPayload, "timeout must be positive, got %s\n  at [\"timeout\"]", excerpt(raw))
 	}
 	if d > s.opts.MaxTimeout {
-		return 0, newBadRequest(kindPayload, "timeout %s is longer than the maximum %s\n  at [\"timeout\"]", d, s.opts.MaxTimeout)
+		return 0, wire.NewBadRequest(wire.KindPayload, "timeout %s is longer than the maximum %s\n  at [\"timeout\"]", d, s.opts.MaxTimeout)
 	}
 	return d, nil
 }

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/questiond/questiond/internal/httpapi/wire"
 )
 
 // readJSONBody reads a request body that must be JSON. Like OpenCode, a body
@@ -18,7 +20,7 @@ func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, 
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || !(mt == "application/json" || strings.HasSuffix(mt, "+json")) {
-			return nil, &unsupportedMediaType{contentType: ct}
+			return nil, &wire.UnsupportedMediaType{ContentType: ct}
 		}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
@@ -27,7 +29,7 @@ func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, 
 		if errors.As(err, &tooLarge) {
 			return nil, err
 		}
-		return nil, newBadRequest(kindPayload, "could not read the request body: %v", err)
+		return nil, wire.NewBadRequest(wire.KindPayload, "could not read the request body: %v", err)
 	}
 	return body, nil
 }
@@ -36,17 +38,17 @@ func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, 
 const elicitationExample = `{"message":"…","requestedSchema":{"type":"object","properties":{…}}}`
 
 // readOwnJSONBody is readJSONBody for questiond's own routes, whose errors
-// say what to send: a form type gets the header to use (see onOwnRoute), and
+// say what to send: a form type gets the header to use (see wire.OnOwnRoute), and
 // an empty body an example of the object wanted. A body whose object repeats
 // a key is refused, as the schemas inside it are; OpenCode's own routes keep
 // OpenCode's behaviour (the last of repeated keys wins).
 func readOwnJSONBody(w http.ResponseWriter, r *http.Request, limit int64, example string) ([]byte, error) {
 	body, err := readJSONBody(w, r, limit)
 	if err != nil {
-		return nil, onOwnRoute(err)
+		return nil, wire.OnOwnRoute(err)
 	}
 	if strings.TrimSpace(string(body)) == "" {
-		return nil, newBadRequest(kindPayload, "the request body is empty: send a JSON object, like %s", example)
+		return nil, wire.NewBadRequest(wire.KindPayload, "the request body is empty: send a JSON object, like %s", example)
 	}
 	if err := refuseDuplicateKeys(body, ""); err != nil {
 		return nil, err
@@ -59,17 +61,17 @@ func readOwnJSONBody(w http.ResponseWriter, r *http.Request, limit int64, exampl
 func decodeObject(body []byte) (map[string]json.RawMessage, error) {
 	trimmed := strings.TrimSpace(string(body))
 	if trimmed == "" {
-		return nil, newBadRequest(kindPayload, "Expected object, got undefined")
+		return nil, wire.NewBadRequest(wire.KindPayload, "Expected object, got undefined")
 	}
 	if !json.Valid([]byte(trimmed)) {
-		return nil, newBadRequest(kindPayload, "Invalid JSON: %s", syntaxProblem(body))
+		return nil, wire.NewBadRequest(wire.KindPayload, "Invalid JSON: %s", syntaxProblem(body))
 	}
 	if trimmed[0] != '{' {
-		return nil, newBadRequest(kindPayload, "Expected object, got %s", excerpt(json.RawMessage(trimmed)))
+		return nil, wire.NewBadRequest(wire.KindPayload, "Expected object, got %s", excerpt(json.RawMessage(trimmed)))
 	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(trimmed), &members); err != nil {
-		return nil, newBadRequest(kindPayload, "Invalid JSON: %v", err)
+		return nil, wire.NewBadRequest(wire.KindPayload, "Invalid JSON: %v", err)
 	}
 	return members, nil
 }
@@ -96,22 +98,22 @@ func decodeAnswers(body []byte) ([][]string, error) {
 	}
 	raw, ok := members["answers"]
 	if !ok {
-		return nil, newBadRequest(kindPayload, "Missing key\n  at [\"answers\"]")
+		return nil, wire.NewBadRequest(wire.KindPayload, "Missing key\n  at [\"answers\"]")
 	}
 	var list []json.RawMessage
 	if !isArray(raw) || json.Unmarshal(raw, &list) != nil {
-		return nil, newBadRequest(kindPayload, "Expected array, got %s\n  at [\"answers\"]", excerpt(raw))
+		return nil, wire.NewBadRequest(wire.KindPayload, "Expected array, got %s\n  at [\"answers\"]", excerpt(raw))
 	}
 	answers := make([][]string, len(list))
 	for i, item := range list {
 		var picks []json.RawMessage
 		if !isArray(item) || json.Unmarshal(item, &picks) != nil {
-			return nil, newBadRequest(kindPayload, "Expected QuestionAnswer, got %s\n  at [\"answers\"][%d]", excerpt(item), i)
+			return nil, wire.NewBadRequest(wire.KindPayload, "Expected QuestionAnswer, got %s\n  at [\"answers\"][%d]", excerpt(item), i)
 		}
 		answers[i] = make([]string, len(picks))
 		for j, pick := range picks {
 			if len(pick) == 0 || pick[0] != '"' || json.Unmarshal(pick, &answers[i][j]) != nil {
-				return nil, newBadRequest(kindPayload, "Expected string, got %s\n  at [\"answers\"][%d][%d]", excerpt(pick), i, j)
+				return nil, wire.NewBadRequest(wire.KindPayload, "Expected string, got %s\n  at [\"answers\"][%d][%d]", excerpt(pick), i, j)
 			}
 		}
 	}

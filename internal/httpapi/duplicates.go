@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/questiond/questiond/internal/httpapi/wire"
 )
 
 // firstDuplicateKey returns the first key that repeats among the members of
@@ -169,7 +171,7 @@ func (s *keyScanner) skipValue() bool {
 // raw, found at prefix (a path like `["params"]`, or "" for the body).
 func refuseDuplicateKeys(raw []byte, prefix string) error {
 	if key, ok := firstDuplicateKey(raw); ok {
-		return newBadRequest(kindPayload, "Duplicate key %q: each key may appear once in an object\n  at %s[%q]", key, prefix, key)
+		return wire.NewBadRequest(wire.KindPayload, "Duplicate key %q: each key may appear once in an object\n  at %s[%q]", key, prefix, key)
 	}
 	return nil
 }

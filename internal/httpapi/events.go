@@ -9,6 +9,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/questiond/questiond/internal/ask"
+	"github.com/questiond/questiond/internal/httpapi/console"
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
 )
@@ -26,13 +28,6 @@ type Bus interface {
 	Close(ctx context.Context) error
 }
 
-// OpenCode event types questiond publishes.
-const (
-	eventAsked    = "question.asked"
-	eventReplied  = "question.replied"
-	eventRejected = "question.rejected"
-)
-
 // Events is the OpenCode encoding of questions asked and ended, published
 // on the bus: an ask.Listener, told by ask.Announcements, which puts a
 // question's question.asked before its question.replied or
@@ -46,7 +41,7 @@ type Events struct {
 	// console shows the OpenCode TUI its own view of the questions; set by
 	// New. Until then (a store restoring its questions) every stream gets
 	// every event.
-	console atomic.Pointer[consoleView]
+	console atomic.Pointer[console.Console]
 
 	// fromLog: streams hear of changes only through Observed, in the
 	// order of the change log several replicas share (see FromLog).
@@ -79,10 +74,10 @@ func (e *Events) Asked(q *pending.Question) {
 // announceAsked publishes question.asked for q.
 func (e *Events) announceAsked(ctx context.Context, q *pending.Question) {
 	if c := e.console.Load(); c == nil {
-		e.publishBody(ctx, q.Directory, sse.Everyone, eventAsked, listItem(q))
+		e.publishBody(ctx, q.Directory, sse.Everyone, wire.EventAsked, listItem(q))
 	} else {
-		e.publishBody(ctx, q.Directory, sse.Standard, eventAsked, listItem(q))
-		c.asked(q)
+		e.publishBody(ctx, q.Directory, sse.Standard, wire.EventAsked, listItem(q))
+		c.Asked(q)
 	}
 }
 
@@ -101,7 +96,7 @@ var _ ask.Listener = (*Events)(nil)
 // publishEnded publishes q's ending to the streams and the consoles.
 func (e *Events) publishEnded(q *pending.Question) {
 	if c := e.console.Load(); c != nil {
-		c.ended(q)
+		c.Ended(q)
 	} else {
 		e.publishEnding(q, sse.Everyone)
 	}
@@ -110,12 +105,12 @@ func (e *Events) publishEnded(q *pending.Question) {
 // publishEnding publishes question.replied or question.rejected for q to
 // audience.
 func (e *Events) publishEnding(q *pending.Question, audience sse.Audience) {
-	typ, properties := endingEvent(q)
+	typ, properties := wire.EndingEvent(q)
 	e.publish(context.Background(), q.Directory, audience, typ, properties)
 }
 
 func (e *Events) publish(ctx context.Context, directory string, audience sse.Audience, typ string, properties any) {
-	body, err := marshalJSON(properties)
+	body, err := wire.MarshalJSON(properties)
 	if err != nil {
 		e.log.Warn("could not publish event", zap.String("type", typ), zap.Error(err))
 		return
@@ -145,7 +140,29 @@ func askedMessages(questions []*pending.Question) []sse.Message {
 		if body == nil {
 			continue
 		}
-		out = append(out, sse.Message{Directory: q.Directory, Event: sse.Event{Type: eventAsked, Properties: body}})
+		out = append(out, sse.Message{Directory: q.Directory, Event: sse.Event{Type: wire.EventAsked, Properties: body}})
 	}
 	return out
+}
+
+// consoleStreams is what the console publishes on and lists through (see
+// console.Streams): e's bus, and e's view of the store. The console calls
+// it holding its own lock; e's mutex, taken for asLogged, is held for a map
+// lookup only and never while calling out (see package console).
+type consoleStreams struct{ e *Events }
+
+func (cs consoleStreams) Watching(audience sse.Audience) bool { return cs.e.bus.Watching(audience) }
+
+func (cs consoleStreams) Publish(ctx context.Context, directory string, audience sse.Audience, typ string, properties any) {
+	cs.e.publish(ctx, directory, audience, typ, properties)
+}
+
+func (cs consoleStreams) PublishEnding(q *pending.Question, audience sse.Audience) {
+	cs.e.publishEnding(q, audience)
+}
+
+func (cs consoleStreams) ListFilter(f pending.Filter) pending.Filter { return cs.e.listFilter(f) }
+
+func (cs consoleStreams) AsLogged(questions []*pending.Question, f pending.Filter) []*pending.Question {
+	return cs.e.asLogged(questions, f)
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
 )
@@ -60,15 +61,15 @@ func (e *Events) announceLogged(q *pending.Question) {
 	c := e.console.Load()
 	switch {
 	case c == nil && q.Ended == nil:
-		e.publishBody(context.Background(), q.Directory, sse.Everyone, eventAsked, listItem(q))
+		e.publishBody(context.Background(), q.Directory, sse.Everyone, wire.EventAsked, listItem(q))
 	case c == nil:
 		e.publishEnding(q, sse.Everyone)
 	case q.Ended == nil:
-		e.publishBody(context.Background(), q.Directory, sse.Standard, eventAsked, listItem(q))
-		c.queue.do(func() { c.asked(q) })
+		e.publishBody(context.Background(), q.Directory, sse.Standard, wire.EventAsked, listItem(q))
+		c.Logged(q)
 	default:
 		e.publishEnding(q, sse.Standard)
-		c.queue.do(func() { c.endedFor(q, sse.Console) })
+		c.Logged(q)
 	}
 }
 

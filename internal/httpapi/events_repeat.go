@@ -1,32 +1,20 @@
 package httpapi
 
 import (
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/pending"
 )
 
-// repeatEnding publishes again how q ended, for a client that still shows it
-// as pending: an operator's reply or reject for a question that has already
-// ended (while questiond restarted, or before the client heard the ending)
-// gets questiond's usual 404, and this closes the panel the OpenCode TUI
-// keeps open for it. The events are the ones Ended published:
-// question.replied with the answers when the operator answered,
-// question.rejected for every other ending.
+// RepeatEnding publishes again how q ended, for a client that still shows
+// it as pending (see ask.Service.RepeatEnding). The events are the ones
+// Ended published: question.replied with the answers when the operator
+// answered, question.rejected for every other ending.
 //
 // Only the TUI's streams get it: every other client hears of an ending once.
-func (e *Events) repeatEnding(q *pending.Question) {
+func (e *Events) RepeatEnding(q *pending.Question) {
 	if c := e.console.Load(); c != nil && q.Ended != nil {
-		c.repeatEnding(q)
+		c.RepeatEnding(q)
 	}
 }
 
-// endingEvent is the event that tells clients q has ended.
-func endingEvent(q *pending.Question) (string, any) {
-	if q.Ended != nil && q.Ended.Ending == pending.EndReplied {
-		answers := q.Ended.Answers
-		if answers == nil {
-			answers = [][]string{}
-		}
-		return eventReplied, questionReplied{SessionID: q.SessionID, RequestID: q.ID, Answers: answers}
-	}
-	return eventRejected, questionRejected{SessionID: q.SessionID, RequestID: q.ID}
-}
+var _ ask.EndingRepeater = (*Events)(nil)

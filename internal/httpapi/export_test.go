@@ -17,4 +17,4 @@ func SetOnKeyClaimed(s *Server, hook func(key string)) {
 
 // SetAuthFailureWindow shortens the window over which failed
 // authentications are summed up in one log line.
-func SetAuthFailureWindow(s *Server, window time.Duration) { s.authLog.window = window }
+func SetAuthFailureWindow(s *Server, window time.Duration) { s.authLog.SetWindow(window) }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/questiond/questiond/internal/elicit"
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/pending"
 )
 
@@ -85,7 +86,7 @@ func (s *Server) handleQuestionForm(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toQuestionForm(q, form))
+	wire.WriteJSON(w, http.StatusOK, toQuestionForm(q, form))
 }
 
 func toQuestionForm(q *pending.Question, form *elicit.Form) questionForm {
@@ -135,7 +136,7 @@ func examplesOf(schema json.RawMessage) map[string][]string {
 			var text string
 			switch v := e.(type) {
 			case string:
-				text = oneLine(v, exampleMaxRunes)
+				text = wire.OneLine(v, exampleMaxRunes)
 			case float64:
 				text = strconv.FormatFloat(v, 'f', -1, 64)
 			}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/questiond/questiond/internal/httpapi/wire"
 )
 
 // FuzzDecodeAnswers feeds arbitrary bytes to the reply-body parser: it never
@@ -21,8 +23,8 @@ func FuzzDecodeAnswers(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		answers, err := decodeAnswers(body)
 		if err != nil {
-			var bad *badRequest
-			if !errors.As(err, &bad) || bad.kind != kindPayload || bad.message == "" {
+			var bad *wire.BadRequest
+			if !errors.As(err, &bad) || bad.Kind != wire.KindPayload || bad.Message == "" {
 				t.Fatalf("error %v is not a 400 Payload", err)
 			}
 			return
@@ -61,7 +63,7 @@ func FuzzParseCreateBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		params, _, err := parseCreateBody(body)
 		if err != nil {
-			var bad *badRequest
+			var bad *wire.BadRequest
 			var rpc *rpcError
 			if !errors.As(err, &bad) && !errors.As(err, &rpc) {
 				t.Fatalf("error %v (%T) is neither a 400 nor a JSON-RPC error", err, err)

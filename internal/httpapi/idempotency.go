@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/questiond/questiond/internal/httpapi/wire"
 )
 
 // Idempotency-Key (IETF httpapi draft "The Idempotency-Key HTTP Header
@@ -53,17 +55,17 @@ func parseIdempotencyKey(h http.Header) (string, error) {
 	case len(values) == 0:
 		return "", nil
 	case len(values) > 1:
-		return "", newBadRequest(kindHeaders, "Expected one Idempotency-Key, got %d\n  at [\"Idempotency-Key\"]", len(values))
+		return "", wire.NewBadRequest(wire.KindHeaders, "Expected one Idempotency-Key, got %d\n  at [\"Idempotency-Key\"]", len(values))
 	}
 	raw := strings.TrimSpace(values[0])
 	key, ok := unquoteKey(raw)
 	switch {
 	case !ok:
-		return "", newBadRequest(kindHeaders, "Expected a string of printable ASCII, got %.300q\n  at [\"Idempotency-Key\"]", raw)
+		return "", wire.NewBadRequest(wire.KindHeaders, "Expected a string of printable ASCII, got %.300q\n  at [\"Idempotency-Key\"]", raw)
 	case key == "":
-		return "", newBadRequest(kindHeaders, "Idempotency-Key must not be empty\n  at [\"Idempotency-Key\"]")
+		return "", wire.NewBadRequest(wire.KindHeaders, "Idempotency-Key must not be empty\n  at [\"Idempotency-Key\"]")
 	case len(key) > maxIdempotencyKey:
-		return "", newBadRequest(kindHeaders, "Idempotency-Key is %d characters long; the most is %d\n  at [\"Idempotency-Key\"]", len(key), maxIdempotencyKey)
+		return "", wire.NewBadRequest(wire.KindHeaders, "Idempotency-Key is %d characters long; the most is %d\n  at [\"Idempotency-Key\"]", len(key), maxIdempotencyKey)
 	}
 	return key, nil
 }

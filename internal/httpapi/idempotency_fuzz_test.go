@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/questiond/questiond/internal/httpapi/wire"
 )
 
 // FuzzParseIdempotencyKey feeds arbitrary header values to the key parser: it
@@ -24,8 +26,8 @@ func FuzzParseIdempotencyKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value string) {
 		key, err := parseIdempotencyKey(http.Header{idempotencyKeyHeader: {value}})
 		if err != nil {
-			var bad *badRequest
-			if !errors.As(err, &bad) || bad.kind != kindHeaders || !strings.Contains(bad.message, idempotencyKeyHeader) {
+			var bad *wire.BadRequest
+			if !errors.As(err, &bad) || bad.Kind != wire.KindHeaders || !strings.Contains(bad.Message, idempotencyKeyHeader) {
 				t.Fatalf("error %v is not a 400 naming the header", err)
 			}
 			return

@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/go-chi/httprate"
 
+	"github.com/questiond/questiond/internal/httpapi/console"
+	"github.com/questiond/questiond/internal/httpapi/middleware"
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/ui"
 )
 
@@ -43,103 +44,33 @@ const (
 	DefaultRequestsPerMinute      = 6000
 )
 
-// tooMany is a 429 with OpenCode's NamedError body.
-func tooMany(message string) error {
-	return &statusError{http.StatusTooManyRequests, "TooManyRequests", message}
-}
-
 // streamSlot takes one of the MaxStreams operator event-stream slots;
 // release gives it back. Agents' MCP streams have their own (see
-// mcpEndpoint.streamSlot), so they cannot take these.
+// mcpserver.Endpoint), so they cannot take these.
 func (s *Server) streamSlot() (release func(), err error) {
 	max := s.opts.Limits.MaxStreams
 	if n := s.streams.Add(1); max > 0 && n > int64(max) {
 		s.streams.Add(-1)
 		s.meter.Refused(LimitStreams)
-		return nil, &statusError{http.StatusServiceUnavailable, "ServiceUnavailable",
-			fmt.Sprintf("questiond already serves %d operator event streams, its limit (--max-streams); try again later", max)}
+		return nil, wire.NewStatus(http.StatusServiceUnavailable, "ServiceUnavailable",
+			fmt.Sprintf("questiond already serves %d operator event streams, its limit (--max-streams); try again later", max))
 	}
 	return func() { s.streams.Add(-1) }, nil
 }
 
-// quota counts what agents hold of one resource, in total and per agent.
-// It does no locking: its owner holds a lock around every call.
-type quota struct {
-	held    int
-	byAgent map[string]int // agents holding some; "" (no agent tokens) is never counted
-}
-
-// quotaFull says which cap a take would pass.
-type quotaFull int
-
-const (
-	quotaFits quotaFull = iota
-	quotaTotal
-	quotaAgent
-)
-
-// fits reports whether agent may take one more with at most max in total
-// and perAgent each (zero: no limit). The anonymous agent ("") has no cap
-// of its own: it is every agent at once.
-func (q *quota) fits(agent string, max, perAgent int) quotaFull {
-	switch {
-	case max > 0 && q.held >= max:
-		return quotaTotal
-	case perAgent > 0 && agent != "" && q.byAgent[agent] >= perAgent:
-		return quotaAgent
-	}
-	return quotaFits
-}
-
-func (q *quota) take(agent string) {
-	q.held++
-	if agent != "" {
-		if q.byAgent == nil {
-			q.byAgent = make(map[string]int)
-		}
-		q.byAgent[agent]++
-	}
-}
-
-func (q *quota) give(agent string) {
-	q.held--
-	if agent != "" {
-		if q.byAgent[agent]--; q.byAgent[agent] <= 0 {
-			delete(q.byAgent, agent)
-		}
-	}
-}
-
 // rateLimit limits requests per client and minute, keyed by rateKey.
 func (s *Server) rateLimit() func(http.Handler) http.Handler {
-	n := s.opts.Limits.RequestsPerMinute
-	if n <= 0 {
-		return func(next http.Handler) http.Handler { return next }
-	}
-	key := func(r *http.Request) (string, error) { return s.rateKey(r), nil }
-	limit := httprate.LimitBy(n, time.Minute, key, httprate.WithLimitHandler(func(w http.ResponseWriter, r *http.Request) {
-		s.meter.Refused(LimitRate)
-		if w.Header().Get("Retry-After") == "" {
-			w.Header().Set("Retry-After", strconv.Itoa(60))
-		}
-		writeStatus(w, &statusError{http.StatusTooManyRequests, "TooManyRequests",
-			fmt.Sprintf("more than %d requests in a minute from this client; slow down (--rate-limit)", n)})
-	}))
-	return func(next http.Handler) http.Handler {
-		limited := limit(next)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == healthPath && credentialForm(r) == "none" {
-				// A probe must see questiond's health, not the rest of its
-				// address's traffic: a 429 would get a healthy container
-				// restarted. Health costs no more than a refusal would.
-				// With credentials it counts: else it would be a way to
-				// guess passwords without a limit.
-				next.ServeHTTP(w, r)
-				return
-			}
-			limited.ServeHTTP(w, r)
-		})
-	}
+	return middleware.RateLimit(s.opts.Limits.RequestsPerMinute, s.rateKey, func() { s.meter.Refused(LimitRate) })
+}
+
+// isProbe tells the requests the rate limit lets pass: readiness probes,
+// and health probes without credentials. A probe must see questiond's
+// state, not the rest of its address's traffic: a 429 would get a healthy
+// container restarted, and a check costs no more than a refusal would. A
+// health check with credentials counts: else it would be a way to guess
+// passwords without a limit.
+func isProbe(r *http.Request) bool {
+	return r.URL.Path == middleware.ReadyPath || (r.URL.Path == healthPath && middleware.CredentialForm(r) == "none")
 }
 
 // rateKey is the bucket r counts against. Each agent token and the
@@ -150,11 +81,11 @@ func (s *Server) rateLimit() func(http.Handler) http.Handler {
 // routes, or requests for no route, cannot starve the operators' page, TUI
 // and streams at that address.
 func (s *Server) rateKey(r *http.Request) string {
-	if c, err := s.auth.identify(r); err == nil {
-		switch c.role {
-		case roleAgent:
-			return "agent:" + c.agent
-		case roleOperator:
+	if c, err := s.auth.Identify(r); err == nil {
+		switch c.Role {
+		case middleware.RoleAgent:
+			return "agent:" + c.Agent
+		case middleware.RoleOperator:
 			return "operator"
 		}
 	}
@@ -190,7 +121,7 @@ func routeKindOf(r *http.Request) routeKind {
 	case "elicit", "elicitations", "sessions":
 		return agentRoutes
 	case "mcp":
-		if isMCPStatusRequest(r) {
+		if console.IsMCPStatusRequest(r) {
 			return operatorRoutes
 		}
 		return agentRoutes

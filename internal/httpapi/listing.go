@@ -7,22 +7,16 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/pending"
 )
 
 // GET /question is the operator's hot path: every client polls it, and its
 // answer grows with every pending question. Each question's list item is
 // encoded once, memoized in its record (pending.Question.Listing), so a list
-// costs copying bytes, not encoding them; and with a store that versions its
-// pending list, the answer for each directory scope is kept until that list
-// changes, so most requests copy nothing at all.
-
-// versionedStore is a Store whose pending list has a version
-// (pending.Store.PendingVersion): read before two Lists, an unchanged
-// version means the same pending questions.
-type versionedStore interface {
-	PendingVersion() uint64
-}
+// costs copying bytes, not encoding them; and the answer for each directory
+// scope is kept until the store's pending list changes
+// (ask.QuestionStore.PendingVersion), so most requests copy nothing at all.
 
 // maxListScopes bounds how many directory scopes keep a list: a directory
 // is whatever a client sends, so the cache must not grow with them.
@@ -65,15 +59,11 @@ func (c *listCache) put(dir string, version uint64, body []byte) {
 
 // questionList is the body of GET /question for directory scope dir.
 func (s *Server) questionList(ctx context.Context, dir string) ([]byte, error) {
-	versioned, ok := s.store.(versionedStore)
-	var version uint64
-	if ok {
-		// Read before List: if the list changes meanwhile, the body is
-		// newer than its version says and is simply made again next time.
-		version = versioned.PendingVersion()
-		if body, ok := s.lists.get(dir, version); ok {
-			return body, nil
-		}
+	// Read before List: if the list changes meanwhile, the body is newer
+	// than its version says and is simply made again next time.
+	version := s.store.PendingVersion()
+	if body, ok := s.lists.get(dir, version); ok {
+		return body, nil
 	}
 	questions, err := s.store.List(ctx, pending.Filter{Directory: dir})
 	if err != nil {
@@ -84,9 +74,7 @@ func (s *Server) questionList(ctx context.Context, dir string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ok {
-		s.lists.put(dir, version, body)
-	}
+	s.lists.put(dir, version, body)
 	return body, nil
 }
 
@@ -111,7 +99,7 @@ func listSizeHint(questions []*pending.Question) int {
 var errUnencodable = errors.New("a question could not be encoded")
 
 // appendQuestionList appends the JSON array of OpenCode QuestionRequests for
-// questions to dst, byte for byte what marshalJSON makes of the same slice.
+// questions to dst, byte for byte what wire.MarshalJSON makes of the same slice.
 func appendQuestionList(dst []byte, questions []*pending.Question) ([]byte, error) {
 	dst = append(dst, '[')
 	for i, q := range questions {
@@ -130,7 +118,7 @@ func appendQuestionList(dst []byte, questions []*pending.Question) ([]byte, erro
 // listItem is q's encoded QuestionRequest, or nil if it cannot be encoded.
 func listItem(q *pending.Question) []byte {
 	return q.Listing.Bytes(func() []byte {
-		item, err := marshalJSON(toQuestionRequest(q))
+		item, err := wire.MarshalJSON(wire.ToQuestionRequest(q))
 		if err != nil {
 			return nil
 		}

@@ -1,13 +1,13 @@
 package httpapi
 
 import (
-	"bufio"
-	"net"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/questiond/questiond/internal/ask"
+	"github.com/questiond/questiond/internal/httpapi/mcpserver"
+	"github.com/questiond/questiond/internal/httpapi/middleware"
 )
 
 // Meter hears what the API does, for metrics (package metrics implements it
@@ -30,20 +30,20 @@ type Meter interface {
 
 // Bounded label values a Meter gets.
 const (
-	RouteUnmatched = "unmatched"
-	MethodOther    = "other"
+	RouteUnmatched = middleware.RouteUnmatched
+	MethodOther    = middleware.MethodOther
 )
 
 // Names of the limits a Meter hears refusals of.
 const (
-	LimitRate                = "rate"                   // Limits.RequestsPerMinute (429)
-	LimitPending             = ask.LimitPending         // Limits.MaxPending (429)
-	LimitPendingPerAgent     = ask.LimitPendingPerAgent // Limits.MaxPendingPerAgent (429)
-	LimitStreams             = "streams"                // Limits.MaxStreams, operator event streams (503)
-	LimitMCPStreams          = "mcp_streams"            // Limits.MaxMCPStreams, agents' MCP event streams (503)
-	LimitMCPStreamsPerAgent  = "mcp_streams_per_agent"  // Limits.MaxMCPStreamsPerAgent (429)
-	LimitMCPSessions         = "mcp_sessions"           // Limits.MaxMCPSessions (503)
-	LimitMCPSessionsPerAgent = "mcp_sessions_per_agent" // Limits.MaxMCPSessionsPerAgent (429)
+	LimitRate                = "rate"                          // Limits.RequestsPerMinute (429)
+	LimitPending             = ask.LimitPending                // Limits.MaxPending (429)
+	LimitPendingPerAgent     = ask.LimitPendingPerAgent        // Limits.MaxPendingPerAgent (429)
+	LimitStreams             = "streams"                       // Limits.MaxStreams, operator event streams (503)
+	LimitMCPStreams          = mcpserver.LimitStreams          // Limits.MaxMCPStreams, agents' MCP event streams (503)
+	LimitMCPStreamsPerAgent  = mcpserver.LimitStreamsPerAgent  // Limits.MaxMCPStreamsPerAgent (429)
+	LimitMCPSessions         = mcpserver.LimitSessions         // Limits.MaxMCPSessions (503)
+	LimitMCPSessionsPerAgent = mcpserver.LimitSessionsPerAgent // Limits.MaxMCPSessionsPerAgent (429)
 )
 
 // LimitNames are the names of every limit a Meter hears refusals of.
@@ -59,17 +59,11 @@ func (noMeter) ToolCall(string, string)     {}
 func (noMeter) Refused(string)              {}
 
 // meterRequests counts every request by method, route pattern and status.
-// It runs inside the router, so that the route is known once the handler
-// returns.
 func (s *Server) meterRequests(next http.Handler) http.Handler {
 	if _, off := s.meter.(noMeter); off {
 		return next
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w}
-		next.ServeHTTP(sw, r)
-		s.meter.Request(meteredMethod(r.Method), s.routeOf(r), sw.final())
-	})
+	return middleware.CountRequests(s.meter.Request, s.routeOf)(next)
 }
 
 // routeOf is the pattern of the route r took, or would have taken had the
@@ -88,57 +82,4 @@ func (s *Server) routeOf(r *http.Request) string {
 		}
 	}
 	return RouteUnmatched
-}
-
-// meteredMethod keeps the method label to the methods questiond serves.
-func meteredMethod(m string) string {
-	switch m {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodOptions:
-		return m
-	}
-	return MethodOther
-}
-
-// statusWriter remembers the status a handler sent. It keeps what streaming
-// needs: Flush for event streams and MCP, Hijack for event streams that take
-// their connection over (their own head says 200), Unwrap for deadlines.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(p)
-}
-
-func (w *statusWriter) Flush() {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	_ = http.NewResponseController(w.ResponseWriter).Flush()
-}
-
-func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return http.NewResponseController(w.ResponseWriter).Hijack()
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// final is the status the client got: 200 for a handler that wrote nothing
-// (net/http sends that) or took the connection over for an event stream.
-func (w *statusWriter) final() int {
-	if w.status == 0 {
-		return http.StatusOK
-	}
-	return w.status
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/ident"
 	"github.com/questiond/questiond/internal/pending"
 )
@@ -17,7 +18,7 @@ import (
 // handleQuestionList serves GET /question: pending questions in the caller's
 // directory scope, oldest first.
 func (s *Server) handleQuestionList(w http.ResponseWriter, r *http.Request) {
-	dir, err := requestDirectory(r)
+	dir, err := wire.RequestDirectory(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -25,14 +26,14 @@ func (s *Server) handleQuestionList(w http.ResponseWriter, r *http.Request) {
 	body, err := s.questionList(r.Context(), dir)
 	if errors.Is(err, errUnencodable) {
 		s.log.Error("listing questions", zap.Error(err))
-		writeJSONBytes(w, http.StatusInternalServerError, unencodableBody)
+		wire.WriteJSONBytes(w, http.StatusInternalServerError, wire.UnencodableBody)
 		return
 	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSONBytes(w, http.StatusOK, body)
+	wire.WriteJSONBytes(w, http.StatusOK, body)
 }
 
 // questionID reads and checks the {requestID} path parameter.
@@ -44,7 +45,7 @@ func pathQuestionID(r *http.Request, param string) (string, error) {
 	id := chi.URLParam(r, param)
 	if !strings.HasPrefix(id, ident.Question) {
 		quoted, _ := json.Marshal(id)
-		return "", newBadRequest(kindParams, "Expected a string starting with \"que\", got %s\n  at [%q]", quoted, param)
+		return "", wire.NewBadRequest(wire.KindParams, "Expected a string starting with \"que\", got %s\n  at [%q]", quoted, param)
 	}
 	return id, nil
 }
@@ -78,7 +79,7 @@ func (s *Server) handleQuestionReply(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, s.notFoundAs(err, id))
 		return
 	}
-	writeJSON(w, http.StatusOK, true)
+	wire.WriteJSON(w, http.StatusOK, true)
 }
 
 // handleQuestionReject serves POST /question/{requestID}/reject. OpenCode
@@ -104,13 +105,13 @@ func (s *Server) handleQuestionReject(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, s.notFoundAs(err, id))
 		return
 	}
-	writeJSON(w, http.StatusOK, true)
+	wire.WriteJSON(w, http.StatusOK, true)
 }
 
 func rejectAction(w http.ResponseWriter, r *http.Request, limit int64) (string, error) {
 	body, err := readJSONBody(w, r, limit)
 	if err != nil {
-		if _, ok := err.(*unsupportedMediaType); ok {
+		if _, ok := err.(*wire.UnsupportedMediaType); ok {
 			return pending.ActionCancel, nil // ignored, like any body OpenCode gets here
 		}
 		return "", err
@@ -127,7 +128,7 @@ func rejectAction(w http.ResponseWriter, r *http.Request, limit int64) (string, 
 	case pending.ActionDecline, pending.ActionCancel:
 		return action, nil
 	}
-	return "", newBadRequest(kindPayload, "Expected \"decline\" or \"cancel\", got %s\n  at [\"action\"]", excerpt(*parsed.Action))
+	return "", wire.NewBadRequest(wire.KindPayload, "Expected \"decline\" or \"cancel\", got %s\n  at [\"action\"]", excerpt(*parsed.Action))
 }
 
 // pendingQuestion finds a question that is still pending, in the caller's
@@ -137,7 +138,7 @@ func rejectAction(w http.ResponseWriter, r *http.Request, limit int64) (string, 
 // retains the question, its ending is published again: the client stops
 // showing it instead of keeping a panel nothing can close.
 func (s *Server) pendingQuestion(r *http.Request, id string) (*pending.Question, error) {
-	dir, err := requestDirectory(r)
+	dir, err := wire.RequestDirectory(r)
 	if err != nil {
 		return nil, err
 	}
@@ -146,11 +147,11 @@ func (s *Server) pendingQuestion(r *http.Request, id string) (*pending.Question,
 		return nil, s.notFoundAs(err, id)
 	}
 	if !(pending.Filter{Directory: dir}).Matches(q) {
-		return nil, &notFound{id: id}
+		return nil, &wire.NotFound{ID: id}
 	}
 	if q.Ended != nil {
-		s.events.repeatEnding(q)
-		return nil, &notFound{id: id}
+		s.questions.RepeatEnding(q)
+		return nil, &wire.NotFound{ID: id}
 	}
 	return q, nil
 }
@@ -158,7 +159,7 @@ func (s *Server) pendingQuestion(r *http.Request, id string) (*pending.Question,
 // notFoundAs names id in a store's not-found error.
 func (s *Server) notFoundAs(err error, id string) error {
 	if isNotFound(err) {
-		return fmt.Errorf("%w", &notFound{id: id})
+		return fmt.Errorf("%w", &wire.NotFound{ID: id})
 	}
 	return err
 }

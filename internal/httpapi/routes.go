@@ -6,22 +6,25 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/questiond/questiond/internal/httpapi/console"
+	"github.com/questiond/questiond/internal/httpapi/middleware"
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/ui"
 )
 
 // routes wires every route. The host guard and CORS come first, so a
 // preflight is answered before any credentials are asked for; streaming
 // routes get no middleware that buffers or times out responses.
-func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
+func (s *Server) routes(hosts func(http.Handler) http.Handler, cors *middleware.CORS) chi.Router {
 	r := chi.NewRouter()
-	r.Use(s.meterRequests, s.recoverer, hosts.middleware, cors.middleware, exceptProbes(s.rateLimit()))
+	r.Use(s.meterRequests, middleware.Recoverer(s.log), hosts, cors.Middleware, middleware.Except(isProbe, s.rateLimit()))
 	r.NotFound(s.handleNotFound)
 	page := ui.Handler(http.HandlerFunc(s.handleNotFound))
 	r.MethodNotAllowed(s.handleMethodNotAllowed)
 
 	// Operators: OpenCode's question API.
 	r.Group(func(r chi.Router) {
-		r.Use(s.operatorsOnly)
+		r.Use(s.guard.OperatorsOnly)
 		r.Get("/question", s.handleQuestionList)
 		r.Post("/question/{requestID}/reply", s.handleQuestionReply)
 		r.Post("/question/{requestID}/reject", s.handleQuestionReject)
@@ -36,29 +39,30 @@ func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
 		r.Get(ui.Prefix+"/*", page.ServeHTTP)
 
 		// The operator console: what the OpenCode TUI needs to attach.
-		r.Get("/config", s.handleConfig)
-		r.Get("/config/providers", s.handleConfigProviders)
-		r.Get("/provider", s.handleProviders)
-		r.Get("/agent", s.handleAgents)
-		r.Get("/session", s.handleSessionList)
-		r.Post("/session", s.handlePromptRefused)
-		r.Get("/session/status", s.handleSessionStatus)
-		r.Get("/session/{sessionID}", s.handleSessionInfo)
-		r.Get("/session/{sessionID}/message", s.handleSessionMessages)
-		r.Post("/session/{sessionID}/message", s.handlePromptRefused)
+		r.Get("/config", s.console.Config)
+		r.Get("/config/providers", s.console.ConfigProviders)
+		r.Get("/provider", s.console.Providers)
+		r.Get("/agent", s.console.Agents)
+		r.Get("/session", s.console.SessionList)
+		r.Post("/session", s.console.PromptRefused)
+		r.Get("/session/status", s.console.SessionStatus)
+		r.Get("/session/{sessionID}", s.console.SessionInfo)
+		r.Get("/session/{sessionID}/message", s.console.SessionMessages)
+		r.Post("/session/{sessionID}/message", s.console.PromptRefused)
 	})
 	// Anyone: probes (Docker, Kubernetes) carry no credentials.
 	r.Get(healthPath, s.handleHealth)
 	r.Head(healthPath, s.handleHealth)
-	r.With(s.anyRole).Get("/doc", s.handleDoc)
+	r.With(s.guard.AnyRole).Get("/doc", s.handleDoc)
 
 	// Anyone: readiness probes carry no credentials.
-	r.Get(readyPath, s.handleReady)
-	r.Head(readyPath, s.handleReady)
+	ready := s.ready.Handler(s.questions.Draining)
+	r.Get(middleware.ReadyPath, ready)
+	r.Head(middleware.ReadyPath, ready)
 
 	// Agents: MCP elicitation.
 	r.Group(func(r chi.Router) {
-		r.Use(s.agentsOnly)
+		r.Use(s.guard.AgentsOnly)
 		r.Post("/elicitations", s.handleElicitationCreate)
 		r.Get("/elicitations/{id}", s.handleElicitationGet)
 		r.Delete("/elicitations/{id}", s.handleElicitationDelete)
@@ -66,18 +70,23 @@ func (s *Server) routes(hosts *hostGuard, cors *corsPolicy) chi.Router {
 	})
 	// Agents, and operators, who may change any session's record.
 	r.Group(func(r chi.Router) {
-		r.Use(s.agentsOrOperators)
+		r.Use(s.guard.AgentsOrOperators)
 		r.Put("/sessions/{sessionID}", s.handleSessionPut)
 		r.Get("/sessions/{sessionID}", s.handleSessionGet)
 		r.Delete("/sessions/{sessionID}", s.handleSessionDelete)
 	})
-	// The OpenCode TUI's plain GET /mcp is an operator's; see console_mcp.go.
-	r.Handle("/mcp", s.mcpStatusOr(s.agentsOnly(s.mcp)))
+	// The OpenCode TUI's plain GET /mcp is an operator's (see
+	// console.MCPStatusOr); every other request is an agent's, whose name
+	// the MCP server gets as data.
+	mcp := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mcp.Serve(w, r, middleware.CallerFrom(r.Context()).Agent)
+	})
+	r.Handle("/mcp", console.MCPStatusOr(s.guard.IsOperator, s.guard.AgentsOnly(mcp)))
 	return r
 }
 
 func (s *Server) handleNotFound(w http.ResponseWriter, r *http.Request) {
-	s.writeError(w, r, &statusError{http.StatusNotFound, "NotFoundError", "No route for " + r.Method + " " + r.URL.Path})
+	s.writeError(w, r, wire.NewStatus(http.StatusNotFound, "NotFoundError", "No route for "+r.Method+" "+r.URL.Path))
 }
 
 func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
@@ -93,7 +102,7 @@ func (s *Server) handleMethodNotAllowed(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	w.Header().Set("Allow", strings.Join(allowed, ", "))
-	s.writeError(w, r, &statusError{http.StatusMethodNotAllowed, "MethodNotAllowed", "Method " + r.Method + " is not allowed on " + r.URL.Path})
+	s.writeError(w, r, wire.NewStatus(http.StatusMethodNotAllowed, "MethodNotAllowed", "Method "+r.Method+" is not allowed on "+r.URL.Path))
 }
 
 // handleRoot sends a browser to the web page. The Location is relative, so
@@ -112,18 +121,18 @@ const healthPath = "/global/health"
 // admit nobody are refused as on /doc (401), so a client with a mistyped
 // password finds out at its first request.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	c, err := s.auth.identify(r)
-	admitted := err == nil && s.auth.admits(c)
-	if !admitted && credentialForm(r) != "none" {
-		s.authLog.failed(r, "either")
-		operatorChallenge(w)
+	c, err := s.auth.Identify(r)
+	admitted := err == nil && s.auth.Admits(c)
+	if !admitted && middleware.CredentialForm(r) != "none" {
+		s.authLog.Failed(r, "either")
+		middleware.OperatorChallenge(w)
 		return
 	}
 	body := healthBody{Healthy: true}
 	if admitted {
 		body.Version = s.opts.Version
 	}
-	writeJSON(w, http.StatusOK, body)
+	wire.WriteJSON(w, http.StatusOK, body)
 }
 
 // healthBody is OpenCode's health answer; Version is left out for callers

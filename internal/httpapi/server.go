@@ -1,11 +1,25 @@
-// Package httpapi serves questiond over HTTP: OpenCode's question API and
-// event streams for operators, and MCP elicitation routes for agents.
+// Package httpapi serves questiond over HTTP: it wires every route and
+// speaks the protocols that are not a package of their own — OpenCode's
+// question API for operators (listing, replying, rejecting, a question's
+// form), the agents' REST and JSON-RPC elicitation routes and session
+// records, and the OpenCode encoding of questions asked and ended on the
+// event streams (Events, an ask.Listener).
 //
-// It is an adapter: a question's life (asking, waiting, withdrawing,
-// replying, the shutdown doors) is package ask's, questions live in its
-// store, events travel on a Bus, and schemas and answers are translated by
-// package elicit. Build one with New over an ask.Service and serve it with
-// any http.Server:
+// It is an adapter: a question's life (creating, waiting, withdrawing,
+// grace, limits, routing, endings, the shutdown doors) is package ask's,
+// questions live in its store, events travel on a Bus, and schemas and
+// answers are translated by package elicit. Its parts are packages of
+// their own: middleware (what refuses a request before a route runs),
+// console (the OpenCode TUI's console), mcpserver (/mcp) and wire (the
+// writer and error mapper they all share).
+//
+// Locks: Events' mutex guards the questions the change log has announced
+// and is never held while publishing or calling the console; the console
+// takes its own lock before any other (see package console); listCache's
+// and the MCP endpoint's are held alone.
+//
+// Build one with New over an ask.Service and serve it with any
+// http.Server:
 //
 //	bus, _ := sse.New(sse.Options{Logger: log})
 //	events := httpapi.NewEvents(bus, log)
@@ -30,6 +44,10 @@ import (
 
 	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/elicit"
+	"github.com/questiond/questiond/internal/httpapi/console"
+	"github.com/questiond/questiond/internal/httpapi/mcpserver"
+	"github.com/questiond/questiond/internal/httpapi/middleware"
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/session"
 )
 
@@ -43,6 +61,21 @@ const (
 	DefaultVersion      = "0.1.0"
 	DefaultMCPIdle      = time.Hour
 )
+
+// Auth is who may use questiond (see middleware.Auth).
+type Auth = middleware.Auth
+
+// MinAgentTokenLength is the shortest agent token accepted.
+const MinAgentTokenLength = middleware.MinAgentTokenLength
+
+// Pinger says whether a store can serve now (see middleware.Pinger).
+type Pinger = middleware.Pinger
+
+// GuardHosts is the host guard for another listener of questiond's (the
+// metrics listener); see middleware.HostGuard.
+func GuardHosts(listenAddr string, allowed []string) func(http.Handler) http.Handler {
+	return middleware.HostGuard(listenAddr, allowed)
+}
 
 // Options configure a Server. Zero values mean the defaults.
 type Options struct {
@@ -106,15 +139,15 @@ type Server struct {
 	opts      Options
 	log       *zap.Logger
 	router    chi.Router
-	auth      *authenticator
-	authLog   *authFailures
+	auth      *middleware.Authenticator
+	authLog   *middleware.AuthFailures
+	guard     *middleware.Guard
 	unknown   *unknownKeys // request keys questiond does not know, logged once each
 	meter     Meter
-	ready     *readiness
-	inboxes   map[string]string // inbox session id → its agent (see inbox.go)
-	lists     listCache         // GET /question bodies per directory scope (see listing.go)
-	mcp       *mcpEndpoint
-	console   *consoleView
+	ready     *middleware.Readiness
+	lists     listCache // GET /question bodies per directory scope (see listing.go)
+	mcp       *mcpserver.Endpoint
+	console   *console.Console
 	streams   atomic.Int64 // open event streams
 }
 
@@ -171,39 +204,44 @@ func New(questions *ask.Service, events *Events, opts Options) (*Server, error) 
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	cors, err := newCORS(opts.CORSOrigins)
+	cors, err := middleware.NewCORS(opts.CORSOrigins)
 	if err != nil {
 		return nil, err
 	}
-	auth, err := newAuthenticator(opts.Auth)
+	auth, err := middleware.NewAuthenticator(opts.Auth)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: %w", err)
 	}
 	store := questions.Store()
 	s := &Server{questions: questions, store: store, sessions: questions.Sessions(), events: events, opts: opts, log: opts.Logger.Named("http"), auth: auth}
-	s.authLog = newAuthFailures(s.log, authFailureWindow)
+	s.authLog = middleware.NewAuthFailures(s.log, middleware.AuthFailureWindow)
+	s.guard = middleware.NewGuard(auth, s.authLog)
 	s.unknown = newUnknownKeys(s.log)
 	s.meter = opts.Meter
 	if s.meter == nil {
 		s.meter = noMeter{}
 	}
-	s.ready = newReadiness(opts.Ready, store, s.log)
-	s.mcp = newMCPEndpoint(s)
-	s.console = newConsoleView(s, events, opts.ConsoleFollow)
-	events.console.Store(s.console)
-	s.router = s.routes(newHostGuard(opts.ListenAddr, opts.AllowedHosts), cors)
-	// Tool calls see the release and withdraw their questions. Their
-	// sessions close once the calls' answers (an error naming the question)
-	// have gone out, or after mcpAnswerGrace for a client that does not read.
-	questions.OnRelease(ask.AfterCalls, func(ctx context.Context) {
-		answered, cancel := context.WithTimeout(ctx, mcpAnswerGrace)
-		_ = s.mcp.posts.CloseAndWait(answered)
-		cancel()
-		s.mcp.Close()
+	s.ready = middleware.NewReadiness(opts.Ready, store, s.log)
+	s.mcp = mcpserver.New(mcpserver.Options{
+		Questions: questions, Logger: s.log, Version: opts.Version, Elicit: opts.Elicit,
+		DefaultTimeout: opts.DefaultTimeout, KeepAlive: opts.KeepAlive, IdleTimeout: opts.MCPIdleTimeout,
+		MaxBodyBytes: opts.MaxBodyBytes, BindToAgents: len(opts.Auth.AgentTokens) > 0, Meter: s.meter,
+		Limits: mcpserver.Limits{
+			MaxStreams: opts.Limits.MaxMCPStreams, MaxStreamsPerAgent: opts.Limits.MaxMCPStreamsPerAgent,
+			MaxSessions: opts.Limits.MaxMCPSessions, MaxSessionsPerAgent: opts.Limits.MaxMCPSessionsPerAgent,
+		},
 	})
+	s.console = console.New(console.Options{
+		Questions: questions, Streams: consoleStreams{events}, Version: opts.Version, Follow: opts.ConsoleFollow, Logger: s.log,
+	})
+	events.console.Store(s.console)
+	s.router = s.routes(middleware.HostGuard(opts.ListenAddr, opts.AllowedHosts), cors)
+	// Tool calls see the release and withdraw their questions; then their
+	// sessions close (see mcpserver.Endpoint.Release).
+	questions.OnRelease(ask.AfterCalls, s.mcp.Release)
 	questions.OnRelease(ask.AfterEndings, func(context.Context) {
-		s.console.close()
-		s.authLog.flush()
+		s.console.Close()
+		s.authLog.Flush()
 	})
 	return s, nil
 }
@@ -217,8 +255,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 
 // MCPSessions returns the number of live MCP sessions on /mcp, for metrics.
 // It walks them: call it at scrape time, not per request.
-func (s *Server) MCPSessions() int { return s.mcp.sessions() }
+func (s *Server) MCPSessions() int { return s.mcp.Sessions() }
 
-// mcpAnswerGrace bounds how long Release waits for the answers of MCP
-// requests to go out before it closes their sessions.
-const mcpAnswerGrace = time.Second
+// writeError answers r with err, as package wire maps it.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	wire.WriteError(s.log, w, r, err)
+}

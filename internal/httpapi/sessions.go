@@ -3,14 +3,13 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/httpapi/middleware"
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
 )
@@ -38,7 +37,7 @@ func pathSessionID(r *http.Request) (string, error) {
 	id := chi.URLParam(r, "sessionID")
 	if !session.ValidID(id) {
 		quoted, _ := json.Marshal(id)
-		return "", newBadRequest(kindParams, "Expected a session id like \"ses_…\" (letters, digits, _ or -, at most 104 characters), got %s\n  at [\"sessionID\"]", quoted)
+		return "", wire.NewBadRequest(wire.KindParams, "Expected a session id like \"ses_…\" (letters, digits, _ or -, at most 104 characters), got %s\n  at [\"sessionID\"]", quoted)
 	}
 	return id, nil
 }
@@ -78,7 +77,7 @@ func (s *Server) handleSessionPut(w http.ResponseWriter, r *http.Request) {
 	}
 	stored, created, err := s.sessions.Put(r.Context(), rec, owner)
 	if err != nil {
-		s.writeError(w, r, sessionError(err, id))
+		s.writeError(w, r, wire.SessionError(err, id))
 		return
 	}
 	fields := []zap.Field{zap.String("session", id), zap.String("capability", string(stored.Capability))}
@@ -93,7 +92,7 @@ func (s *Server) handleSessionPut(w http.ResponseWriter, r *http.Request) {
 	if created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, toSessionView(stored))
+	wire.WriteJSON(w, status, toSessionView(stored))
 }
 
 // heldByAnother refuses agent's record for session id (named by field)
@@ -111,7 +110,7 @@ func (s *Server) heldByAnother(ctx context.Context, id, agent, field string) err
 	}
 	for _, q := range list {
 		if q.Owner != "" && q.Owner != agent {
-			return sessionError(&session.OwnedError{ID: id, Owner: q.Owner, Field: field}, id)
+			return wire.SessionError(&session.OwnedError{ID: id, Owner: q.Owner, Field: field}, id)
 		}
 	}
 	return nil
@@ -126,7 +125,7 @@ func decodeSessionBody(id string, body []byte) (session.Session, error) {
 	}
 	for key := range members {
 		if key != "questionCapability" && key != "parentSessionID" {
-			return session.Session{}, newBadRequest(kindPayload, "Unknown key: expected \"questionCapability\" and optionally \"parentSessionID\"\n  at [%q]", key)
+			return session.Session{}, wire.NewBadRequest(wire.KindPayload, "Unknown key: expected \"questionCapability\" and optionally \"parentSessionID\"\n  at [%q]", key)
 		}
 	}
 	var b sessionBody
@@ -134,14 +133,14 @@ func decodeSessionBody(id string, body []byte) (session.Session, error) {
 		return session.Session{}, typeError(err, "")
 	}
 	if b.QuestionCapability == nil {
-		return session.Session{}, newBadRequest(kindPayload, "Missing key: expected \"user\", \"parent\" or \"none\"\n  at [\"questionCapability\"]")
+		return session.Session{}, wire.NewBadRequest(wire.KindPayload, "Missing key: expected \"user\", \"parent\" or \"none\"\n  at [\"questionCapability\"]")
 	}
 	rec := session.Session{ID: id, Capability: session.Capability(*b.QuestionCapability), ParentID: b.ParentSessionID}
 	if raw, ok := members["parentSessionID"]; ok && string(raw) == "null" {
 		rec.ParentID = ""
 	}
 	if err := rec.Validate(); err != nil {
-		return session.Session{}, sessionError(err, id)
+		return session.Session{}, wire.SessionError(err, id)
 	}
 	return rec, nil
 }
@@ -156,10 +155,10 @@ func (s *Server) handleSessionGet(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, err := s.sessions.Get(r.Context(), id)
 	if err != nil {
-		s.writeError(w, r, sessionError(err, id))
+		s.writeError(w, r, wire.SessionError(err, id))
 		return
 	}
-	writeJSON(w, http.StatusOK, toSessionView(rec))
+	wire.WriteJSON(w, http.StatusOK, toSessionView(rec))
 }
 
 // handleSessionDelete serves DELETE /sessions/{sessionID}: forget the
@@ -177,84 +176,20 @@ func (s *Server) handleSessionDelete(w http.ResponseWriter, r *http.Request) {
 	}
 	old, err := s.sessions.Delete(r.Context(), id, owner)
 	if err != nil {
-		s.writeError(w, r, sessionError(err, id))
+		s.writeError(w, r, wire.SessionError(err, id))
 		return
 	}
 	s.log.Info("session question capability removed", zap.String("session", id), zap.Bool("byOperator", owner == session.Operator))
-	writeJSON(w, http.StatusOK, toSessionView(old))
-}
-
-// agentsOrOperators guards the session routes: agents as agentsOnly does,
-// and operators, who may read, change and remove any session's record
-// (they ask nothing: only agents ask, through the service).
-func (s *Server) agentsOrOperators(next http.Handler) http.Handler {
-	agents := s.agentsOnly(next)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c, err := s.auth.identify(r); err == nil && c.role == roleOperator {
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
-			return
-		}
-		agents.ServeHTTP(w, r)
-	})
+	wire.WriteJSON(w, http.StatusOK, toSessionView(old))
 }
 
 // sessionOwner is who a session route acts for: the calling agent ("" for
 // anonymous agents), or session.Operator for operator credentials, who may
 // change any session.
 func sessionOwner(ctx context.Context) string {
-	c := callerFrom(ctx)
-	if c.role == roleOperator {
+	c := middleware.CallerFrom(ctx)
+	if c.Role == middleware.RoleOperator {
 		return session.Operator
 	}
-	return c.agent
-}
-
-// sessionError turns a registry error into the error the client gets.
-func sessionError(err error, id string) error {
-	var field *session.FieldError
-	var owned *session.OwnedError
-	switch {
-	case errors.As(err, &field):
-		return newBadRequest(kindPayload, "%s\n  at [%q]", field.Problem, field.Field)
-	case errors.As(err, &owned):
-		return &statusError{http.StatusForbidden, "Forbidden", fmt.Sprintf("%s\n  at [%q]", owned.Error(), owned.Field)}
-	case errors.Is(err, session.ErrForbidden):
-		return &statusError{http.StatusForbidden, "Forbidden", "session " + id + " belongs to another agent; only that agent (or an operator) can change it"}
-	case errors.Is(err, session.ErrAgentFull):
-		return &statusError{http.StatusTooManyRequests, "TooManyRequests", "questiond keeps no more session records for this agent (" + err.Error() + "); delete sessions that have ended"}
-	case errors.Is(err, session.ErrNotFound):
-		return &statusError{http.StatusNotFound, "NotFoundError", "session " + id + " has no question capability set; the default applies"}
-	case errors.Is(err, session.ErrFull):
-		return &statusError{http.StatusTooManyRequests, "TooManyRequests", "questiond keeps no more session records (" + err.Error() + "); delete sessions that have ended"}
-	case errors.Is(err, session.ErrUnavailable):
-		return fmt.Errorf("session %s: %w", id, sessionsUnavailableError{err})
-	}
-	return err
-}
-
-// sessionsUnavailableError marks a failed session journal, answered like a
-// failed question store: 503, nothing changed.
-type sessionsUnavailableError struct{ err error }
-
-func (e sessionsUnavailableError) Error() string { return e.err.Error() }
-func (e sessionsUnavailableError) Unwrap() error { return e.err }
-
-// sessionParam is the session an MCP client names when it connects.
-func sessionParam(r *http.Request) (string, error) {
-	query, header := r.URL.Query().Get("session"), strings.TrimSpace(r.Header.Get("X-Questiond-Session"))
-	switch {
-	case query != "" && header != "" && query != header:
-		return "", newBadRequest(kindHeaders, "the session query parameter (%q) and the X-Questiond-Session header (%q) differ\n  at [\"session\"]", query, header)
-	case query != "":
-		if !session.ValidID(query) {
-			return "", newBadRequest(kindQuery, "Expected a session id like \"ses_…\", got %q\n  at [\"session\"]", query)
-		}
-		return query, nil
-	case header != "":
-		if !session.ValidID(header) {
-			return "", newBadRequest(kindHeaders, "Expected a session id like \"ses_…\", got %q\n  at [\"X-Questiond-Session\"]", header)
-		}
-		return header, nil
-	}
-	return "", nil
+	return c.Agent
 }

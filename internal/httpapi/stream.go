@@ -9,6 +9,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/httpapi/console"
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
 )
@@ -18,7 +20,7 @@ const replayTimeout = 5 * time.Second
 
 // handleEvent serves GET /event (and /events): OpenCode's per-directory stream.
 func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
-	dir, err := requestDirectory(r)
+	dir, err := wire.RequestDirectory(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -38,11 +40,11 @@ func (s *Server) handleGlobalEvent(w http.ResponseWriter, r *http.Request) {
 }
 
 // streamView is the kind of stream r opens and its first frames: the
-// OpenCode TUI gets the console's view (see consoleView), every other client
+// OpenCode TUI gets the console's view (see console.Console), every other client
 // every pending question of its scope.
 func (s *Server) streamView(r *http.Request, dir string) (sse.Audience, func() []sse.Message) {
-	if isConsole(r) {
-		return sse.Console, s.console.replay
+	if console.IsConsole(r) {
+		return sse.Console, s.console.Replay
 	}
 	return sse.Standard, s.pendingAsked(dir)
 }
@@ -53,7 +55,7 @@ func (s *Server) streamView(r *http.Request, dir string) (sse.Audience, func() [
 // serve returned: the bus releases it (see sse.WithStreamEnd).
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, serve func(*http.Request) error) {
 	if s.questions.Draining() {
-		s.writeError(w, r, errShuttingDown)
+		s.writeError(w, r, wire.ErrShuttingDown)
 		return
 	}
 	release, err := s.streamSlot()
@@ -72,10 +74,10 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, serve func(
 func streamRefused(err error) error {
 	switch {
 	case errors.Is(err, sse.ErrClosed):
-		return errShuttingDown
+		return wire.ErrShuttingDown
 	case errors.Is(err, sse.ErrTooManyScopes):
-		return &statusError{http.StatusServiceUnavailable, "ServiceUnavailable",
-			err.Error() + "; try again once a stream of another directory ends (--max-directories)"}
+		return wire.NewStatus(http.StatusServiceUnavailable, "ServiceUnavailable",
+			err.Error()+"; try again once a stream of another directory ends (--max-directories)")
 	default:
 		return fmt.Errorf("event stream refused: %w", err)
 	}

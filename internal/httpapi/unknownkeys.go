@@ -2,9 +2,10 @@ package httpapi
 
 import (
 	"sync"
-	"unicode/utf8"
 
 	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/httpapi/wire"
 )
 
 // maxUnknownKeys bounds the key names remembered as logged: a client that
@@ -34,7 +35,7 @@ func newUnknownKeys(log *zap.Logger) *unknownKeys {
 // ("" without agent tokens).
 func (u *unknownKeys) note(keys []string, route, agent string) {
 	for _, key := range keys {
-		key = truncate(key, maxLoggedKeyLength)
+		key = wire.Truncate(key, maxLoggedKeyLength)
 		u.mu.Lock()
 		first, full := false, false
 		switch {
@@ -57,17 +58,4 @@ func (u *unknownKeys) note(keys []string, route, agent string) {
 		}
 		u.log.Info("unknown request key ignored (logged once per name)", fields...)
 	}
-}
-
-// truncate cuts s to at most n bytes on a rune boundary, marking the cut:
-// what a client sends is logged at a bounded length.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

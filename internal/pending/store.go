@@ -366,6 +366,11 @@ func (m *Store) Get(ctx context.Context, id string) (*Question, error) {
 	return e.snapshot(), nil
 }
 
+// Peek is Get without waiting for changes made elsewhere: this store holds
+// all it knows, so it is Get. A replica's store (pgstore.Mirror), whose Get
+// catches up with the other replicas on a miss, reads only what it holds.
+func (m *Store) Peek(ctx context.Context, id string) (*Question, error) { return m.Get(ctx, id) }
+
 // Count returns how many pending questions match f (with f.Ended, and
 // retained ended ones), without copying them.
 func (m *Store) Count(ctx context.Context, f Filter) (int, error) {

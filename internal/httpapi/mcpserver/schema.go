@@ -1,4 +1,4 @@
-package httpapi
+package mcpserver
 
 import (
 	"github.com/google/jsonschema-go/jsonschema"

@@ -1,9 +1,10 @@
-package httpapi
+package console
 
 import (
 	"net/http"
 
 	"github.com/questiond/questiond/internal/elicit"
+	"github.com/questiond/questiond/internal/httpapi/wire"
 )
 
 // The shapes the OpenCode TUI reads when it attaches to questiond as its
@@ -21,7 +22,7 @@ const (
 
 // errConsolePrompt refuses what the TUI sends when the operator types a
 // prompt; the TUI shows data.message in a toast.
-var errConsolePrompt = &statusError{http.StatusBadRequest, "BadRequest", "this console answers agents' questions; it does not run an agent"}
+var errConsolePrompt = wire.NewStatus(http.StatusBadRequest, "BadRequest", "this console answers agents' questions; it does not run an agent")
 
 type consoleCost struct {
 	Input  float64            `json:"input"`

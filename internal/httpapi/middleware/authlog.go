@@ -1,4 +1,4 @@
-package httpapi
+package middleware
 
 import (
 	"net"
@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/httpapi/wire"
 )
 
-// authFailureWindow is how long the failures of one client stay summed up
+// AuthFailureWindow is how long the failures of one client stay summed up
 // after the first is logged.
-const authFailureWindow = time.Minute
+const AuthFailureWindow = time.Minute
 
 // maxLoggedPathLength bounds a request path in the log.
 const maxLoggedPathLength = 200
@@ -21,13 +23,13 @@ const maxLoggedPathLength = 200
 // of further clients are only counted.
 const maxAuthFailureClients = 1024
 
-// authFailures logs failed authentication (401) at warn, so an operator sees
+// AuthFailures logs failed authentication (401) at warn, so an operator sees
 // a mistyped password or a probing client, without letting a flood of them
 // flood the log: in each window the first failure of a remote address on a
 // kind of route is logged, the rest are counted and logged as one summary
 // when the window ends. Nothing presented is logged, not even a wrong
 // password: a mistyped password is often nearly the real one.
-type authFailures struct {
+type AuthFailures struct {
 	log    *zap.Logger
 	window time.Duration
 
@@ -39,18 +41,24 @@ type authFailures struct {
 
 type authFailureKey struct{ remote, routes string }
 
-func newAuthFailures(log *zap.Logger, window time.Duration) *authFailures {
-	return &authFailures{log: log, window: window}
+// NewAuthFailures sums up failures over window (AuthFailureWindow in
+// production) in log.
+func NewAuthFailures(log *zap.Logger, window time.Duration) *AuthFailures {
+	return &AuthFailures{log: log, window: window}
 }
 
-// failed records a 401 on a route of the kind routes ("operator", "agent",
+// SetWindow changes the window, for tests; call it before the first
+// failure.
+func (a *AuthFailures) SetWindow(window time.Duration) { a.window = window }
+
+// Failed records a 401 on a route of the kind routes ("operator", "agent",
 // "either").
-func (a *authFailures) failed(r *http.Request, routes string) {
+func (a *AuthFailures) Failed(r *http.Request, routes string) {
 	key := authFailureKey{remoteHost(r), routes}
 	a.mu.Lock()
 	if a.clients == nil {
 		a.clients = map[authFailureKey]int{}
-		a.timer = time.AfterFunc(a.window, a.flush)
+		a.timer = time.AfterFunc(a.window, a.Flush)
 	}
 	first := false
 	if n, seen := a.clients[key]; seen {
@@ -65,17 +73,17 @@ func (a *authFailures) failed(r *http.Request, routes string) {
 	if !first {
 		return
 	}
-	form, reason := credentialForm(r), "wrong credentials"
+	form, reason := CredentialForm(r), "wrong credentials"
 	if form == "none" {
 		reason = "no credentials"
 	}
 	a.log.Warn("authentication failed", zap.String("remote", key.remote), zap.String("routes", routes),
-		zap.String("method", r.Method), zap.String("path", truncate(r.URL.Path, maxLoggedPathLength)), zap.String("reason", reason),
+		zap.String("method", r.Method), zap.String("path", wire.Truncate(r.URL.Path, maxLoggedPathLength)), zap.String("reason", reason),
 		zap.String("credentials", form))
 }
 
-// flush ends the window: one line sums up the failures it did not log.
-func (a *authFailures) flush() {
+// Flush ends the window: one line sums up the failures it did not log.
+func (a *AuthFailures) Flush() {
 	a.mu.Lock()
 	clients, overflow := a.clients, a.overflow
 	a.clients, a.overflow = nil, 0
@@ -111,8 +119,8 @@ func remoteHost(r *http.Request) string {
 	return host
 }
 
-// credentialForm names the kind of credentials r carries, never their value.
-func credentialForm(r *http.Request) string {
+// CredentialForm names the kind of credentials r carries, never their value.
+func CredentialForm(r *http.Request) string {
 	if header := r.Header.Get("Authorization"); header != "" {
 		scheme, _, _ := strings.Cut(header, " ")
 		switch strings.ToLower(scheme) {

@@ -1,4 +1,4 @@
-package httpapi
+package mcpserver
 
 import (
 	"context"
@@ -12,33 +12,39 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
 
 	"github.com/questiond/questiond/internal/ask"
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/ident"
 	"github.com/questiond/questiond/internal/session"
 )
 
-// mcpEndpoint serves /mcp: MCP over Streamable HTTP. Every MCP session gets
+// Endpoint serves /mcp: MCP over Streamable HTTP. Every MCP session gets
 // its own MCP server, built when the session begins, with the one question
 // tool its questiond session's capability allows then (or none). The tool
 // list of a live session never changes; a later capability change is
-// enforced when a tool is called (see routeQuestion).
-type mcpEndpoint struct {
-	srv      *Server
-	handler  http.Handler
-	schemas  *mcp.SchemaCache // tool schemas are inferred once, not per session
-	versions *mcp.Server      // answers the SDK's protocol-version lookups
-	input    *jsonschema.Schema
-	output   *jsonschema.Schema
+// enforced when a tool is called (the service routes every question by its
+// session's capability then).
+type Endpoint struct {
+	opts      Options
+	questions *ask.Service
+	meter     Meter
+	log       *zap.Logger
+	handler   http.Handler
+	schemas   *mcp.SchemaCache // tool schemas are inferred once, not per session
+	versions  *mcp.Server      // answers the SDK's protocol-version lookups
+	input     *jsonschema.Schema
+	output    *jsonschema.Schema
 
 	mu       sync.Mutex
 	servers  map[string]liveMCP // by Mcp-Session-Id: the servers of live sessions
-	room     quota              // live sessions and those being begun, per agent (MaxMCPSessions*)
+	room     quota              // live sessions and those being begun, per agent (Limits.MaxSessions*)
 	connects int                // connecting requests so far
 	closed   bool
 
 	streamMu sync.Mutex // guards streams only; never held with mu
-	streams  quota      // open GET /mcp event streams, per agent (MaxMCPStreams*)
+	streams  quota      // open GET /mcp event streams, per agent (Limits.MaxStreams*)
 
 	posts *ask.Door // POST requests in progress: their answers go out before Close
 }
@@ -67,53 +73,65 @@ const (
 	toolAskParent = "ask_parent_question"
 )
 
-func newMCPEndpoint(s *Server) *mcpEndpoint {
-	m := &mcpEndpoint{
-		srv:      s,
-		schemas:  mcp.NewSchemaCache(),
-		versions: mcp.NewServer(&mcp.Implementation{Name: "questiond", Version: s.opts.Version}, nil),
-		servers:  make(map[string]liveMCP),
-		posts:    ask.NewDoor(),
+// New returns the endpoint with opts.
+func New(opts Options) *Endpoint {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
 	}
-	m.input, m.output = askSchemas(s.opts.Elicit)
+	if opts.Meter == nil {
+		opts.Meter = noMeter{}
+	}
+	m := &Endpoint{
+		opts:      opts,
+		questions: opts.Questions,
+		meter:     opts.Meter,
+		log:       opts.Logger,
+		schemas:   mcp.NewSchemaCache(),
+		versions:  mcp.NewServer(&mcp.Implementation{Name: "questiond", Version: opts.Version}, nil),
+		servers:   make(map[string]liveMCP),
+		posts:     ask.NewDoor(),
+	}
+	m.input, m.output = askSchemas(opts.Elicit)
 	var h http.Handler = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
-		SessionTimeout:               s.opts.MCPIdleTimeout,
-		MaxRequestBodyBytes:          s.opts.MaxBodyBytes,
+		SessionTimeout:               opts.IdleTimeout,
+		MaxRequestBodyBytes:          opts.MaxBodyBytes,
 		PropagateRequestCancellation: true,
 		// The host guard in front of every route already refuses DNS
 		// rebinding, with --allowed-hosts; the SDK's own check would refuse
 		// those names behind a reverse proxy on loopback.
 		DisableLocalhostProtection: true,
 	})
-	if len(s.opts.Auth.AgentTokens) > 0 {
+	if opts.BindToAgents {
 		// Bind each MCP session to the agent that opened it, so another
 		// agent's token cannot use its session id. The token itself was
-		// checked by agentsOnly already.
+		// checked by the agents' guard already.
 		h = auth.RequireBearerToken(func(ctx context.Context, _ string, _ *http.Request) (*auth.TokenInfo, error) {
-			return &auth.TokenInfo{UserID: "agent:" + callerFrom(ctx).agent}, nil
+			return &auth.TokenInfo{UserID: "agent:" + agentFrom(ctx)}, nil
 		}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}
 	m.handler = h
 	return m
 }
 
-// ServeHTTP refuses what the SDK would answer in plain text (a bad session
-// id, shutdown, too many streams) with questiond's JSON errors, and a body
-// that is not JSON-RPC with a JSON-RPC error (see mcp_jsonrpc.go), and names
-// the questiond session of a connecting request for serverFor.
-func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s := m.srv
+// Serve serves r for agent, the caller the agents' guard admitted ("" for
+// an anonymous agent, without agent tokens). It refuses what the SDK would
+// answer in plain text (a bad session id, shutdown, too many streams) with
+// questiond's JSON errors, and a body that is not JSON-RPC with a JSON-RPC
+// error (see jsonrpc.go), and names the questiond session of a connecting
+// request for serverFor.
+func (m *Endpoint) Serve(w http.ResponseWriter, r *http.Request, agent string) {
+	r = r.WithContext(context.WithValue(r.Context(), agentKey{}, agent))
 	if r.Method == http.MethodPost {
 		// Counted so a shutdown closes sessions only once the answers of
 		// their tool calls have gone out (see Release).
 		if !m.posts.Enter() {
-			s.writeError(w, r, errShuttingDown)
+			m.writeError(w, r, wire.ErrShuttingDown)
 			return
 		}
 		defer m.posts.Leave()
 	}
-	if s.questions.Draining() {
-		s.writeError(w, r, errShuttingDown)
+	if m.questions.Draining() {
+		m.writeError(w, r, wire.ErrShuttingDown)
 		return
 	}
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{}) // tool calls wait for people
@@ -121,19 +139,19 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var conn *mcpConnection // a connecting request's, holding room for its session
 	switch {
 	case r.Method == http.MethodGet:
-		release, err := m.streamSlot(callerFrom(r.Context()).agent)
+		release, err := m.streamSlot(agent)
 		if err != nil {
-			s.writeError(w, r, err)
+			m.writeError(w, r, err)
 			return
 		}
 		defer release()
 	case r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "":
 		var err error
-		if conn, err = m.connecting(r); err == nil {
+		if conn, err = m.connecting(r, agent); err == nil {
 			err = m.roomForSession(conn)
 		}
 		if err != nil {
-			s.writeError(w, r, err)
+			m.writeError(w, r, err)
 			return
 		}
 		defer m.settle(conn) // even on a panic
@@ -143,7 +161,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var post *mcpPost
 	if r.Method == http.MethodPost {
 		var refused *rpcRefusal
-		if post, refused = checkMCPBody(r, s.opts.MaxBodyBytes); refused != nil {
+		if post, refused = checkMCPBody(r, m.opts.MaxBodyBytes); refused != nil {
 			if conn != nil {
 				m.settle(conn) // before the refusal goes out, as below
 			}
@@ -156,7 +174,7 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if conn != nil {
 		m.settle(conn) // before a refusal goes out: its client may try again at once
 	}
-	sw.finish(s, r)
+	sw.finish(m, r)
 	if r.Method == http.MethodDelete && sw.sent == http.StatusNoContent {
 		m.ended(r.Header.Get("Mcp-Session-Id"))
 	}
@@ -164,30 +182,30 @@ func (m *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // connecting reads the questiond session a new MCP session asks for and the
 // capability it has now.
-func (m *mcpEndpoint) connecting(r *http.Request) (*mcpConnection, error) {
+func (m *Endpoint) connecting(r *http.Request, agent string) (*mcpConnection, error) {
 	sessionID, err := sessionParam(r)
 	if err != nil {
 		return nil, err
 	}
-	directory, err := requestDirectory(r)
+	directory, err := wire.RequestDirectory(r)
 	if err != nil {
 		return nil, err
 	}
 	if sessionID == "" {
 		sessionID = ident.Descending(ident.Session)
 	}
-	rec, err := m.srv.sessions.Get(r.Context(), sessionID)
+	rec, err := m.questions.Sessions().Get(r.Context(), sessionID)
 	if err != nil {
-		return nil, sessionError(err, sessionID)
+		return nil, wire.SessionError(err, sessionID)
 	}
-	return &mcpConnection{sessionID: sessionID, directory: directory, capability: rec.Capability, agent: callerFrom(r.Context()).agent}, nil
+	return &mcpConnection{sessionID: sessionID, directory: directory, capability: rec.Capability, agent: agent}, nil
 }
 
 // serverFor is the SDK's getServer: the server of the session a connecting
 // request begins (built once, though the SDK asks twice), and a stand-in
 // for requests to existing sessions, which the SDK asks only for protocol
 // versions.
-func (m *mcpEndpoint) serverFor(r *http.Request) *mcp.Server {
+func (m *Endpoint) serverFor(r *http.Request) *mcp.Server {
 	conn, _ := r.Context().Value(mcpConnectingKey{}).(*mcpConnection)
 	if conn == nil {
 		return m.versions
@@ -206,7 +224,7 @@ func (m *mcpEndpoint) serverFor(r *http.Request) *mcp.Server {
 // also forgets the servers whose sessions have ended meanwhile (an idle
 // timeout), so the map stays as small as the live sessions without a scan on
 // every connection.
-func (m *mcpEndpoint) connected(conn *mcpConnection, mcpSessionID string) {
+func (m *Endpoint) connected(conn *mcpConnection, mcpSessionID string) {
 	live := conn.server != nil && mcpSessionID != "" && hasSessions(conn.server)
 	m.mu.Lock()
 	closed := m.closed
@@ -235,7 +253,7 @@ func (m *mcpEndpoint) connected(conn *mcpConnection, mcpSessionID string) {
 // ended forgets the server of a session its client closed (DELETE /mcp) at
 // once: the SDK finishes closing it in the background, and its room must be
 // free for the client's next session.
-func (m *mcpEndpoint) ended(mcpSessionID string) {
+func (m *Endpoint) ended(mcpSessionID string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.forget(mcpSessionID)
@@ -243,7 +261,7 @@ func (m *mcpEndpoint) ended(mcpSessionID string) {
 
 // forget drops the server of a session and gives its room back. Call it
 // with mu held.
-func (m *mcpEndpoint) forget(mcpSessionID string) {
+func (m *Endpoint) forget(mcpSessionID string) {
 	if live, ok := m.servers[mcpSessionID]; ok {
 		delete(m.servers, mcpSessionID)
 		m.room.give(live.agent)
@@ -251,7 +269,7 @@ func (m *mcpEndpoint) forget(mcpSessionID string) {
 }
 
 // sweep forgets the servers whose sessions have ended. Call it with mu held.
-func (m *mcpEndpoint) sweep() {
+func (m *Endpoint) sweep() {
 	for id, live := range m.servers {
 		if !hasSessions(live.server) {
 			m.forget(id)
@@ -262,29 +280,29 @@ func (m *mcpEndpoint) sweep() {
 const sweepEvery = 64
 
 // roomForSession takes room for the new MCP session conn begins, or
-// refuses it when MaxMCPSessions are live or being begun, or its agent's
-// MaxMCPSessionsPerAgent: each holds a server and goroutines until it ends
+// refuses it when Limits.MaxSessions are live or being begun, or its agent's
+// Limits.MaxSessionsPerAgent: each holds a server and goroutines until it ends
 // or idles out. Sessions being begun count, so that concurrent initialize
 // calls cannot overshoot; settle gives the room back unless the session
 // became live.
-func (m *mcpEndpoint) roomForSession(conn *mcpConnection) error {
-	lim := m.srv.opts.Limits
+func (m *Endpoint) roomForSession(conn *mcpConnection) error {
+	lim := m.opts.Limits
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	full := m.room.fits(conn.agent, lim.MaxMCPSessions, lim.MaxMCPSessionsPerAgent)
+	full := m.room.fits(conn.agent, lim.MaxSessions, lim.MaxSessionsPerAgent)
 	if full != quotaFits {
 		m.sweep() // sessions that idled out meanwhile make room
-		full = m.room.fits(conn.agent, lim.MaxMCPSessions, lim.MaxMCPSessionsPerAgent)
+		full = m.room.fits(conn.agent, lim.MaxSessions, lim.MaxSessionsPerAgent)
 	}
 	switch full {
 	case quotaTotal:
-		m.srv.meter.Refused(LimitMCPSessions)
-		return &statusError{http.StatusServiceUnavailable, "ServiceUnavailable",
-			fmt.Sprintf("questiond already serves %d MCP sessions, its limit (--max-mcp-sessions); close unused sessions (DELETE /mcp) or try again later", lim.MaxMCPSessions)}
+		m.meter.Refused(LimitSessions)
+		return wire.NewStatus(http.StatusServiceUnavailable, "ServiceUnavailable",
+			fmt.Sprintf("questiond already serves %d MCP sessions, its limit (--max-mcp-sessions); close unused sessions (DELETE /mcp) or try again later", lim.MaxSessions))
 	case quotaAgent:
-		m.srv.meter.Refused(LimitMCPSessionsPerAgent)
-		return tooMany(fmt.Sprintf("agent %q already has %d live MCP sessions, its limit (--max-mcp-sessions-per-agent); close unused sessions (DELETE /mcp) or wait for them to idle out (--mcp-idle-timeout)",
-			conn.agent, lim.MaxMCPSessionsPerAgent))
+		m.meter.Refused(LimitSessionsPerAgent)
+		return wire.TooMany(fmt.Sprintf("agent %q already has %d live MCP sessions, its limit (--max-mcp-sessions-per-agent); close unused sessions (DELETE /mcp) or wait for them to idle out (--mcp-idle-timeout)",
+			conn.agent, lim.MaxSessionsPerAgent))
 	}
 	m.room.take(conn.agent)
 	return nil
@@ -293,13 +311,13 @@ func (m *mcpEndpoint) roomForSession(conn *mcpConnection) error {
 // settle gives back the room roomForSession took for conn unless a live
 // session holds it or it was given back already (a failed initialize, a
 // refusal, a shutdown).
-func (m *mcpEndpoint) settle(conn *mcpConnection) {
+func (m *Endpoint) settle(conn *mcpConnection) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.settleLocked(conn)
 }
 
-func (m *mcpEndpoint) settleLocked(conn *mcpConnection) {
+func (m *Endpoint) settleLocked(conn *mcpConnection) {
 	if !conn.settled {
 		conn.settled = true
 		m.room.give(conn.agent)
@@ -307,22 +325,22 @@ func (m *mcpEndpoint) settleLocked(conn *mcpConnection) {
 }
 
 // streamSlot takes one of the agents' MCP event-stream slots (GET /mcp)
-// for agent, or refuses it beyond MaxMCPStreams in total or
-// MaxMCPStreamsPerAgent of agent; release gives it back. These slots are
-// not the operators' (Server.streamSlot).
-func (m *mcpEndpoint) streamSlot(agent string) (release func(), err error) {
-	lim := m.srv.opts.Limits
+// for agent, or refuses it beyond Limits.MaxStreams in total or
+// Limits.MaxStreamsPerAgent of agent; release gives it back. These slots are
+// not the operators' (httpapi's streamSlot).
+func (m *Endpoint) streamSlot(agent string) (release func(), err error) {
+	lim := m.opts.Limits
 	m.streamMu.Lock()
 	defer m.streamMu.Unlock()
-	switch m.streams.fits(agent, lim.MaxMCPStreams, lim.MaxMCPStreamsPerAgent) {
+	switch m.streams.fits(agent, lim.MaxStreams, lim.MaxStreamsPerAgent) {
 	case quotaTotal:
-		m.srv.meter.Refused(LimitMCPStreams)
-		return nil, &statusError{http.StatusServiceUnavailable, "ServiceUnavailable",
-			fmt.Sprintf("questiond already serves %d MCP event streams, its limit (--max-mcp-streams); try again later", lim.MaxMCPStreams)}
+		m.meter.Refused(LimitStreams)
+		return nil, wire.NewStatus(http.StatusServiceUnavailable, "ServiceUnavailable",
+			fmt.Sprintf("questiond already serves %d MCP event streams, its limit (--max-mcp-streams); try again later", lim.MaxStreams))
 	case quotaAgent:
-		m.srv.meter.Refused(LimitMCPStreamsPerAgent)
-		return nil, tooMany(fmt.Sprintf("agent %q already has %d MCP event streams open, its limit (--max-mcp-streams-per-agent); close one first",
-			agent, lim.MaxMCPStreamsPerAgent))
+		m.meter.Refused(LimitStreamsPerAgent)
+		return nil, wire.TooMany(fmt.Sprintf("agent %q already has %d MCP event streams open, its limit (--max-mcp-streams-per-agent); close one first",
+			agent, lim.MaxStreamsPerAgent))
 	}
 	m.streams.take(agent)
 	return func() {
@@ -332,9 +350,9 @@ func (m *mcpEndpoint) streamSlot(agent string) (release func(), err error) {
 	}, nil
 }
 
-// sessions counts the live MCP sessions, for metrics: it walks the servers
+// Sessions counts the live MCP sessions, for metrics: it walks the servers
 // kept, so call it at scrape time, not per request.
-func (m *mcpEndpoint) sessions() int {
+func (m *Endpoint) Sessions() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
@@ -355,7 +373,7 @@ func hasSessions(server *mcp.Server) bool {
 
 // Close ends every MCP session (their waiting tool calls withdraw their
 // questions) and refuses new ones.
-func (m *mcpEndpoint) Close() {
+func (m *Endpoint) Close() {
 	m.mu.Lock()
 	m.closed = true
 	servers := slices.Collect(maps.Values(m.servers))
@@ -376,7 +394,7 @@ func closeSessions(server *mcp.Server) {
 
 // newServer builds the MCP server of one session: the question tool of its
 // capability, or no tool at all.
-func (m *mcpEndpoint) newServer(conn *mcpConnection) *mcp.Server {
+func (m *Endpoint) newServer(conn *mcpConnection) *mcp.Server {
 	opts := &mcp.ServerOptions{HasTools: true, SchemaCache: m.schemas, Capabilities: &mcp.ServerCapabilities{
 		Logging: &mcp.LoggingCapabilities{},
 		// A session's tool is fixed when it connects: its list never changes,
@@ -391,16 +409,16 @@ func (m *mcpEndpoint) newServer(conn *mcpConnection) *mcp.Server {
 	default:
 		opts.Instructions = "Nobody can be asked questions in this session: continue with your best judgment."
 	}
-	server := mcp.NewServer(&mcp.Implementation{Name: "questiond", Version: m.srv.opts.Version}, opts)
+	server := mcp.NewServer(&mcp.Implementation{Name: "questiond", Version: m.opts.Version}, opts)
 	switch conn.capability {
 	case session.User:
 		mcp.AddTool(server, &mcp.Tool{Name: toolAskUser, Title: "Ask the user", Description: askUserDescription,
 			InputSchema: m.input, OutputSchema: m.output},
-			m.srv.askTool(conn, session.User))
+			m.askTool(conn, session.User))
 	case session.Parent:
 		mcp.AddTool(server, &mcp.Tool{Name: toolAskParent, Title: "Ask the parent session", Description: askParentDescription,
 			InputSchema: m.input, OutputSchema: m.output},
-			m.srv.askTool(conn, session.Parent))
+			m.askTool(conn, session.Parent))
 	}
 	return server
 }

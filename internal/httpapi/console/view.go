@@ -1,4 +1,4 @@
-package httpapi
+package console
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/ask"
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
 )
@@ -96,22 +98,29 @@ type toastEvent struct {
 	Duration int    `json:"duration,omitempty"`
 }
 
-// isConsole reports whether r comes from the OpenCode TUI.
-func isConsole(r *http.Request) bool {
+// IsConsole reports whether r comes from the OpenCode TUI, whose streams
+// get the console's view (Replay and the Console audience).
+func IsConsole(r *http.Request) bool {
 	return strings.HasPrefix(r.Header.Get("User-Agent"), consoleUserAgent)
 }
 
-// consoleView decides what consoles are shown and when. Its lock orders
+// Console decides what consoles are shown and when. Its lock orders
 // everything it publishes: an ending always goes out before the next
 // question of its session, and a question is never announced to consoles
 // after its ending. While no console is connected it does no work beyond
 // publishing endings: a console that connects is shown the state of the
 // store then (replay), and the bus counts it before its replay is made.
-type consoleView struct {
-	srv    *Server
-	events *Events
-	log    *zap.Logger
-	follow bool // after an answer, move every console to the next waiting session
+// httpapi's event encoder tells it of questions (Asked, Ended, Logged,
+// RepeatEnding); it also serves the console's routes (sessions.go). Its
+// lock's place among the others is in the package comment.
+type Console struct {
+	questions *ask.Service
+	store     ask.QuestionStore // the service's, for reads
+	streams   Streams
+	version   string      // in every session's info
+	httpLog   *zap.Logger // the routes' errors
+	log       *zap.Logger
+	follow    bool // after an answer, move every console to the next waiting session
 
 	// queue runs, in order, what a replica's change log tail hands over
 	// (Events.FromLog), off the tail's goroutine.
@@ -124,17 +133,56 @@ type consoleView struct {
 	closed    bool
 }
 
-func newConsoleView(srv *Server, events *Events, follow bool) *consoleView {
-	return &consoleView{
-		srv: srv, events: events, log: srv.log.Named("console"), follow: follow,
+// Options configure a Console.
+type Options struct {
+	Questions *ask.Service
+	Streams   Streams
+	Version   string
+	// Follow moves every attached TUI to the next session with a pending
+	// question after the operator answers the last one of a session.
+	Follow bool
+	// Logger is the HTTP routes' logger: the console logs to it as
+	// "console".
+	Logger *zap.Logger
+}
+
+// New returns the console of questions, publishing on streams.
+func New(opts Options) *Console {
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Console{
+		questions: opts.Questions, store: opts.Questions.Store(), streams: opts.Streams, version: opts.Version,
+		httpLog: log, log: log.Named("console"), follow: opts.Follow,
 		shown: map[string]string{}, summaries: map[string]*sessionSummary{}, timers: map[*time.Timer]struct{}{},
 	}
 }
 
-// asked tells consoles about a new question: its session's turn, history and
+// Streams is what a Console publishes on and lists through: the OpenCode
+// event encoder's bus, and its view of the store (with a change log shared
+// by replicas, the streams run behind the store; see httpapi.Events.FromLog).
+type Streams interface {
+	// Watching reports whether a stream of audience's kind is connected.
+	Watching(audience sse.Audience) bool
+	// Publish publishes an event of type typ with properties.
+	Publish(ctx context.Context, directory string, audience sse.Audience, typ string, properties any)
+	// PublishEnding publishes q's question.replied or question.rejected.
+	PublishEnding(q *pending.Question, audience sse.Audience)
+	// ListFilter is the filter to list the store with for what f asks of
+	// the streams' view; AsLogged turns what it listed into that view.
+	ListFilter(f pending.Filter) pending.Filter
+	AsLogged(questions []*pending.Question, f pending.Filter) []*pending.Question
+}
+
+func (c *Console) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	wire.WriteError(c.httpLog, w, r, err)
+}
+
+// Asked tells consoles about a new question: its session's turn, history and
 // status, and a toast.
-func (c *consoleView) asked(q *pending.Question) {
-	if !c.events.bus.Watching(sse.Console) {
+func (c *Console) Asked(q *pending.Question) {
+	if !c.streams.Watching(sse.Console) {
 		c.unwatched(q)
 		return
 	}
@@ -142,7 +190,7 @@ func (c *consoleView) asked(q *pending.Question) {
 	defer c.mu.Unlock()
 	if _, busy := c.shown[q.SessionID]; !busy {
 		c.shown[q.SessionID] = q.ID
-		c.publish(q.Directory, eventAsked, toQuestionRequest(q))
+		c.publish(q.Directory, wire.EventAsked, wire.ToQuestionRequest(q))
 	}
 	c.publishMessage(q)
 	c.publishSession(q, true)
@@ -152,23 +200,39 @@ func (c *consoleView) asked(q *pending.Question) {
 	})
 }
 
-// ended publishes q's ending to every stream, updates the consoles' view of
+// Ended publishes q's ending to every stream, updates the consoles' view of
 // its session, and gives the session's next question its turn.
-func (c *consoleView) ended(q *pending.Question) { c.endedFor(q, sse.Everyone) }
+func (c *Console) Ended(q *pending.Question) { c.endedFor(q, sse.Everyone) }
 
-// endedFor is ended publishing q's ending to audience only (Console: the
+// Logged takes the consoles' share of a change a replica's change log
+// hands over (httpapi.Events.FromLog): q's announcement, or its ending, to
+// the consoles only (the standard streams have been told). It reads the
+// store, so it runs off the tail's goroutine, whose reads would wait for the
+// tail itself, in the log's order.
+func (c *Console) Logged(q *pending.Question) {
+	if q.Ended == nil {
+		c.queue.do(func() { c.Asked(q) })
+		return
+	}
+	c.queue.do(func() { c.endedFor(q, sse.Console) })
+}
+
+// listTimeout bounds a listing of the store for the consoles.
+const listTimeout = 5 * time.Second
+
+// endedFor is Ended publishing q's ending to audience only (Console: the
 // standard streams have been told already).
-func (c *consoleView) endedFor(q *pending.Question, audience sse.Audience) {
-	if !c.events.bus.Watching(sse.Console) {
+func (c *Console) endedFor(q *pending.Question, audience sse.Audience) {
+	if !c.streams.Watching(sse.Console) {
 		// Nothing to order against: a console that connects from here on
 		// reads the store, where q has already ended.
-		c.events.publishEnding(q, audience)
+		c.streams.PublishEnding(q, audience)
 		c.unwatched(q)
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.events.publishEnding(q, audience)
+	c.streams.PublishEnding(q, audience)
 	c.publishMessage(q)
 	waiting := c.publishSession(q, false)
 	if c.shown[q.SessionID] == q.ID {
@@ -189,7 +253,7 @@ func (c *consoleView) endedFor(q *pending.Question, audience sse.Audience) {
 // unwatched forgets what q changes while no console watches: the
 // summaries would miss it, and a console that connects later is shown its
 // replay. It keeps the reply path off the console's lock but for this.
-func (c *consoleView) unwatched(q *pending.Question) {
+func (c *Console) unwatched(q *pending.Question) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if q.Ended != nil && c.shown[q.SessionID] == q.ID {
@@ -198,17 +262,17 @@ func (c *consoleView) unwatched(q *pending.Question) {
 	clear(c.summaries)
 }
 
-// repeatEnding tells consoles again how q ended: a TUI that showed q before a
+// RepeatEnding tells consoles again how q ended: a TUI that showed q before a
 // restart still has its panel open, and only the ending closes it.
-func (c *consoleView) repeatEnding(q *pending.Question) {
+func (c *Console) RepeatEnding(q *pending.Question) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.events.publishEnding(q, sse.Console)
+	c.streams.PublishEnding(q, sse.Console)
 }
 
 // showNext announces the oldest pending question of sessionID to consoles,
 // unless one is shown already.
-func (c *consoleView) showNext(sessionID string) {
+func (c *Console) showNext(sessionID string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if id, busy := c.shown[sessionID]; (busy && id != "") || c.closed {
@@ -221,11 +285,11 @@ func (c *consoleView) showNext(sessionID string) {
 	}
 	next := oldest(questions)
 	c.shown[sessionID] = next.ID
-	c.publish(next.Directory, eventAsked, toQuestionRequest(next))
+	c.publish(next.Directory, wire.EventAsked, wire.ToQuestionRequest(next))
 }
 
 // selectNext moves consoles to the session of the oldest pending question.
-func (c *consoleView) selectNext() {
+func (c *Console) selectNext() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -239,12 +303,12 @@ func (c *consoleView) selectNext() {
 	c.publish(next.Directory, eventSessionSelect, sessionIDEvent{SessionID: next.SessionID})
 }
 
-// replay is the first frames of a new console stream: the endings of
+// Replay is the first frames of a new console stream: the endings of
 // questions that ended lately (a TUI that reconnects after a restart or a
 // dropped connection still shows their panels, and only an ending closes
 // one), then, for each session with a pending question, the question it is
 // shown.
-func (c *consoleView) replay() []sse.Message {
+func (c *Console) Replay() []sse.Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	all, err := c.list(pending.Filter{Ended: true})
@@ -282,15 +346,15 @@ func (c *consoleView) replay() []sse.Message {
 			}
 		}
 		c.shown[sessionID] = shown.ID
-		if m, ok := c.message(shown.Directory, eventAsked, toQuestionRequest(shown)); ok {
+		if m, ok := c.message(shown.Directory, wire.EventAsked, wire.ToQuestionRequest(shown)); ok {
 			out = append(out, m)
 		}
 	}
 	return out
 }
 
-// close stops the timers of later announcements; nothing is scheduled after.
-func (c *consoleView) close() {
+// Close stops the timers of later announcements; nothing is scheduled after.
+func (c *Console) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
@@ -302,7 +366,7 @@ func (c *consoleView) close() {
 
 // after runs fn once consoleNextDelay has passed, unless close comes first.
 // The caller holds c.mu.
-func (c *consoleView) after(fn func()) {
+func (c *Console) after(fn func()) {
 	if c.closed {
 		return
 	}
@@ -317,7 +381,7 @@ func (c *consoleView) after(fn func()) {
 }
 
 // publishMessage publishes q's history message and its parts as they are now.
-func (c *consoleView) publishMessage(q *pending.Question) {
+func (c *Console) publishMessage(q *pending.Question) {
 	m := questionMessage(q)
 	c.publish(q.Directory, eventMessageUpdated, messageUpdatedEvent{SessionID: q.SessionID, Info: m.Info})
 	now := time.Now().UnixMilli()
@@ -331,13 +395,13 @@ func (c *consoleView) publishMessage(q *pending.Question) {
 // without looking. A session's summary is read from the store once and then
 // kept up to date here, so an event costs what the session has pending, not
 // everything it retains.
-func (c *consoleView) publishSession(q *pending.Question, busy bool) bool {
+func (c *Console) publishSession(q *pending.Question, busy bool) bool {
 	sm := c.summaries[q.SessionID]
 	if sm != nil && time.Since(sm.loaded) > summaryRefresh && !c.stillHeld(sm.first.ID) {
 		sm = nil // its first question is gone: the title and dates move on
 	}
 	if sm == nil {
-		sessions, err := c.srv.consoleSessions(context.Background(), pending.Filter{SessionID: q.SessionID})
+		sessions, err := c.sessions(context.Background(), pending.Filter{SessionID: q.SessionID})
 		if err != nil || len(sessions) == 0 {
 			return busy
 		}
@@ -355,7 +419,7 @@ func (c *consoleView) publishSession(q *pending.Question, busy bool) bool {
 		questions, err := c.list(pending.Filter{SessionID: q.SessionID})
 		waiting = err != nil || len(questions) > 0
 	}
-	c.publish(q.Directory, eventSessionUpdated, sessionUpdatedEvent{SessionID: sm.id, Info: sm.info(c.srv.opts.Version, waiting)})
+	c.publish(q.Directory, eventSessionUpdated, sessionUpdatedEvent{SessionID: sm.id, Info: sm.info(c.version, waiting)})
 	status := "idle"
 	if waiting {
 		status = "busy"
@@ -370,46 +434,35 @@ func (c *consoleView) publishSession(q *pending.Question, busy bool) bool {
 // stillHeld reports whether the store still has question id, pending or
 // retained. On a replica it asks what this replica holds: a miss there is
 // no reason to wait for the other replicas' changes.
-func (c *consoleView) stillHeld(id string) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), replayTimeout)
+func (c *Console) stillHeld(id string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
 	defer cancel()
-	get := c.srv.store.Get
-	if p, ok := c.srv.store.(peeker); ok {
-		get = p.Peek
-	}
-	_, err := get(ctx, id)
+	_, err := c.store.Peek(ctx, id) // never waits for the other replicas under c.mu
 	return err == nil
 }
 
-// peeker is a store whose Get may wait for changes made elsewhere (a
-// PostgreSQL replica's mirror catches up with the change log on a miss);
-// Peek reads only what it holds now.
-type peeker interface {
-	Peek(ctx context.Context, id string) (*pending.Question, error)
-}
-
-func (c *consoleView) list(f pending.Filter) ([]*pending.Question, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), replayTimeout)
+func (c *Console) list(f pending.Filter) ([]*pending.Question, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
 	defer cancel()
-	questions, err := c.srv.store.List(ctx, c.events.listFilter(f))
+	questions, err := c.store.List(ctx, c.streams.ListFilter(f))
 	if err != nil {
 		c.log.Warn("could not list pending questions for consoles", zap.Error(err))
 	}
-	return c.events.asLogged(questions, f), err
+	return c.streams.AsLogged(questions, f), err
 }
 
-func (c *consoleView) publish(directory, typ string, properties any) {
-	c.events.publish(context.Background(), directory, sse.Console, typ, properties)
+func (c *Console) publish(directory, typ string, properties any) {
+	c.streams.Publish(context.Background(), directory, sse.Console, typ, properties)
 }
 
 // ending is q's question.replied or question.rejected, for a console.
-func (c *consoleView) ending(q *pending.Question) (sse.Message, bool) {
-	typ, properties := endingEvent(q)
+func (c *Console) ending(q *pending.Question) (sse.Message, bool) {
+	typ, properties := wire.EndingEvent(q)
 	return c.message(q.Directory, typ, properties)
 }
 
-func (c *consoleView) message(directory, typ string, properties any) (sse.Message, bool) {
-	body, err := marshalJSON(properties)
+func (c *Console) message(directory, typ string, properties any) (sse.Message, bool) {
+	body, err := wire.MarshalJSON(properties)
 	if err != nil {
 		c.log.Warn("could not encode an event", zap.String("type", typ), zap.Error(err))
 		return sse.Message{}, false
@@ -439,3 +492,10 @@ func askerName(q *pending.Question) string {
 	}
 	return "an agent"
 }
+
+// The console hears of questions as a listener does, through httpapi's
+// Events rather than ask.Announcements directly: Events puts the standard
+// streams' question.asked before the console's share, and lets the
+// console publish every ending, so that an ending goes out before the next
+// question of its session on every stream.
+var _ ask.Listener = (*Console)(nil)

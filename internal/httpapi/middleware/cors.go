@@ -1,4 +1,4 @@
-package httpapi
+package middleware
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// corsPolicy follows OpenCode's CORS rules: its allowlist of origins (local
+// CORS is a policy that follows OpenCode's CORS rules: its allowlist of origins (local
 // pages, the desktop shells, *.opencode.ai) plus configured ones; preflights
 // are answered before anything else; the allowed origin is reflected, never
 // "*". Unlike OpenCode, a cross-origin write from an origin that is not
@@ -16,14 +16,15 @@ import (
 // sends simple POSTs without asking first. A page's requests to its own
 // origin (the /ui page, wherever questiond is reached) are not cross-origin
 // and always pass.
-type corsPolicy struct {
+type CORS struct {
 	extra map[string]bool
 }
 
 var opencodeOrigin = regexp.MustCompile(`^https://([a-z0-9-]+\.)*opencode\.ai$`)
 
-func newCORS(origins []string) (*corsPolicy, error) {
-	p := &corsPolicy{extra: map[string]bool{}}
+// NewCORS is the policy that also allows origins.
+func NewCORS(origins []string) (*CORS, error) {
+	p := &CORS{extra: map[string]bool{}}
 	for _, o := range origins {
 		o = strings.TrimSuffix(strings.TrimSpace(o), "/")
 		if o == "" {
@@ -42,7 +43,7 @@ func newCORS(origins []string) (*corsPolicy, error) {
 }
 
 // allowed reports whether a page from origin may use the API.
-func (p *corsPolicy) allowed(origin string) bool {
+func (p *CORS) allowed(origin string) bool {
 	switch origin {
 	case "oc://renderer", "tauri://localhost", "http://tauri.localhost", "https://tauri.localhost":
 		return true
@@ -58,7 +59,9 @@ func (p *corsPolicy) allowed(origin string) bool {
 	return host == "localhost" || host == "127.0.0.1"
 }
 
-func (p *corsPolicy) middleware(next http.Handler) http.Handler {
+// Middleware applies the policy: it answers preflights and refuses
+// cross-origin writes from origins it does not allow.
+func (p *CORS) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
 		h := w.Header()

@@ -1,4 +1,4 @@
-package httpapi
+package wire
 
 import (
 	"fmt"
@@ -15,13 +15,13 @@ import (
 // that sets it.
 
 // budgetRefusal is the 429 for a creation refused by a byte budget.
-func budgetRefusal(b *pending.BudgetError) *statusError {
+func budgetRefusal(b *pending.BudgetError) *StatusError {
 	if b.Budget == pending.BudgetAgent {
-		return &statusError{http.StatusTooManyRequests, "TooManyRequests", fmt.Sprintf(
+		return NewStatus(http.StatusTooManyRequests, "TooManyRequests", fmt.Sprintf(
 			"agent %q holds %d bytes of pending questions and results, and this one (%d bytes) would pass its byte budget of %d (--max-bytes-per-agent) even once its results are forgotten; try again once some are answered, or ask with less text",
-			b.Agent, b.Held, b.Need, b.Limit)}
+			b.Agent, b.Held, b.Need, b.Limit))
 	}
-	return &statusError{http.StatusTooManyRequests, "TooManyRequests", fmt.Sprintf(
+	return NewStatus(http.StatusTooManyRequests, "TooManyRequests", fmt.Sprintf(
 		"questiond holds %d bytes of questions and results, and this one (%d bytes) would pass its byte budget of %d (--max-bytes) even once the agent's own results are forgotten; try again once some are answered",
-		b.Held, b.Need, b.Limit)}
+		b.Held, b.Need, b.Limit))
 }

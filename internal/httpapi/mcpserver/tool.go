@@ -1,4 +1,4 @@
-package httpapi
+package mcpserver
 
 import (
 	"cmp"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/elicit"
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
 )
@@ -50,7 +51,7 @@ type askOutput struct {
 
 // askTool is the handler of the question tool bound to capability: it asks,
 // blocks until the question ends, and withdraws it if the call is cancelled.
-func (s *Server) askTool(conn *mcpConnection, capability session.Capability) mcp.ToolHandlerFor[askInput, askOutput] {
+func (m *Endpoint) askTool(conn *mcpConnection, capability session.Capability) mcp.ToolHandlerFor[askInput, askOutput] {
 	tool := toolAskUser
 	if capability == session.Parent {
 		tool = toolAskParent
@@ -61,27 +62,42 @@ func (s *Server) askTool(conn *mcpConnection, capability session.Capability) mcp
 			if err != nil || result == "" {
 				result = "error"
 			}
-			s.meter.ToolCall(tool, result)
+			m.meter.ToolCall(tool, result)
 		}()
 		// Counted until its question is withdrawn or answered: Release waits
 		// for that, so the withdrawal is announced before the bus closes.
-		leave, ok := s.questions.EnterCall()
+		leave, ok := m.questions.EnterCall()
 		if !ok {
 			return nil, askOutput{}, toolError(ask.ErrShuttingDown)
 		}
 		defer leave()
-		form, schema, shown, err := elicit.FromPrompts(in.Questions, s.opts.Elicit)
+		form, schema, shown, err := elicit.FromPrompts(in.Questions, m.opts.Elicit)
 		if err != nil {
 			return nil, askOutput{}, err
 		}
 		// The tool call runs outside the HTTP request that opened the MCP
-		// session: it acts for the agent that opened it.
-		q, _, err := s.ask(ctx, conn.agent, &createParams{Message: &form.Message, RequestedSchema: schema,
-			SessionID: conn.sessionID, Directory: conn.directory, client: mcpClientName(req.Session), form: form}, capability, shown)
+		// session: it acts for the agent that opened it, named as data.
+		q, _, err := m.questions.Ask(ctx, ask.Request{
+			Owner:  conn.agent,
+			Client: mcpClientName(req.Session),
+			Form:   form,
+			Only:   capability,
+			Shown:  shown,
+			Check: func(r *ask.Request) error {
+				// What the agents' routes check of a body, of which only
+				// the message can be wrong here: the session and the
+				// directory were checked when the session connected.
+				if strings.TrimSpace(form.Message) == "" {
+					return wire.NewBadRequest(wire.KindPayload, "message must not be empty\n  at [\"message\"]")
+				}
+				r.SessionID, r.Directory, r.Message, r.Schema, r.Timeout = conn.sessionID, conn.directory, form.Message, schema, m.opts.DefaultTimeout
+				return nil
+			},
+		})
 		if err != nil {
 			return nil, askOutput{}, toolError(err)
 		}
-		ended, err := s.waitForTool(ctx, req, q.ID)
+		ended, err := m.waitForTool(ctx, req, q.ID)
 		if err != nil {
 			return nil, askOutput{}, err
 		}
@@ -104,7 +120,7 @@ func mcpClientName(ss *mcp.ServerSession) string {
 		return ""
 	}
 	info := params.ClientInfo
-	return oneLine(cmp.Or(strings.TrimSpace(info.Title), info.Name), clientNameMaxRunes)
+	return wire.OneLine(cmp.Or(strings.TrimSpace(info.Title), info.Name), clientNameMaxRunes)
 }
 
 // waitForTool waits for question id to end, sending a progress notification
@@ -112,13 +128,13 @@ func mcpClientName(ss *mcp.ServerSession) string {
 // proxies with idle timeouts keep the call open. If the call ends first (the client
 // cancelled it, its session closed, or questiond is stopping), the question is
 // withdrawn: nobody could collect its answer.
-func (s *Server) waitForTool(ctx context.Context, req *mcp.CallToolRequest, id string) (*pending.Question, error) {
+func (m *Endpoint) waitForTool(ctx context.Context, req *mcp.CallToolRequest, id string) (*pending.Question, error) {
 	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := s.questions.WaitInBackground(waitCtx, id)
-	keepAlive := s.toolKeepAlive(ctx, req, id)
+	done := m.questions.WaitInBackground(waitCtx, id)
+	keepAlive := m.toolKeepAlive(ctx, req, id)
 	defer keepAlive.stop()
-	ticker := time.NewTicker(s.opts.KeepAlive)
+	ticker := time.NewTicker(m.opts.KeepAlive)
 	defer ticker.Stop()
 	for {
 		select {
@@ -127,13 +143,13 @@ func (s *Server) waitForTool(ctx context.Context, req *mcp.CallToolRequest, id s
 				return got.Q, nil
 			}
 			ending, why := pending.EndWithdrawn, "the call was cancelled"
-			if s.questions.Released() {
+			if m.questions.Released() {
 				ending, why = pending.EndShutdown, "questiond is shutting down"
 			} else if ctx.Err() == nil {
-				s.log.Error("waiting for a question failed", zap.String("id", id), zap.Error(got.Err))
+				m.log.Error("waiting for a question failed", zap.String("id", id), zap.Error(got.Err))
 				ending, why = pending.EndDisconnected, "questiond could not wait for the answer"
 			}
-			q, err := s.questions.Withdraw(id, ending)
+			q, err := m.questions.Withdraw(id, ending)
 			if err == nil && q.Ended.Ending != ending {
 				return q, nil // it ended on its own meanwhile: that answer stands
 			}
@@ -144,7 +160,7 @@ func (s *Server) waitForTool(ctx context.Context, req *mcp.CallToolRequest, id s
 			// The call's response stream is gone and questiond keeps no
 			// events to resume it with: the answer could never be
 			// delivered, so operators should not be asked any longer.
-			q, err := s.questions.Withdraw(id, pending.EndDisconnected)
+			q, err := m.questions.Withdraw(id, pending.EndDisconnected)
 			if err == nil && q.Ended.Ending != pending.EndDisconnected {
 				return q, nil
 			}
@@ -157,7 +173,7 @@ func (s *Server) waitForTool(ctx context.Context, req *mcp.CallToolRequest, id s
 // that give up on a silent response stream (Node's fetch after 300 s; the
 // TypeScript SDK's request timeout, which progress resets).
 type toolKeepAlive struct {
-	s     *Server
+	m     *Endpoint
 	ctx   context.Context // the call's: what is sent relates to the call, on its stream
 	req   *mcp.CallToolRequest
 	id    string
@@ -171,8 +187,8 @@ type toolKeepAlive struct {
 	goneOne sync.Once
 }
 
-func (s *Server) toolKeepAlive(ctx context.Context, req *mcp.CallToolRequest, id string) *toolKeepAlive {
-	k := &toolKeepAlive{s: s, req: req, id: id, token: req.Params.GetProgressToken(), start: time.Now(), gone: make(chan struct{})}
+func (m *Endpoint) toolKeepAlive(ctx context.Context, req *mcp.CallToolRequest, id string) *toolKeepAlive {
+	k := &toolKeepAlive{m: m, req: req, id: id, token: req.Params.GetProgressToken(), start: time.Now(), gone: make(chan struct{})}
 	k.ctx, k.cancel = context.WithCancel(ctx)
 	return k
 }
@@ -215,7 +231,7 @@ func (k *toolKeepAlive) sent(err error) {
 	if err == nil || k.ctx.Err() != nil || (errors.As(err, &wire) && wire.Code != codeRejectedByTransport) {
 		return
 	}
-	k.s.log.Info("an MCP tool call's stream is gone; withdrawing its question", zap.String("id", k.id), zap.Error(err))
+	k.m.log.Info("an MCP tool call's stream is gone; withdrawing its question", zap.String("id", k.id), zap.Error(err))
 	k.goneOne.Do(func() { close(k.gone) })
 }
 
@@ -225,20 +241,21 @@ func (k *toolKeepAlive) stop() {
 	k.pinging.Wait()
 }
 
-// toolError is the message an agent gets for a question that could not be
-// asked: the client's part of an HTTP error, never internals.
+// toolError is the MCP tool result's mapper: the message an agent gets for
+// a question that could not be asked, the client's part of the HTTP error
+// (wire.HTTPError) it would have got, never internals.
 func toolError(err error) error {
-	err = httpError(err)
+	err = wire.HTTPError(err)
 	var (
-		status *statusError
-		bad    *badRequest
+		status *wire.StatusError
+		bad    *wire.BadRequest
 	)
 	switch {
 	case errors.As(err, &status):
-		return errors.New(status.message)
+		return errors.New(status.Message)
 	case errors.As(err, &bad):
-		return errors.New(bad.message)
-	case errors.Is(err, pending.ErrUnavailable), errors.As(err, new(sessionsUnavailableError)):
+		return errors.New(bad.Message)
+	case errors.Is(err, pending.ErrUnavailable), errors.As(err, new(wire.SessionsUnavailableError)):
 		return errors.New("the question store is unavailable; nothing was asked; try again later")
 	}
 	return err

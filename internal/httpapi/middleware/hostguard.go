@@ -1,9 +1,11 @@
-package httpapi
+package middleware
 
 import (
 	"net"
 	"net/http"
 	"strings"
+
+	"github.com/questiond/questiond/internal/httpapi/wire"
 )
 
 // hostGuard refuses requests whose Host names a server questiond is not
@@ -58,17 +60,17 @@ func (g *hostGuard) allows(hostport string) bool {
 func (g *hostGuard) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.allows(r.Host) {
-			writeStatus(w, &statusError{http.StatusMisdirectedRequest, "MisdirectedRequest",
-				"Host " + r.Host + " is not served here; add it with --allowed-hosts if it is a name of this server"})
+			wire.WriteStatus(w, wire.NewStatus(http.StatusMisdirectedRequest, "MisdirectedRequest",
+				"Host "+r.Host+" is not served here; add it with --allowed-hosts if it is a name of this server"))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// GuardHosts is the host guard for another listener of questiond's (the
-// metrics listener): Host headers of listenAddr, loopback, IP literals when
-// it listens on every interface, and allowed names pass; others get 421.
-func GuardHosts(listenAddr string, allowed []string) func(http.Handler) http.Handler {
+// HostGuard is the host guard of a listener of questiond's (the API's, the
+// metrics'): Host headers of listenAddr, loopback, IP literals when it
+// listens on every interface, and allowed names pass; others get 421.
+func HostGuard(listenAddr string, allowed []string) func(http.Handler) http.Handler {
 	return newHostGuard(listenAddr, allowed).middleware
 }

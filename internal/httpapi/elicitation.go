@@ -7,36 +7,6 @@ import (
 	"github.com/questiond/questiond/internal/pending"
 )
 
-// questionRequest is OpenCode's QuestionRequest: the list item of GET /question
-// and the properties of question.asked. Field order is the recorded wire order.
-type questionRequest struct {
-	ID        string                `json:"id"`
-	SessionID string                `json:"sessionID"`
-	Questions []elicit.QuestionInfo `json:"questions"`
-	Tool      *pending.Tool         `json:"tool,omitempty"`
-}
-
-func toQuestionRequest(q *pending.Question) questionRequest {
-	questions := q.Questions
-	if questions == nil {
-		questions = []elicit.QuestionInfo{}
-	}
-	return questionRequest{ID: q.ID, SessionID: q.SessionID, Questions: questions, Tool: q.Tool}
-}
-
-// questionReplied and questionRejected are the properties of OpenCode's
-// question.replied and question.rejected events.
-type questionReplied struct {
-	SessionID string     `json:"sessionID"`
-	RequestID string     `json:"requestID"`
-	Answers   [][]string `json:"answers"`
-}
-
-type questionRejected struct {
-	SessionID string `json:"sessionID"`
-	RequestID string `json:"requestID"`
-}
-
 // Elicitation statuses on the agent side.
 const (
 	statusPending  = "pending"

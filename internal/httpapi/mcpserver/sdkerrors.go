@@ -1,9 +1,11 @@
-package httpapi
+package mcpserver
 
 import (
 	"bytes"
 	"net/http"
 	"strings"
+
+	"github.com/questiond/questiond/internal/httpapi/wire"
 )
 
 // sdkErrorWriter turns the MCP SDK's plain-text refusals (http.Error: a
@@ -53,7 +55,7 @@ func (w *sdkErrorWriter) Flush() {
 func (w *sdkErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // finish writes a captured refusal as questiond's JSON error.
-func (w *sdkErrorWriter) finish(s *Server, r *http.Request) {
+func (w *sdkErrorWriter) finish(m *Endpoint, r *http.Request) {
 	if w.status == 0 {
 		return
 	}
@@ -73,23 +75,23 @@ func (w *sdkErrorWriter) finish(s *Server, r *http.Request) {
 	}
 	switch w.status {
 	case http.StatusBadRequest:
-		kind, lower := kindPayload, strings.ToLower(message)
+		kind, lower := wire.KindPayload, strings.ToLower(message)
 		if strings.Contains(lower, "accept") || strings.Contains(lower, "header") || strings.Contains(lower, "protocol version") {
-			kind = kindHeaders
+			kind = wire.KindHeaders
 		}
-		err = newBadRequest(kind, "MCP: %s", message)
+		err = wire.NewBadRequest(kind, "MCP: %s", message)
 	case http.StatusNotFound:
-		err = &statusError{http.StatusNotFound, "NotFoundError", "MCP " + message + ": start a new MCP session (initialize without Mcp-Session-Id)"}
+		err = wire.NewStatus(http.StatusNotFound, "NotFoundError", "MCP "+message+": start a new MCP session (initialize without Mcp-Session-Id)")
 	case http.StatusForbidden:
-		err = &statusError{http.StatusForbidden, "Forbidden", "MCP: " + message}
+		err = wire.NewStatus(http.StatusForbidden, "Forbidden", "MCP: "+message)
 	case http.StatusMethodNotAllowed:
-		err = &statusError{http.StatusMethodNotAllowed, "MethodNotAllowed", "Method " + r.Method + " is not allowed on " + r.URL.Path}
+		err = wire.NewStatus(http.StatusMethodNotAllowed, "MethodNotAllowed", "Method "+r.Method+" is not allowed on "+r.URL.Path)
 	case http.StatusUnsupportedMediaType:
-		err = &unsupportedMediaType{contentType: r.Header.Get("Content-Type")}
+		err = &wire.UnsupportedMediaType{ContentType: r.Header.Get("Content-Type")}
 	case http.StatusRequestEntityTooLarge:
-		err = &statusError{http.StatusRequestEntityTooLarge, "PayloadTooLarge", message}
+		err = wire.NewStatus(http.StatusRequestEntityTooLarge, "PayloadTooLarge", message)
 	default:
-		err = &statusError{w.status, http.StatusText(w.status), message}
+		err = wire.NewStatus(w.status, http.StatusText(w.status), message)
 	}
-	s.writeError(w.ResponseWriter, r, err)
+	m.writeError(w.ResponseWriter, r, err)
 }

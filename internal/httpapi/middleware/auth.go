@@ -1,4 +1,4 @@
-package httpapi
+package middleware
 
 import (
 	"context"
@@ -9,13 +9,15 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/questiond/questiond/internal/httpapi/wire"
 )
 
 // Auth is who may use questiond. Operators answer questions with HTTP Basic
 // credentials, as OpenCode clients send them (also as ?auth_token=, the
 // base64 of "user:password", for EventSource clients that cannot set
 // headers). Agents ask with a bearer token each. A role without configured
-// credentials is open to any caller on the allowed network, except callers
+// credentials is open to any Caller on the allowed network, except callers
 // that present the other role's credentials: an agent never answers, an
 // operator never asks.
 type Auth struct {
@@ -28,45 +30,45 @@ type Auth struct {
 // guessable.
 const MinAgentTokenLength = 16
 
-// Roles of a caller.
-type role int
+// Roles of a Caller.
+type Role int
 
 const (
-	roleAnonymous role = iota
-	roleOperator
-	roleAgent
+	RoleAnonymous Role = iota
+	RoleOperator
+	RoleAgent
 )
 
-// caller is who sent a request, as far as its credentials say.
-type caller struct {
-	role  role
-	agent string // the agent's name, for roleAgent
+// Caller is who sent a request, as far as its credentials say.
+type Caller struct {
+	Role  Role
+	Agent string // the agent's name, for RoleAgent
 }
 
 type callerKey struct{}
 
-// callerFrom returns the caller the auth middleware identified.
-func callerFrom(ctx context.Context) caller {
-	c, _ := ctx.Value(callerKey{}).(caller)
+// CallerFrom returns the Caller the auth middleware identified.
+func CallerFrom(ctx context.Context) Caller {
+	c, _ := ctx.Value(callerKey{}).(Caller)
 	return c
 }
 
-// authenticator checks credentials. Secrets are kept as SHA-256 digests,
+// Authenticator checks credentials. Secrets are kept as SHA-256 digests,
 // so neither their content nor their length shows in response times: the
 // operator's are compared in constant time, and an agent's token is found
 // by its digest in a map, whose lookup time depends on the digest of what
 // was sent and tells nothing about any token (finding a token from its
 // digest is a SHA-256 preimage). Comparing with every token in turn cost
 // 6–9 % of the server's CPU with 512 agents, twice per request.
-type authenticator struct {
+type Authenticator struct {
 	operator     bool
 	operatorUser [32]byte
 	operatorPass [32]byte
 	agents       map[[32]byte]string // token digest → agent name
 }
 
-func newAuthenticator(a Auth) (*authenticator, error) {
-	au := &authenticator{agents: make(map[[32]byte]string, len(a.AgentTokens))}
+func NewAuthenticator(a Auth) (*Authenticator, error) {
+	au := &Authenticator{agents: make(map[[32]byte]string, len(a.AgentTokens))}
 	if a.OperatorPassword != "" {
 		user := a.OperatorUsername
 		if user == "" {
@@ -95,10 +97,10 @@ func newAuthenticator(a Auth) (*authenticator, error) {
 // errBadCredentials: the request carries credentials that match nobody.
 var errBadCredentials = errors.New("bad credentials")
 
-// identify reads a request's credentials. No credentials is an anonymous
-// caller; credentials of a role that has none configured are ignored, as
+// Identify reads a request's credentials. No credentials is an anonymous
+// Caller; credentials of a role that has none configured are ignored, as
 // OpenCode ignores them when it has no password.
-func (a *authenticator) identify(r *http.Request) (caller, error) {
+func (a *Authenticator) Identify(r *http.Request) (Caller, error) {
 	header := r.Header.Get("Authorization")
 	scheme, value, _ := strings.Cut(header, " ")
 	value = strings.TrimSpace(value)
@@ -109,115 +111,142 @@ func (a *authenticator) identify(r *http.Request) (caller, error) {
 		return a.bearer(value)
 	case header != "":
 		if a.operator || len(a.agents) > 0 {
-			return caller{}, errBadCredentials
+			return Caller{}, errBadCredentials
 		}
 	}
 	if token := r.URL.Query().Get("auth_token"); token != "" {
 		return a.basic(token)
 	}
-	return caller{}, nil
+	return Caller{}, nil
 }
 
-func (a *authenticator) basic(encoded string) (caller, error) {
+func (a *Authenticator) basic(encoded string) (Caller, error) {
 	if !a.operator {
-		return caller{}, nil
+		return Caller{}, nil
 	}
 	raw, err := base64.StdEncoding.DecodeString(encoded)
 	if err != nil {
-		return caller{}, errBadCredentials
+		return Caller{}, errBadCredentials
 	}
 	user, pass, ok := strings.Cut(string(raw), ":")
 	uh, ph := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(pass))
 	match := subtle.ConstantTimeCompare(uh[:], a.operatorUser[:]) & subtle.ConstantTimeCompare(ph[:], a.operatorPass[:])
 	if !ok || match != 1 {
-		return caller{}, errBadCredentials
+		return Caller{}, errBadCredentials
 	}
-	return caller{role: roleOperator}, nil
+	return Caller{Role: RoleOperator}, nil
 }
 
-func (a *authenticator) bearer(token string) (caller, error) {
+func (a *Authenticator) bearer(token string) (Caller, error) {
 	if len(a.agents) == 0 {
-		return caller{}, nil
+		return Caller{}, nil
 	}
 	found, ok := a.agents[sha256.Sum256([]byte(token))]
 	if !ok {
-		return caller{}, errBadCredentials
+		return Caller{}, errBadCredentials
 	}
-	return caller{role: roleAgent, agent: found}, nil
+	return Caller{Role: RoleAgent, Agent: found}, nil
 }
 
-// operatorChallenge is OpenCode's 401: an empty body and a Basic challenge.
-func operatorChallenge(w http.ResponseWriter) {
+// OperatorChallenge is OpenCode's 401: an empty body and a Basic challenge.
+func OperatorChallenge(w http.ResponseWriter) {
 	w.Header().Set("WWW-Authenticate", `Basic realm="Secure Area"`)
 	w.WriteHeader(http.StatusUnauthorized)
 }
 
-func (s *Server) agentChallenge(w http.ResponseWriter) {
+func agentChallenge(w http.ResponseWriter) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="questiond"`)
-	writeStatus(w, &statusError{http.StatusUnauthorized, "Unauthorized",
-		"Agent routes need Authorization: Bearer <token>; the token is not valid or missing."})
+	wire.WriteStatus(w, wire.NewStatus(http.StatusUnauthorized, "Unauthorized",
+		"Agent routes need Authorization: Bearer <token>; the token is not valid or missing."))
 }
 
 func forbidden(w http.ResponseWriter, message string) {
-	writeStatus(w, &statusError{http.StatusForbidden, "Forbidden", message})
+	wire.WriteStatus(w, wire.NewStatus(http.StatusForbidden, "Forbidden", message))
 }
 
-// operatorsOnly guards the routes operators use: listing, answering and
+// Guard admits each role's callers to its routes, challenges those without
+// valid credentials (each failure counted by its AuthFailures) and puts
+// the caller it identified in the request's context (CallerFrom).
+type Guard struct {
+	auth     *Authenticator
+	failures *AuthFailures
+}
+
+// NewGuard guards routes with auth, logging failures to failures.
+func NewGuard(auth *Authenticator, failures *AuthFailures) *Guard {
+	return &Guard{auth: auth, failures: failures}
+}
+
+// OperatorsOnly guards the routes operators use: listing, answering and
 // watching questions.
-func (s *Server) operatorsOnly(next http.Handler) http.Handler {
+func (g *Guard) OperatorsOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := s.auth.identify(r)
+		c, err := g.auth.Identify(r)
 		switch {
-		case err != nil, c.role == roleAnonymous && s.auth.operator:
-			s.authLog.failed(r, "operator")
-			operatorChallenge(w)
-		case c.role == roleAgent:
+		case err != nil, c.Role == RoleAnonymous && g.auth.operator:
+			g.failures.Failed(r, "operator")
+			OperatorChallenge(w)
+		case c.Role == RoleAgent:
 			forbidden(w, "Agent credentials cannot list, answer or watch questions; only an operator can.")
-		case s.admitConn(w, r, c, true):
+		case admitConn(w, r, c, true):
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 		}
 	})
 }
 
-// agentsOnly guards the routes agents use: asking, waiting and withdrawing.
-func (s *Server) agentsOnly(next http.Handler) http.Handler {
+// AgentsOnly guards the routes agents use: asking, waiting and withdrawing.
+func (g *Guard) AgentsOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := s.auth.identify(r)
+		c, err := g.auth.Identify(r)
 		switch {
-		case err != nil, c.role == roleAnonymous && len(s.auth.agents) > 0:
-			s.authLog.failed(r, "agent")
-			s.agentChallenge(w)
-		case c.role == roleOperator:
+		case err != nil, c.Role == RoleAnonymous && len(g.auth.agents) > 0:
+			g.failures.Failed(r, "agent")
+			agentChallenge(w)
+		case c.Role == RoleOperator:
 			forbidden(w, "Operator credentials cannot ask questions; only an agent can.")
-		case s.admitConn(w, r, c, false):
+		case admitConn(w, r, c, false):
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 		}
 	})
 }
 
-// anyRole guards the API document, which both roles use: any valid
+// AnyRole guards the API document, which both roles use: any valid
 // credentials do, none do only when no role has credentials configured.
-func (s *Server) anyRole(next http.Handler) http.Handler {
+func (g *Guard) AnyRole(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := s.auth.identify(r)
-		if err != nil || !s.auth.admits(c) {
-			s.authLog.failed(r, "either")
-			operatorChallenge(w)
+		c, err := g.auth.Identify(r)
+		if err != nil || !g.auth.Admits(c) {
+			g.failures.Failed(r, "either")
+			OperatorChallenge(w)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// admits reports whether c may use the routes either role may: with
+// Admits reports whether c may use the routes either role may: with
 // credentials of either role, or with none when no role has any configured.
-func (a *authenticator) admits(c caller) bool {
-	return c.role != roleAnonymous || (!a.operator && len(a.agents) == 0)
+func (a *Authenticator) Admits(c Caller) bool {
+	return c.Role != RoleAnonymous || (!a.operator && len(a.agents) == 0)
 }
 
-// ownedBy reports whether the calling agent may see q: its own questions
-// only, when agents have tokens; anyone's when they do not.
-func ownedBy(r *http.Request, owner string) bool {
-	c := callerFrom(r.Context())
-	return c.role != roleAgent || c.agent == owner
+// AgentsOrOperators guards the session routes: agents as AgentsOnly does,
+// and operators, who may read, change and remove any session's record
+// (they ask nothing: only agents ask, through the service).
+func (g *Guard) AgentsOrOperators(next http.Handler) http.Handler {
+	agents := g.AgentsOnly(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, err := g.auth.Identify(r); err == nil && c.Role == RoleOperator {
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+			return
+		}
+		agents.ServeHTTP(w, r)
+	})
+}
+
+// IsOperator reports whether OperatorsOnly would let r through (without
+// counting its connection).
+func (g *Guard) IsOperator(r *http.Request) bool {
+	c, err := g.auth.Identify(r)
+	return err == nil && c.Role != RoleAgent && (c.Role == RoleOperator || !g.auth.operator)
 }

@@ -1,4 +1,4 @@
-package httpapi
+package console
 
 import (
 	"cmp"
@@ -8,13 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/questiond/questiond/internal/ask"
-	"github.com/questiond/questiond/internal/elicit"
+	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/pending"
 )
 
@@ -30,36 +28,36 @@ const titleMaxRunes = 60
 // pendingMarker starts the title of a session that waits for the operator.
 const pendingMarker = "[?] "
 
-func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, struct{}{})
+func (c *Console) Config(w http.ResponseWriter, r *http.Request) {
+	wire.WriteJSON(w, http.StatusOK, struct{}{})
 }
 
-func (s *Server) handleConfigProviders(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, struct {
+func (c *Console) ConfigProviders(w http.ResponseWriter, r *http.Request) {
+	wire.WriteJSON(w, http.StatusOK, struct {
 		Providers []consoleProvider `json:"providers"`
 		Default   map[string]string `json:"default"`
 	}{consoleProviders(), consoleDefaultModel()})
 }
 
-func (s *Server) handleProviders(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, struct {
+func (c *Console) Providers(w http.ResponseWriter, r *http.Request) {
+	wire.WriteJSON(w, http.StatusOK, struct {
 		All       []consoleProvider `json:"all"`
 		Default   map[string]string `json:"default"`
 		Connected []string          `json:"connected"`
 	}{consoleProviders(), consoleDefaultModel(), []string{consoleProviderID}})
 }
 
-func (s *Server) handleAgents(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, []consoleAgentInfo{{
+func (c *Console) Agents(w http.ResponseWriter, r *http.Request) {
+	wire.WriteJSON(w, http.StatusOK, []consoleAgentInfo{{
 		Name: consoleAgent, Description: "Shows agents' questions to the operator; it runs no prompts",
 		Mode: "primary", Native: true, Permission: []string{},
 	}})
 }
 
-// handlePromptRefused answers POST /session and POST /session/{id}/message:
+// PromptRefused answers POST /session and POST /session/{id}/message:
 // questiond runs no agent, so a typed prompt has nowhere to go.
-func (s *Server) handlePromptRefused(w http.ResponseWriter, r *http.Request) {
-	s.writeError(w, r, errConsolePrompt)
+func (c *Console) PromptRefused(w http.ResponseWriter, r *http.Request) {
+	c.writeError(w, r, errConsolePrompt)
 }
 
 // consoleSession is one session as the console shows it: its questions,
@@ -71,12 +69,12 @@ type consoleSession struct {
 	agent     string // the inbox's agent
 }
 
-// consoleSessions groups the pending and retained questions that f selects
+// sessions groups the pending and retained questions that f selects
 // by session. Sessions come in no particular order; each one's questions are
 // oldest first.
-func (s *Server) consoleSessions(ctx context.Context, f pending.Filter) ([]*consoleSession, error) {
+func (c *Console) sessions(ctx context.Context, f pending.Filter) ([]*consoleSession, error) {
 	f.Ended = true
-	questions, err := s.store.List(ctx, f)
+	questions, err := c.store.List(ctx, f)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +84,7 @@ func (s *Server) consoleSessions(ctx context.Context, f pending.Filter) ([]*cons
 		cs := bySession[q.SessionID]
 		if cs == nil {
 			cs = &consoleSession{id: q.SessionID}
-			cs.agent, cs.inbox = s.questions.InboxOwner(q.SessionID)
+			cs.agent, cs.inbox = c.questions.InboxOwner(q.SessionID)
 			if !cs.inbox && q.SessionID == ask.Inbox(q.Owner) {
 				cs.agent, cs.inbox = q.Owner, true // an agent no longer configured
 			}
@@ -122,7 +120,7 @@ func (cs *consoleSession) summary() *sessionSummary {
 
 // sessionSummary is what a session's info needs of its questions: the first
 // one, the directory they share, and when the session last changed. It can
-// be kept up to date question by question (see consoleView), so a session
+// be kept up to date question by question (see Console), so a session
 // with thousands of retained results need not be read again for each event.
 type sessionSummary struct {
 	id      string
@@ -175,7 +173,7 @@ func consoleTitle(q *pending.Question) string {
 	if what == "" && len(q.Questions) > 0 {
 		what = strings.TrimSpace(q.Questions[0].Question)
 	}
-	what = oneLine(what, titleMaxRunes)
+	what = wire.OneLine(what, titleMaxRunes)
 	who := cmp.Or(q.Owner, q.Client)
 	switch {
 	case who != "" && what != "":
@@ -188,54 +186,36 @@ func consoleTitle(q *pending.Question) string {
 	return "question " + q.ID
 }
 
-// oneLine is the first line of s without control characters, as operators
-// are shown agents' text (elicit.Shown: no bidirectional overrides), trimmed
-// and cut to at most max runes (the cut marked with an ellipsis).
-func oneLine(s string, max int) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
-	line = strings.TrimSpace(strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return -1
-		}
-		return r
-	}, elicit.Shown(line)))
-	if utf8.RuneCountInString(line) > max {
-		runes := []rune(line)
-		line = strings.TrimSpace(string(runes[:max-1])) + "…"
-	}
-	return line
-}
-
-// handleSessionList serves GET /session with the TUI's queries: start (ms:
+// SessionList serves GET /session with the TUI's queries: start (ms:
 // sessions updated at or after), search (a case-insensitive title
 // substring) and limit, newest update first. Every session is a root, so
 // roots=true changes nothing.
-func (s *Server) handleSessionList(w http.ResponseWriter, r *http.Request) {
-	dir, err := requestDirectory(r)
+func (c *Console) SessionList(w http.ResponseWriter, r *http.Request) {
+	dir, err := wire.RequestDirectory(r)
 	if err != nil {
-		s.writeError(w, r, err)
+		c.writeError(w, r, err)
 		return
 	}
 	query := r.URL.Query()
 	start, err := optionalInt(query.Get("start"), "start", 0)
 	if err != nil {
-		s.writeError(w, r, err)
+		c.writeError(w, r, err)
 		return
 	}
 	limit, err := optionalInt(query.Get("limit"), "limit", 1)
 	if err != nil {
-		s.writeError(w, r, err)
+		c.writeError(w, r, err)
 		return
 	}
 	search := strings.ToLower(query.Get("search"))
-	sessions, err := s.consoleSessions(r.Context(), pending.Filter{Directory: dir})
+	sessions, err := c.sessions(r.Context(), pending.Filter{Directory: dir})
 	if err != nil {
-		s.writeError(w, r, err)
+		c.writeError(w, r, err)
 		return
 	}
 	out := make([]sessionInfo, 0, len(sessions))
 	for _, cs := range sessions {
-		info := cs.info(s.opts.Version)
+		info := cs.info(c.version)
 		if info.Time.Updated < start || !strings.Contains(strings.ToLower(info.Title), search) {
 			continue
 		}
@@ -247,7 +227,7 @@ func (s *Server) handleSessionList(w http.ResponseWriter, r *http.Request) {
 	if limit > 0 && int64(len(out)) > limit {
 		out = out[:limit]
 	}
-	writeJSON(w, http.StatusOK, out)
+	wire.WriteJSON(w, http.StatusOK, out)
 }
 
 // optionalInt parses an integer query parameter that must be at least
@@ -258,68 +238,68 @@ func optionalInt(v, name string, least int64) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < least {
-		return 0, newBadRequest(kindQuery, "Expected an integer of at least %d, got %q\n  at [%q]", least, v, name)
+		return 0, wire.NewBadRequest(wire.KindQuery, "Expected an integer of at least %d, got %q\n  at [%q]", least, v, name)
 	}
 	return n, nil
 }
 
-// handleSessionStatus serves GET /session/status: busy for every session
+// SessionStatus serves GET /session/status: busy for every session
 // that waits for the operator; OpenCode omits idle sessions.
-func (s *Server) handleSessionStatus(w http.ResponseWriter, r *http.Request) {
-	dir, err := requestDirectory(r)
+func (c *Console) SessionStatus(w http.ResponseWriter, r *http.Request) {
+	dir, err := wire.RequestDirectory(r)
 	if err != nil {
-		s.writeError(w, r, err)
+		c.writeError(w, r, err)
 		return
 	}
-	questions, err := s.store.List(r.Context(), pending.Filter{Directory: dir})
+	questions, err := c.store.List(r.Context(), pending.Filter{Directory: dir})
 	if err != nil {
-		s.writeError(w, r, err)
+		c.writeError(w, r, err)
 		return
 	}
 	out := map[string]sessionStatus{}
 	for _, q := range questions {
 		out[q.SessionID] = sessionStatus{Type: "busy"}
 	}
-	writeJSON(w, http.StatusOK, out)
+	wire.WriteJSON(w, http.StatusOK, out)
 }
 
-// consoleSession finds the session in the URL, or OpenCode's 404.
-func (s *Server) consoleSession(r *http.Request) (*consoleSession, error) {
-	dir, err := requestDirectory(r)
+// session finds the session in the URL, or OpenCode's 404.
+func (c *Console) session(r *http.Request) (*consoleSession, error) {
+	dir, err := wire.RequestDirectory(r)
 	if err != nil {
 		return nil, err
 	}
 	id := chi.URLParam(r, "sessionID")
-	sessions, err := s.consoleSessions(r.Context(), pending.Filter{Directory: dir, SessionID: id})
+	sessions, err := c.sessions(r.Context(), pending.Filter{Directory: dir, SessionID: id})
 	if err != nil {
 		return nil, err
 	}
 	if len(sessions) == 0 {
-		return nil, &statusError{http.StatusNotFound, "NotFoundError", "Session not found: " + id}
+		return nil, wire.NewStatus(http.StatusNotFound, "NotFoundError", "Session not found: "+id)
 	}
 	return sessions[0], nil
 }
 
-func (s *Server) handleSessionInfo(w http.ResponseWriter, r *http.Request) {
-	cs, err := s.consoleSession(r)
+func (c *Console) SessionInfo(w http.ResponseWriter, r *http.Request) {
+	cs, err := c.session(r)
 	if err != nil {
-		s.writeError(w, r, err)
+		c.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, cs.info(s.opts.Version))
+	wire.WriteJSON(w, http.StatusOK, cs.info(c.version))
 }
 
-// handleSessionMessages serves GET /session/{id}/message: one assistant
+// SessionMessages serves GET /session/{id}/message: one assistant
 // message per question, oldest first; limit keeps the newest.
-func (s *Server) handleSessionMessages(w http.ResponseWriter, r *http.Request) {
+func (c *Console) SessionMessages(w http.ResponseWriter, r *http.Request) {
 	limit, err := optionalInt(r.URL.Query().Get("limit"), "limit", 0)
 	if err != nil {
-		s.writeError(w, r, err)
+		c.writeError(w, r, err)
 		return
 	}
-	cs, err := s.consoleSession(r)
+	cs, err := c.session(r)
 	if err != nil {
-		s.writeError(w, r, err)
+		c.writeError(w, r, err)
 		return
 	}
 	questions := cs.questions
@@ -330,5 +310,5 @@ func (s *Server) handleSessionMessages(w http.ResponseWriter, r *http.Request) {
 	for i, q := range questions {
 		out[i] = questionMessage(q)
 	}
-	writeJSON(w, http.StatusOK, out)
+	wire.WriteJSON(w, http.StatusOK, out)
 }

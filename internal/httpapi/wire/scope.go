@@ -1,4 +1,4 @@
-package httpapi
+package wire
 
 import (
 	"fmt"
@@ -12,17 +12,17 @@ import (
 // PATH_MAX are not real directories.
 const maxDirectoryBytes = 4096
 
-// requestDirectory is the directory an operator request is scoped to, the way
+// RequestDirectory is the directory an operator request is scoped to, the way
 // OpenCode clients send it: the "directory" query parameter, or else the
 // percent-encoded x-opencode-directory header. "" means every directory.
-func requestDirectory(r *http.Request) (string, error) {
+func RequestDirectory(r *http.Request) (string, error) {
 	if err := checkQueryEncoding(r.URL.RawQuery, "directory"); err != nil {
 		return "", err
 	}
 	if dir := r.URL.Query().Get("directory"); dir != "" {
-		d, err := normalizeDirectory(dir)
+		d, err := NormalizeDirectory(dir)
 		if err != nil {
-			return "", newBadRequest(kindQuery, "%s\n  at [\"directory\"]", err.Error())
+			return "", NewBadRequest(KindQuery, "%s\n  at [\"directory\"]", err.Error())
 		}
 		return d, nil
 	}
@@ -32,18 +32,18 @@ func requestDirectory(r *http.Request) (string, error) {
 	}
 	dir, err := url.PathUnescape(header)
 	if err != nil {
-		return "", newBadRequest(kindHeaders, "x-opencode-directory is not percent-encoded: %v", err)
+		return "", NewBadRequest(KindHeaders, "x-opencode-directory is not percent-encoded: %v", err)
 	}
-	d, err := normalizeDirectory(dir)
+	d, err := NormalizeDirectory(dir)
 	if err != nil {
-		return "", newBadRequest(kindHeaders, "%s\n  at [\"x-opencode-directory\"]", err.Error())
+		return "", NewBadRequest(KindHeaders, "%s\n  at [\"x-opencode-directory\"]", err.Error())
 	}
 	return d, nil
 }
 
-// normalizeDirectory makes equal directories compare equal ("/a/b/" is
+// NormalizeDirectory makes equal directories compare equal ("/a/b/" is
 // "/a/b") and refuses names no file system has.
-func normalizeDirectory(dir string) (string, error) {
+func NormalizeDirectory(dir string) (string, error) {
 	if len(dir) > maxDirectoryBytes {
 		return "", fmt.Errorf("directory is longer than %d bytes", maxDirectoryBytes)
 	}
@@ -66,7 +66,7 @@ func checkQueryEncoding(rawQuery, key string) error {
 			continue
 		}
 		if _, err := url.QueryUnescape(value); err != nil {
-			return newBadRequest(kindQuery, "%s is not percent-encoded: %v\n  at [%q]", key, err, key)
+			return NewBadRequest(KindQuery, "%s is not percent-encoded: %v\n  at [%q]", key, err, key)
 		}
 	}
 	return nil

@@ -1,8 +1,10 @@
-package httpapi
+package console
 
 import (
 	"net/http"
 	"strings"
+
+	"github.com/questiond/questiond/internal/httpapi/wire"
 )
 
 // The OpenCode TUI asks GET /mcp when it starts, meaning OpenCode's MCP
@@ -13,22 +15,22 @@ import (
 // credentials) gets OpenCode's answer for "no MCP servers": {}. Agents'
 // requests, and every MCP stream request, go to the MCP endpoint unchanged.
 
-// mcpStatusOr serves the operator's MCP status request and passes every
-// other /mcp request to mcp.
-func (s *Server) mcpStatusOr(mcp http.Handler) http.Handler {
+// MCPStatusOr serves the operator's MCP status request (an operator's, as
+// isOperator says) and passes every other /mcp request to mcp.
+func MCPStatusOr(isOperator func(*http.Request) bool, mcp http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isMCPStatusRequest(r) && s.isOperator(r) {
-			writeJSON(w, http.StatusOK, struct{}{})
+		if IsMCPStatusRequest(r) && isOperator(r) {
+			wire.WriteJSON(w, http.StatusOK, struct{}{})
 			return
 		}
 		mcp.ServeHTTP(w, r)
 	})
 }
 
-// isMCPStatusRequest reports whether r is OpenCode's MCP status request
+// IsMCPStatusRequest reports whether r is OpenCode's MCP status request
 // rather than an MCP client's: a GET naming no MCP session and not
 // accepting an event stream.
-func isMCPStatusRequest(r *http.Request) bool {
+func IsMCPStatusRequest(r *http.Request) bool {
 	if r.Method != http.MethodGet || r.Header.Get("Mcp-Session-Id") != "" {
 		return false
 	}
@@ -38,10 +40,4 @@ func isMCPStatusRequest(r *http.Request) bool {
 		}
 	}
 	return true
-}
-
-// isOperator reports whether operatorsOnly would let r through.
-func (s *Server) isOperator(r *http.Request) bool {
-	c, err := s.auth.identify(r)
-	return err == nil && c.role != roleAgent && (c.role == roleOperator || !s.auth.operator)
 }

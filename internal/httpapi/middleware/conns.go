@@ -1,10 +1,11 @@
-package httpapi
+package middleware
 
 import (
 	"errors"
 	"net/http"
 
 	"github.com/questiond/questiond/internal/connguard"
+	"github.com/questiond/questiond/internal/httpapi/wire"
 )
 
 // admitConn tells the connection guard (package connguard) whom the
@@ -14,16 +15,16 @@ import (
 // in. Without credentials configured, a caller counts by the routes it
 // uses: operator routes as an operator, agent routes as an agent. It
 // reports whether the request may go on.
-func (s *Server) admitConn(w http.ResponseWriter, r *http.Request, c caller, operatorRoute bool) bool {
-	who := connguard.Caller{Operator: c.role == roleOperator, Agent: c.agent}
-	if c.role == roleAnonymous {
+func admitConn(w http.ResponseWriter, r *http.Request, c Caller, operatorRoute bool) bool {
+	who := connguard.Caller{Operator: c.Role == RoleOperator, Agent: c.Agent}
+	if c.Role == RoleAnonymous {
 		who.Operator = operatorRoute
 	}
 	err := connguard.Admit(r.Context(), who)
 	var capped *connguard.CapError
 	if errors.As(err, &capped) {
 		w.Header().Set("Connection", "close")
-		writeStatus(w, &statusError{http.StatusServiceUnavailable, "ServiceUnavailable", capped.Message})
+		wire.WriteStatus(w, wire.NewStatus(http.StatusServiceUnavailable, "ServiceUnavailable", capped.Message))
 		return false
 	}
 	return true

@@ -1,4 +1,4 @@
-package httpapi
+package mcpserver
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/questiond/questiond/internal/httpapi/wire"
 )
 
 // JSON-RPC refusals on POST /mcp. The MCP SDK answers a body that is not
@@ -72,7 +74,7 @@ func readMCPBody(body []byte) (*mcpPost, *rpcRefusal) {
 	if trimmed[0] != '[' {
 		msg, err := jsonrpc.DecodeMessage(trimmed)
 		if err != nil {
-			return nil, &rpcRefusal{http.StatusBadRequest, messageID(trimmed), rpcInvalidRequest,
+			return nil, &rpcRefusal{http.StatusBadRequest, messageID(trimmed), wire.RPCInvalidRequest,
 				"Invalid Request: not a JSON-RPC 2.0 message (" + err.Error() + `); send {"jsonrpc":"2.0","id":…,"method":…,"params":{…}}`}
 		}
 		req, _ := msg.(*jsonrpc.Request)
@@ -80,11 +82,11 @@ func readMCPBody(body []byte) (*mcpPost, *rpcRefusal) {
 	}
 	var entries []json.RawMessage
 	if err := json.Unmarshal(trimmed, &entries); err != nil || len(entries) == 0 {
-		return nil, &rpcRefusal{http.StatusBadRequest, jsonrpc.ID{}, rpcInvalidRequest, "Invalid Request: an empty batch"}
+		return nil, &rpcRefusal{http.StatusBadRequest, jsonrpc.ID{}, wire.RPCInvalidRequest, "Invalid Request: an empty batch"}
 	}
 	for i, entry := range entries {
 		if _, err := jsonrpc.DecodeMessage(entry); err != nil {
-			return nil, &rpcRefusal{http.StatusBadRequest, jsonrpc.ID{}, rpcInvalidRequest,
+			return nil, &rpcRefusal{http.StatusBadRequest, jsonrpc.ID{}, wire.RPCInvalidRequest,
 				fmt.Sprintf("Invalid Request: batch entry %d is not a JSON-RPC 2.0 message (%v)", i, err)}
 		}
 	}
@@ -92,7 +94,7 @@ func readMCPBody(body []byte) (*mcpPost, *rpcRefusal) {
 }
 
 func parseError(problem string) *rpcRefusal {
-	return &rpcRefusal{http.StatusBadRequest, jsonrpc.ID{}, rpcParseError, "Parse error: " + problem}
+	return &rpcRefusal{http.StatusBadRequest, jsonrpc.ID{}, wire.RPCParseError, "Parse error: " + problem}
 }
 
 // messageID is the id of a message that is not valid JSON-RPC otherwise,
@@ -141,14 +143,14 @@ func rpcAnswerFor(post *mcpPost, text string) (*rpcRefusal, bool) {
 	case strings.HasPrefix(text, sdkMethodNotHandled) && post.request != nil && !post.request.IsCall():
 		return nil, true // answered 202
 	case strings.HasPrefix(text, sdkMethodNotHandled) && post.request != nil:
-		return &rpcRefusal{http.StatusOK, id, rpcMethodNotFound, fmt.Sprintf(
+		return &rpcRefusal{http.StatusOK, id, wire.RPCMethodNotFound, fmt.Sprintf(
 			"Method not found: %q is not a method questiond's MCP server offers", post.request.Method)}, false
 	case strings.HasPrefix(text, sdkMethodNotHandled):
-		return &rpcRefusal{http.StatusBadRequest, id, rpcMethodNotFound, "Method not found: " + strings.TrimPrefix(text, sdkMethodNotHandled+": ") + " (in a batch)"}, false
+		return &rpcRefusal{http.StatusBadRequest, id, wire.RPCMethodNotFound, "Method not found: " + strings.TrimPrefix(text, sdkMethodNotHandled+": ") + " (in a batch)"}, false
 	case strings.HasPrefix(text, sdkInvalidRequest):
-		return &rpcRefusal{http.StatusBadRequest, id, rpcInvalidRequest, "Invalid Request: " + strings.TrimPrefix(text, sdkInvalidRequest+": ")}, false
+		return &rpcRefusal{http.StatusBadRequest, id, wire.RPCInvalidRequest, "Invalid Request: " + strings.TrimPrefix(text, sdkInvalidRequest+": ")}, false
 	case strings.HasPrefix(text, sdkNoBatches):
-		return &rpcRefusal{http.StatusBadRequest, id, rpcInvalidRequest, "Invalid Request: " + text}, false
+		return &rpcRefusal{http.StatusBadRequest, id, wire.RPCInvalidRequest, "Invalid Request: " + text}, false
 	}
 	return nil, false
 }
@@ -159,5 +161,5 @@ func writeRPCRefusal(w http.ResponseWriter, e *rpcRefusal) {
 	if err != nil {
 		id = []byte("null")
 	}
-	writeJSON(w, e.status, rpcResponse{JSONRPC: "2.0", ID: id, Error: &rpcErrorBody{Code: e.code, Message: e.text}})
+	wire.WriteJSON(w, e.status, wire.RPCResponse{JSONRPC: "2.0", ID: id, Error: &wire.RPCErrorBody{Code: e.code, Message: e.text}})
 }

@@ -107,6 +107,9 @@ func TestEscGivesTheAgentCancel(t *testing.T) {
 		t.Fatalf("the agent got %s %v, want cancel without content", got.Action, got.Content)
 	}
 	u.waitGone("dismissed", panelHint)
+	// History says why the question has no answers: the TUI shows a
+	// question tool's error nowhere, so questiond adds it as text.
+	u.waitFor("history", "The user dismissed this question")
 }
 
 // busyHint is the prompt footer while the session is busy (OpenCode's

@@ -71,7 +71,7 @@ func TestQuestionsWithoutASessionGoToTheirAgentsInbox(t *testing.T) {
 		t.Errorf("sessions %+v, want alpha's and beta's inboxes", list)
 	}
 	msgs := c.messages(first, "")
-	if len(msgs) != 3 || msgs[1].Parts[0].Text != "Another thing" || msgs[2].Parts[len(msgs[2].Parts)-1].State.Status != "error" {
+	if len(msgs) != 3 || msgs[1].Parts[0].Text != "Another thing" || msgs[2].Parts[len(msgs[2].Parts)-2].State.Status != "error" {
 		t.Errorf("alpha's inbox holds %+v, want its three questions, oldest first", msgs)
 	}
 }

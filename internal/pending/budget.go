@@ -80,9 +80,11 @@ func weigh(q *Question) int64 {
 		for k, v := range q.Ended.Result.Content {
 			n += len(k) + contentSize(v)
 		}
-		for _, a := range q.Ended.Answers {
-			for _, s := range a {
-				n += len(s)
+		for _, answers := range [][][]string{q.Ended.Answers, q.Ended.Filled} {
+			for _, a := range answers {
+				for _, s := range a {
+					n += len(s)
+				}
 			}
 		}
 	}

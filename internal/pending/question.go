@@ -51,7 +51,13 @@ type Outcome struct {
 	Ending  Ending     `json:"ending"`
 	Result  Result     `json:"result"`
 	Answers [][]string `json:"answers,omitempty"` // the operator's raw answers, for EndReplied
-	At      time.Time  `json:"at"`                // set by the store when zero
+	// Filled, for EndReplied, is what the schema's defaults gave the agent
+	// for answers left blank, as the operator reads it (labels, Yes/No):
+	// Filled[i] is empty where the operator answered question i. Nil when
+	// no default filled anything. Histories show it (the schema is not
+	// kept once a question has ended).
+	Filled [][]string `json:"filled,omitempty"`
+	At     time.Time  `json:"at"` // set by the store when zero
 }
 
 // Question is one elicitation held by the store: pending until Ended is set.
@@ -183,14 +189,20 @@ func cloneBool(b *bool) *bool {
 // cloneOutcome copies the parts of o a settling caller might reuse.
 func cloneOutcome(o Outcome) Outcome {
 	o.Result.Content = maps.Clone(o.Result.Content)
-	if o.Answers != nil {
-		answers := make([][]string, len(o.Answers))
-		for i, a := range o.Answers {
-			answers[i] = slices.Clone(a)
-		}
-		o.Answers = answers
-	}
+	o.Answers = cloneAnswers(o.Answers)
+	o.Filled = cloneAnswers(o.Filled)
 	return o
+}
+
+func cloneAnswers(answers [][]string) [][]string {
+	if answers == nil {
+		return nil
+	}
+	out := make([][]string, len(answers))
+	for i, a := range answers {
+		out[i] = slices.Clone(a)
+	}
+	return out
 }
 
 // shareText makes an ended question keep each text once. elicit.NewForm

@@ -2,6 +2,7 @@ package console
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/questiond/questiond/internal/elicit"
@@ -15,6 +16,12 @@ import (
 // error) once it has ended. Its ids are derived from the question's id, so
 // they are the same on every call and ascend in creation order, as the TUI's
 // sorted stores need; the digit suffixes keep the text part first.
+//
+// An ended question's message shows what the agent received: an answer left
+// blank that the schema's default filled in reads "<default> (default)"
+// (the TUI would show "(no answer)"), and a question that ended without
+// answers gets a closing text part saying why (the TUI shows a question
+// tool's error nowhere: only its title).
 func questionMessage(q *pending.Question) consoleMessage {
 	suffix := strings.TrimPrefix(q.ID, ident.Question+"_")
 	messageID := ident.Message + "_" + suffix
@@ -36,12 +43,9 @@ func questionMessage(q *pending.Question) consoleMessage {
 		info.Time.Completed, info.Finish, state.Time.End = &end, "tool-calls", &end
 		if q.Ended.Ending == pending.EndReplied {
 			state.Status = "completed"
-			state.Output = answeredOutput(questions, q.Ended.Answers)
 			state.Title = askedTitle(len(questions))
-			state.Metadata = &toolMetadata{Answers: q.Ended.Answers, Truncated: false}
-			if state.Metadata.Answers == nil {
-				state.Metadata.Answers = [][]string{}
-			}
+			state.Metadata = &toolMetadata{Answers: receivedAnswers(q), Truncated: false}
+			state.Output = answeredOutput(questions, state.Metadata.Answers)
 		} else {
 			state.Status = "error"
 			state.Error = endedWithoutAnswers(q.Ended)
@@ -57,7 +61,27 @@ func questionMessage(q *pending.Question) consoleMessage {
 		ID: "prt_" + suffix + "2", SessionID: q.SessionID, MessageID: messageID, Type: "tool",
 		CallID: "call_" + suffix, Tool: "question", State: state,
 	})
+	if state.Status == "error" {
+		parts = append(parts, textPart{
+			ID: "prt_" + suffix + "3", SessionID: q.SessionID, MessageID: messageID, Type: "text", Text: "*" + state.Error + ".*",
+		})
+	}
 	return consoleMessage{Info: info, Parts: parts}
+}
+
+// receivedAnswers are the operator's answers to q, with those left blank
+// that a default filled in shown as that default.
+func receivedAnswers(q *pending.Question) [][]string {
+	answers := slices.Clone(q.Ended.Answers)
+	if answers == nil {
+		answers = [][]string{}
+	}
+	for i, filled := range q.Ended.Filled {
+		if i < len(answers) && len(filled) > 0 {
+			answers[i] = []string{strings.Join(filled, ", ") + " (default)"}
+		}
+	}
+	return answers
 }
 
 // answeredOutput is the tool output OpenCode gives the model after a reply.

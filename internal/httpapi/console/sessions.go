@@ -14,6 +14,7 @@ import (
 	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/ui/inline"
 )
 
 // The operator console: the routes the OpenCode TUI (opencode attach URL)
@@ -173,7 +174,9 @@ func consoleTitle(q *pending.Question) string {
 	if what == "" && len(q.Questions) > 0 {
 		what = strings.TrimSpace(q.Questions[0].Question)
 	}
-	what = wire.OneLine(what, titleMaxRunes)
+	// A title line has no styles: the agent's inline markdown shows as the
+	// /ui page shows it without them, markers gone (package inline).
+	what = wire.OneLine(inline.Plain(what), titleMaxRunes)
 	who := cmp.Or(q.Owner, q.Client)
 	switch {
 	case who != "" && what != "":

@@ -48,6 +48,9 @@ func TestOpencodeAnswersAnElicitationThroughTheBridge(t *testing.T) {
 
 	var asked []testkit.Question
 	testkit.Eventually(t, turnTimeout, "the upstream's question in GET /question", func() bool {
+		if call := ended(oc.history(session), key+"_release"); call != nil {
+			t.Fatalf("the tool's call ended before anyone asked: %v", call)
+		}
 		asked = ops.Pending("")
 		return len(asked) > 0
 	})
@@ -62,9 +65,9 @@ func TestOpencodeAnswersAnElicitationThroughTheBridge(t *testing.T) {
 	ops.Reply(q, map[string][]string{"Target": {"Production"}, "Replicas": {"3"}, "Confirm": {"Yes"}, "Note": {}})
 
 	call := oc.toolEnded(session, key+"_release")
-	t.Logf("OpenCode's history: %s call %s: %s%s", call.Status, call.Input, call.Output, call.Error)
+	t.Logf("OpenCode's history: %v", call)
 	if call.Status != "completed" || !strings.Contains(call.Output, wantResult) || !strings.Contains(string(call.Input), `"v2.3"`) {
-		t.Fatalf("OpenCode's history holds the call %+v; want it completed with %q", call, wantResult)
+		t.Fatalf("OpenCode's history holds the call %v; want it completed with %q", call, wantResult)
 	}
 	if sent := oc.toolResultSent(); !strings.Contains(sent, wantResult) {
 		t.Fatalf("OpenCode sent its model the tool's result %s", sent)
@@ -83,10 +86,10 @@ func TestOpencodeCannotElicitWithoutTheBridge(t *testing.T) {
 	oc := startOpencode(t, key, section)
 	session := oc.prompt("Release v2.3, please.")
 	call := oc.toolEnded(session, key+"_release")
-	t.Logf("OpenCode's history: %s call %s: %s%s", call.Status, call.Input, call.Output, call.Error)
+	t.Logf("OpenCode's history: %v", call)
 	failure := call.Output + call.Error
 	if strings.Contains(failure, "released v2.3") || !strings.Contains(failure, "elicitation failed: client does not support elicitation") {
-		t.Fatalf("OpenCode's history holds the call %+v; want the elicitation to fail", call)
+		t.Fatalf("OpenCode's history holds the call %v; want the elicitation to fail", call)
 	}
 	if sent := oc.toolResultSent(); !strings.Contains(sent, "client does not support elicitation") {
 		t.Fatalf("OpenCode sent its model the tool's result %s", sent)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -48,8 +49,8 @@ type opencode struct {
 	proc *launch.Process
 }
 
-// startOpencode runs `opencode serve` offline on loopback in a project of
-// its own whose opencode.json has mcpSection as its "mcp" section and the
+// startOpencode runs `opencode serve` offline on loopback in a project (a
+// git repository) of its own whose opencode.json has mcpSection as its "mcp" section and the
 // fake model as its only model; that model calls the upstream's tool
 // "release" of the MCP server named key (OpenCode names it key_release)
 // with version v2.3 on the user's prompt and answers the turn after with
@@ -81,6 +82,11 @@ func startOpencode(t *testing.T, key string, mcpSection map[string]any) *opencod
 	if err := os.WriteFile(filepath.Join(project, "opencode.json"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A git repository, as OpenCode's projects usually are: without one its
+	// first turn takes seconds longer.
+	if git, err := exec.LookPath("git"); err == nil {
+		_ = exec.Command(git, "-C", project, "init", "-q").Run()
+	}
 	cmd := exec.Command(bin, "serve", "--port", "0", "--hostname", "127.0.0.1")
 	cmd.Dir, cmd.Env = project, env
 	listening := regexp.MustCompile(`opencode server listening on http://(\S+)`)
@@ -97,8 +103,8 @@ func startOpencode(t *testing.T, key string, mcpSection map[string]any) *opencod
 		// it then ends by the signal, which Stop reports as an error.
 		_ = p.Stop()
 		if t.Failed() {
-			t.Logf("opencode's output:\n%s", p.Tail())
-			t.Logf("opencode.json:\n%s", data)
+			t.Logf("opencode.json:\n%s\nopencode's output:\n%s", data, p.Output())
+			logTails(t, filepath.Join(root, "data"))
 		}
 	})
 	testkit.Eventually(t, turnTimeout, "OpenCode's MCP server "+key+" connected", func() bool {
@@ -110,6 +116,18 @@ func startOpencode(t *testing.T, key string, mcpSection map[string]any) *opencod
 		return status[key].Status == "connected"
 	})
 	return oc
+}
+
+// logTails logs the end of each log file under dir: OpenCode's own logs,
+// which hold its MCP servers' stderr too.
+func logTails(t *testing.T, dir string) {
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".log") {
+			data, _ := os.ReadFile(path)
+			t.Logf("%s ends with:\n%s", path, data[max(0, len(data)-8000):])
+		}
+		return nil
+	})
 }
 
 // get decodes the JSON answer to GET path on OpenCode into out.
@@ -154,6 +172,10 @@ type toolState struct {
 	Error  string          `json:"error"`
 }
 
+func (s toolState) String() string {
+	return fmt.Sprintf("%s call %s: %s%s", s.Status, s.Input, s.Output, s.Error)
+}
+
 // message is one message of OpenCode's session history
 // (GET /session/{id}/message).
 type message struct {
@@ -168,26 +190,39 @@ type message struct {
 	} `json:"parts"`
 }
 
-// toolEnded waits until session's history holds a call of tool that has
-// ended (completed or error) and the model's turn after it, and returns
-// the call's state.
-func (oc *opencode) toolEnded(session, tool string) toolState {
+// history is session's history as OpenCode serves it.
+func (oc *opencode) history(session string) []message {
 	oc.t.Helper()
-	var ended *toolState
 	var history []message
-	deadline := time.Now().Add(turnTimeout)
-	for {
-		oc.get("/session/"+session+"/message", &history)
-		for _, m := range history {
-			for _, p := range m.Parts {
-				if p.Type == "tool" && p.Tool == tool && (p.State.Status == "completed" || p.State.Status == "error") {
-					ended = &p.State
-				}
+	oc.get("/session/"+session+"/message", &history)
+	return history
+}
+
+// ended is the state of the last call of tool in history that has ended
+// (completed or error), or nil.
+func ended(history []message, tool string) *toolState {
+	var state *toolState
+	for _, m := range history {
+		for _, p := range m.Parts {
+			if p.Type == "tool" && p.Tool == tool && (p.State.Status == "completed" || p.State.Status == "error") {
+				state = &p.State
 			}
 		}
-		if ended != nil && len(history) > 0 && history[len(history)-1].Info.Role == "assistant" &&
+	}
+	return state
+}
+
+// toolEnded waits until session's history holds a call of tool that has
+// ended and the model's turn after it, and returns the call's state.
+func (oc *opencode) toolEnded(session, tool string) toolState {
+	oc.t.Helper()
+	deadline := time.Now().Add(turnTimeout)
+	for {
+		history := oc.history(session)
+		call := ended(history, tool)
+		if call != nil && len(history) > 0 && history[len(history)-1].Info.Role == "assistant" &&
 			hasText(history[len(history)-1], "The release is done.") {
-			return *ended
+			return *call
 		}
 		if time.Now().After(deadline) {
 			data, _ := json.MarshalIndent(history, "", " ")

@@ -28,8 +28,9 @@ const wantResult = "released v2.3: target=prd replicas=3 confirm=true note=none"
 
 // OpenCode, configured as docs/bridge.md shows, runs `questiond bridge` in
 // front of an MCP server whose tool elicits a form. The model calls the
-// tool; the question reaches questiond's operators (asked with the
-// bridge's agent token, the upstream's message and properties in its
+// tool; the question reaches questiond's operators (asked with the agent
+// token the config gives the bridge: this questiond takes questions from
+// no agent without one; the upstream's message, its properties in its
 // order); the operator answers over HTTP; and OpenCode's own session
 // history holds the tool's result made of the typed answer, which its
 // model got too.

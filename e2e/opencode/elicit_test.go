@@ -33,7 +33,8 @@ const wantResult = "released v2.3: target=prd replicas=3 confirm=true note=none"
 // no agent without one; the upstream's message, its properties in its
 // order); the operator answers over HTTP; and OpenCode's own session
 // history holds the tool's result made of the typed answer, which its
-// model got too.
+// model got too. A second call, declined, ends with the upstream's own
+// result for a decline.
 func TestOpencodeAnswersAnElicitationThroughTheBridge(t *testing.T) {
 	testenv.Heavy(t, "runs the real OpenCode, questiond bridge and an MCP server as processes")
 	srv := testkit.Serve(t, testserver.Config{
@@ -46,35 +47,33 @@ func TestOpencodeAnswersAnElicitationThroughTheBridge(t *testing.T) {
 	oc := startOpencode(t, key, section)
 	ops := testkit.Watch(t, srv.URL)
 	session := oc.prompt("Release v2.3, please.")
-
-	var asked []testkit.Question
-	testkit.Eventually(t, turnTimeout, "the upstream's question in GET /question", func() bool {
-		if call := ended(oc.history(session), key+"_release"); call != nil {
-			t.Fatalf("the tool's call ended before anyone asked: %v", call)
-		}
-		asked = ops.Pending("")
-		return len(asked) > 0
-	})
-	q := asked[0]
+	q := oc.asked(ops, session, key+"_release")
 	var headers []string
 	for _, info := range q.Questions {
 		headers = append(headers, info.Header)
 	}
-	if len(asked) != 1 || strings.Join(headers, ",") != "Target,Replicas,Confirm,Note" || !strings.Contains(q.Questions[0].Question, "Release v2.3?") {
-		t.Fatalf("operators see %+v; want one question, the upstream's message, its properties in its order", asked)
+	if strings.Join(headers, ",") != "Target,Replicas,Confirm,Note" || !strings.Contains(q.Questions[0].Question, "Release v2.3?") {
+		t.Fatalf("operators see %+v; want the upstream's message, its properties in its order", q)
 	}
 	ops.Reply(q, map[string][]string{"Target": {"Production"}, "Replicas": {"3"}, "Confirm": {"Yes"}, "Note": {}})
-
 	call := oc.toolEnded(session, key+"_release")
 	t.Logf("OpenCode's history: %v", call)
 	if call.Status != "completed" || !strings.Contains(call.Output, wantResult) || !strings.Contains(string(call.Input), `"v2.3"`) {
 		t.Fatalf("OpenCode's history holds the call %v; want it completed with %q", call, wantResult)
 	}
-	if sent := oc.toolResultSent(); !strings.Contains(sent, wantResult) {
-		t.Fatalf("OpenCode sent its model the tool's result %s", sent)
+	if !oc.toolResultSent(wantResult) {
+		t.Fatalf("OpenCode did not send its model the tool's result %q", wantResult)
+	}
+
+	// Declined: the upstream hears "decline", and says so in its result.
+	session = oc.prompt("Release v2.3 again.")
+	ops.Reject(oc.asked(ops, session, key+"_release").ID, "decline")
+	call = oc.toolEnded(session, key+"_release")
+	if call.Status != "completed" || !strings.Contains(call.Output, "not released: decline") {
+		t.Fatalf("OpenCode's history holds the declined call %v", call)
 	}
 	if left := ops.Pending(""); len(left) != 0 {
-		t.Fatalf("questions still pending after the answer: %+v", left)
+		t.Fatalf("questions still pending after the answers: %+v", left)
 	}
 }
 
@@ -92,7 +91,7 @@ func TestOpencodeCannotElicitWithoutTheBridge(t *testing.T) {
 	if strings.Contains(failure, "released v2.3") || !strings.Contains(failure, "elicitation failed: client does not support elicitation") {
 		t.Fatalf("OpenCode's history holds the call %v; want the elicitation to fail", call)
 	}
-	if sent := oc.toolResultSent(); !strings.Contains(sent, "client does not support elicitation") {
-		t.Fatalf("OpenCode sent its model the tool's result %s", sent)
+	if !oc.toolResultSent("client does not support elicitation") {
+		t.Fatal("OpenCode did not send its model the tool's failure")
 	}
 }

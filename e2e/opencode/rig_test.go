@@ -241,15 +241,34 @@ func hasText(m message, text string) bool {
 	return false
 }
 
-// toolResultSent is the content of the tool's result that OpenCode sent
-// its model (the request after the call), as the model saw it.
-func (oc *opencode) toolResultSent() string {
+// toolResultSent reports whether OpenCode sent its model a tool result
+// holding text.
+func (oc *opencode) toolResultSent(text string) bool {
 	for _, r := range oc.llm.Requests() {
 		for _, m := range r.Messages {
-			if m.Role == "tool" {
-				return string(m.Content)
+			if m.Role == "tool" && strings.Contains(string(m.Content), text) {
+				return true
 			}
 		}
 	}
-	return fmt.Sprintf("(no tool result in %d requests)", len(oc.llm.Requests()))
+	return false
+}
+
+// asked waits for the question the upstream's tool asks in session through
+// the bridge, as an operator lists it (GET /question, questiond's only
+// one), failing at once if OpenCode's call of tool ends first.
+func (oc *opencode) asked(ops *testkit.Operator, session, tool string) testkit.Question {
+	oc.t.Helper()
+	var asked []testkit.Question
+	testkit.Eventually(oc.t, turnTimeout, "the upstream's question in GET /question", func() bool {
+		if call := ended(oc.history(session), tool); call != nil {
+			oc.t.Fatalf("the call of %s ended before anyone asked: %v", tool, call)
+		}
+		asked = ops.Pending("")
+		return len(asked) > 0
+	})
+	if len(asked) != 1 {
+		oc.t.Fatalf("operators see %d questions, want one: %+v", len(asked), asked)
+	}
+	return asked[0]
 }

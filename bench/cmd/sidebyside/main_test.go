@@ -15,6 +15,7 @@ import (
 
 	"github.com/questiond/questiond/bench/bare"
 	"github.com/questiond/questiond/bench/workload"
+	"github.com/questiond/questiond/internal/fakellm"
 	"github.com/questiond/questiond/internal/opencodenpm"
 	"github.com/questiond/questiond/internal/testenv"
 	"github.com/questiond/questiond/internal/testkit"
@@ -102,14 +103,15 @@ func TestDriveSendsEachRequestOnceAndCountsFailures(t *testing.T) {
 	}
 }
 
-// The fake model calls the question tool only on a turn that offers it and
-// ends with the user's message; other turns get text.
+// The benchmark's fake model calls the question tool only on a turn that
+// offers it and ends with the user's message; other turns get text.
 func TestFakeLLMAsksOnlyWhenTheUserSpokeLast(t *testing.T) {
-	base, stop, err := startFakeLLM()
+	llm, err := fakellm.Start(askSeedForm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
+	defer llm.Close()
+	base := llm.URL
 	tools := `"tools":[{"type":"function","function":{"name":"bash"}},{"type":"function","function":{"name":"question"}}]`
 	for _, c := range []struct{ name, body, want, not string }{
 		{"user turn", `{"stream":true,` + tools + `,"messages":[{"role":"user","content":"hi"}]}`, `"name":"question"`, "Thanks"},

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/questiond/questiond/internal/fakellm"
 	"github.com/questiond/questiond/internal/opencodenpm"
 	"github.com/questiond/questiond/internal/testkit/launch"
 )
@@ -40,28 +41,18 @@ func startOpencode(cfg *config) (*target, error) {
 	}
 	cfg.opencodeFound = strings.TrimSpace(string(version))
 
-	llm, stopLLM, err := startFakeLLM()
+	llm, err := fakellm.Start(askSeedForm)
 	if err != nil {
 		return nil, err
 	}
+	stopLLM := llm.Close
 	root := filepath.Join(cfg.work, "opencode")
 	project := filepath.Join(root, "project")
-	env := environWithout("OPENCODE_", "XDG_", "HOME=", "npm_config_", "NPM_CONFIG_")
-	for _, dir := range []string{"home", "config", "data", "cache", "state"} {
-		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
-			stopLLM()
-			return nil, err
-		}
+	env, err := opencodenpm.OfflineEnv(root)
+	if err != nil {
+		stopLLM()
+		return nil, err
 	}
-	env = append(env,
-		"HOME="+filepath.Join(root, "home"),
-		"XDG_CONFIG_HOME="+filepath.Join(root, "config"), "XDG_DATA_HOME="+filepath.Join(root, "data"),
-		"XDG_CACHE_HOME="+filepath.Join(root, "cache"), "XDG_STATE_HOME="+filepath.Join(root, "state"),
-		"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
-		"OPENCODE_DISABLE_SHARE=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1", "OPENCODE_DISABLE_CLAUDE_CODE=1",
-		"OPENCODE_DISABLE_EXTERNAL_SKILLS=1", "OPENCODE_ENABLE_QUESTION_TOOL=1", "OPENCODE_DISABLE_AUTOCOMPACT=1",
-		"OPENCODE_DISABLE_PRUNE=1", "DO_NOT_TRACK=1",
-		"npm_config_registry=http://127.0.0.1:9/", "NPM_CONFIG_REGISTRY=http://127.0.0.1:9/")
 	if err := writeProject(project, llm); err != nil {
 		stopLLM()
 		return nil, err
@@ -92,7 +83,7 @@ func startOpencode(cfg *config) (*target, error) {
 // writeProject makes the directory OpenCode serves: a git repository with
 // a config naming the fake model as the only one and allowing its question
 // tool.
-func writeProject(dir, llm string) error {
+func writeProject(dir string, llm *fakellm.Server) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -101,14 +92,9 @@ func writeProject(dir, llm string) error {
 	}
 	config := map[string]any{
 		"$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled",
-		"model": "fake/fake-model", "small_model": "fake/fake-model", "enabled_providers": []string{"fake"},
+		"model": "fake/" + fakellm.ModelID, "small_model": "fake/" + fakellm.ModelID, "enabled_providers": []string{"fake"},
 		"permission": map[string]string{"question": "allow"},
-		"provider": map[string]any{"fake": map[string]any{
-			"npm": "@ai-sdk/openai-compatible", "name": "Fake LLM",
-			"options": map[string]string{"baseURL": llm, "apiKey": "fake-key"},
-			"models": map[string]any{"fake-model": map[string]any{"name": "Fake Model", "tool_call": true,
-				"limit": map[string]int{"context": 128000, "output": 4096}}},
-		}},
+		"provider":   map[string]any{"fake": llm.Config()},
 	}
 	return os.WriteFile(filepath.Join(dir, "opencode.json"), mustJSON(config), 0o644)
 }

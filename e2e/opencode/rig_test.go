@@ -1,0 +1,274 @@
+package opencode
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/questiond/questiond/internal/fakellm"
+	"github.com/questiond/questiond/internal/opencodenpm"
+	"github.com/questiond/questiond/internal/testenv"
+	"github.com/questiond/questiond/internal/testkit"
+	"github.com/questiond/questiond/internal/testkit/launch"
+)
+
+// turnTimeout bounds one wait on OpenCode: its start, its MCP server
+// connecting, a model turn with a tool call (seconds on an idle machine,
+// many more on one shared with other work).
+const turnTimeout = 90 * time.Second
+
+// opencodeBinary is the pinned OpenCode, installed from npm into the
+// user's cache on first use.
+func opencodeBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := opencodenpm.Install(opencodenpm.Pinned, t.Logf)
+	if err != nil {
+		if _, lookErr := exec.LookPath("npm"); lookErr != nil {
+			testenv.Missing(t, "npm (to install opencode-ai@"+opencodenpm.Pinned+")", "install Node.js 20 and npm")
+		}
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// opencode is a running `opencode serve` and the fake model it talks to.
+type opencode struct {
+	t    *testing.T
+	base string
+	llm  *fakellm.Server
+	proc *launch.Process
+}
+
+// startOpencode runs `opencode serve` offline on loopback in a project (a
+// git repository) of its own whose opencode.json has mcpSection as its "mcp" section and the
+// fake model as its only model; that model calls the upstream's tool
+// "release" of the MCP server named key (OpenCode names it key_release)
+// with version v2.3 on the user's prompt and answers the turn after with
+// text. It returns once that MCP server is connected.
+func startOpencode(t *testing.T, key string, mcpSection map[string]any) *opencode {
+	t.Helper()
+	bin := opencodeBinary(t)
+	llm, err := fakellm.Start(fakellm.CallThenAnswer(key+"_release", map[string]string{"version": "v2.3"}, "The release is done."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(llm.Close)
+	root := t.TempDir()
+	env, err := opencodenpm.OfflineEnv(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := filepath.Join(root, "project")
+	config := map[string]any{
+		"$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled",
+		"model": "fake/" + fakellm.ModelID, "small_model": "fake/" + fakellm.ModelID, "enabled_providers": []string{"fake"},
+		"provider": map[string]any{"fake": llm.Config()},
+		"mcp":      mcpSection,
+	}
+	data, _ := json.MarshalIndent(config, "", "  ")
+	if err := os.MkdirAll(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "opencode.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A git repository, as OpenCode's projects usually are: without one its
+	// first turn takes seconds longer.
+	if git, err := exec.LookPath("git"); err == nil {
+		_ = exec.Command(git, "-C", project, "init", "-q").Run()
+	}
+	cmd := exec.Command(bin, "serve", "--port", "0", "--hostname", "127.0.0.1")
+	cmd.Dir, cmd.Env = project, env
+	listening := regexp.MustCompile(`opencode server listening on http://(\S+)`)
+	p := testkit.Launch(t, cmd, launch.Options{Name: "opencode", StartTimeout: turnTimeout, StopTimeout: 15 * time.Second,
+		AddrIn: func(line string) string {
+			if m := listening.FindStringSubmatch(line); m != nil {
+				return m[1]
+			}
+			return ""
+		}})
+	oc := &opencode{t: t, base: p.URL, llm: llm, proc: p}
+	t.Cleanup(func() {
+		// SIGTERM first, so that OpenCode closes its MCP servers' stdin;
+		// it then ends by the signal, which Stop reports as an error.
+		_ = p.Stop()
+		if t.Failed() {
+			t.Logf("opencode.json:\n%s\nopencode's output:\n%s", data, p.Output())
+			logTails(t, filepath.Join(root, "data"))
+		}
+	})
+	testkit.Eventually(t, turnTimeout, "OpenCode's MCP server "+key+" connected", func() bool {
+		var status map[string]struct{ Status, Error string }
+		oc.get("/mcp", &status)
+		if s := status[key]; s.Status == "failed" {
+			t.Fatalf("OpenCode could not start the MCP server %s: %s", key, s.Error)
+		}
+		return status[key].Status == "connected"
+	})
+	return oc
+}
+
+// logTails logs the end of each log file under dir: OpenCode's own logs,
+// which hold its MCP servers' stderr too.
+func logTails(t *testing.T, dir string) {
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".log") {
+			data, _ := os.ReadFile(path)
+			t.Logf("%s ends with:\n%s", path, data[max(0, len(data)-8000):])
+		}
+		return nil
+	})
+}
+
+// get decodes the JSON answer to GET path on OpenCode into out.
+func (oc *opencode) get(path string, out any) {
+	oc.t.Helper()
+	status, body := testkit.SendJSON(oc.t, http.MethodGet, oc.base+path, "")
+	if status != http.StatusOK || json.Unmarshal([]byte(body), out) != nil {
+		oc.t.Fatalf("GET %s: %d %.500s", path, status, body)
+	}
+}
+
+// prompt opens a session, prompts it once and returns its id; the fake
+// model then calls releaseTool.
+func (oc *opencode) prompt(text string) string {
+	oc.t.Helper()
+	status, body := testkit.SendJSON(oc.t, http.MethodPost, oc.base+"/session", `{"title":"release"}`)
+	var session struct{ ID string }
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &session) != nil || session.ID == "" {
+		oc.t.Fatalf("POST /session: %d %.500s", status, body)
+	}
+	prompt, _ := json.Marshal(map[string]any{
+		"parts": []map[string]string{{"type": "text", "text": text}},
+		"model": map[string]string{"providerID": "fake", "modelID": fakellm.ModelID},
+	})
+	res, err := http.Post(oc.base+"/session/"+session.ID+"/prompt_async", "application/json", bytes.NewReader(prompt))
+	if err != nil {
+		oc.t.Fatal(err)
+	}
+	got, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusNoContent {
+		oc.t.Fatalf("POST prompt_async: %d %.500s", res.StatusCode, got)
+	}
+	return session.ID
+}
+
+// toolState is a tool part's state in OpenCode's session history.
+type toolState struct {
+	Status string          `json:"status"`
+	Input  json.RawMessage `json:"input"`
+	Output string          `json:"output"`
+	Error  string          `json:"error"`
+}
+
+func (s toolState) String() string {
+	return fmt.Sprintf("%s call %s: %s%s", s.Status, s.Input, s.Output, s.Error)
+}
+
+// message is one message of OpenCode's session history
+// (GET /session/{id}/message).
+type message struct {
+	Info struct {
+		Role string `json:"role"`
+	} `json:"info"`
+	Parts []struct {
+		Type  string    `json:"type"`
+		Tool  string    `json:"tool"`
+		Text  string    `json:"text"`
+		State toolState `json:"state"`
+	} `json:"parts"`
+}
+
+// history is session's history as OpenCode serves it.
+func (oc *opencode) history(session string) []message {
+	oc.t.Helper()
+	var history []message
+	oc.get("/session/"+session+"/message", &history)
+	return history
+}
+
+// ended is the state of the last call of tool in history that has ended
+// (completed or error), or nil.
+func ended(history []message, tool string) *toolState {
+	var state *toolState
+	for _, m := range history {
+		for _, p := range m.Parts {
+			if p.Type == "tool" && p.Tool == tool && (p.State.Status == "completed" || p.State.Status == "error") {
+				state = &p.State
+			}
+		}
+	}
+	return state
+}
+
+// toolEnded waits until session's history holds a call of tool that has
+// ended and the model's turn after it, and returns the call's state.
+func (oc *opencode) toolEnded(session, tool string) toolState {
+	oc.t.Helper()
+	deadline := time.Now().Add(turnTimeout)
+	for {
+		history := oc.history(session)
+		call := ended(history, tool)
+		if call != nil && len(history) > 0 && history[len(history)-1].Info.Role == "assistant" &&
+			hasText(history[len(history)-1], "The release is done.") {
+			return *call
+		}
+		if time.Now().After(deadline) {
+			data, _ := json.MarshalIndent(history, "", " ")
+			oc.t.Fatalf("no ended call of %s in session %s within %v; its history:\n%s", tool, session, turnTimeout, data)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func hasText(m message, text string) bool {
+	for _, p := range m.Parts {
+		if p.Type == "text" && strings.Contains(p.Text, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// toolResultSent reports whether OpenCode sent its model a tool result
+// holding text.
+func (oc *opencode) toolResultSent(text string) bool {
+	for _, r := range oc.llm.Requests() {
+		for _, m := range r.Messages {
+			if m.Role == "tool" && strings.Contains(string(m.Content), text) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// asked waits for the question the upstream's tool asks in session through
+// the bridge, as an operator lists it (GET /question, questiond's only
+// one), failing at once if OpenCode's call of tool ends first.
+func (oc *opencode) asked(ops *testkit.Operator, session, tool string) testkit.Question {
+	oc.t.Helper()
+	var asked []testkit.Question
+	testkit.Eventually(oc.t, turnTimeout, "the upstream's question in GET /question", func() bool {
+		if call := ended(oc.history(session), tool); call != nil {
+			oc.t.Fatalf("the call of %s ended before anyone asked: %v", tool, call)
+		}
+		asked = ops.Pending("")
+		return len(asked) > 0
+	})
+	if len(asked) != 1 {
+		oc.t.Fatalf("operators see %d questions, want one: %+v", len(asked), asked)
+	}
+	return asked[0]
+}

@@ -13,6 +13,7 @@ type sent struct {
 	orig   jsonrpc.ID // the id its sender gave it
 	method string
 	params json.RawMessage // kept for the methods whose call may be sent again with input (see inputs.go)
+	token  json.RawMessage // the request's progressToken, or nil (see progress.go)
 }
 
 // idTable hands out the ids requests are relayed under, in one direction,
@@ -34,7 +35,7 @@ func (t *idTable) relay(orig jsonrpc.ID, method string, params json.RawMessage) 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.next++
-	s := sent{orig: orig, method: method}
+	s := sent{orig: orig, method: method, token: progressToken(params)}
 	if retriable[method] {
 		s.params = params
 	}
@@ -72,6 +73,19 @@ func (t *idTable) relayedAs(orig any) (jsonrpc.ID, bool) {
 		return jsonrpc.ID{}, false
 	}
 	return ownID(n), true
+}
+
+// inFlight lists the requests of method still waiting for a response.
+func (t *idTable) inFlight(method string) []sent {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []sent
+	for _, s := range t.byOwn {
+		if s.method == method {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // waiting counts the requests of method still waiting for a response.

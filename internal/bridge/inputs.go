@@ -22,6 +22,12 @@ import (
 // retriable are the methods whose results may ask for input.
 var retriable = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
 
+// fulfilment is a host's call whose input the relay is asking for.
+type fulfilment struct {
+	withdraw context.CancelFunc
+	token    json.RawMessage // the call's progressToken, or nil
+}
+
 // maxInputRounds bounds the rounds of one call, as the SDK's client does.
 const maxInputRounds = 10
 
@@ -64,7 +70,7 @@ func (r *Relay) fulfil(ctx context.Context, s sent, inputs map[string]inputReque
 	r.mu.Lock()
 	rounds := r.rounds[key] + 1
 	r.rounds[key] = rounds
-	r.fulfilling[key] = withdraw
+	r.fulfilling[key] = fulfilment{withdraw: withdraw, token: s.token}
 	r.mu.Unlock()
 	r.asking.Go(func() {
 		defer withdraw()
@@ -156,11 +162,11 @@ func withInputResponses(params json.RawMessage, responses map[string]json.RawMes
 // reports whether there was any.
 func (r *Relay) stopFulfilling(id any) bool {
 	r.mu.Lock()
-	cancel, ok := r.fulfilling[id]
+	f, ok := r.fulfilling[id]
 	delete(r.fulfilling, id)
 	r.mu.Unlock()
 	if ok {
-		cancel()
+		f.withdraw()
 		r.forgetRounds(id)
 	}
 	return ok

@@ -26,7 +26,10 @@ type Options struct {
 	// PreferHost hands elicitations to a host that declared elicitation
 	// itself, instead of asking questiond.
 	PreferHost bool
-	Logger     *zap.Logger
+	// ProgressInterval is how often the host hears progress on the calls a
+	// waiting question holds up; 0 means DefaultProgressInterval.
+	ProgressInterval time.Duration
+	Logger           *zap.Logger
 }
 
 // Method names the relay looks at; every other passes as it is.
@@ -50,11 +53,15 @@ type Relay struct {
 	toUpstream *idTable // the host's requests, as relayed upstream
 	toHost     *idTable // the upstream's requests, as relayed to the host
 
+	// progressMu orders the progress the host hears (see progress.go); it
+	// is taken before mu, never after.
+	progressMu sync.Mutex
 	mu         sync.Mutex
 	client     host                       // from the host's initialize
 	asks       map[any]context.CancelFunc // upstream request id → its question's withdrawal
-	fulfilling map[any]context.CancelFunc // host request id → the withdrawal of the input asked for it
+	fulfilling map[any]fulfilment         // host request id → the input asked for it
 	rounds     map[any]int                // host request id → input rounds so far
+	progress   map[string]float64         // progress token → the last value the host heard on it
 	asking     sync.WaitGroup             // the questions being asked
 }
 
@@ -65,7 +72,7 @@ func New(hostConn, upstream mcp.Connection, opts Options) *Relay {
 	}
 	return &Relay{opts: opts, log: opts.Logger, host: hostConn, up: upstream,
 		toUpstream: newIDTable(), toHost: newIDTable(),
-		asks: map[any]context.CancelFunc{}, fulfilling: map[any]context.CancelFunc{}, rounds: map[any]int{}}
+		asks: map[any]context.CancelFunc{}, fulfilling: map[any]fulfilment{}, rounds: map[any]int{}, progress: map[string]float64{}}
 }
 
 // side is the end of one direction of the relay.
@@ -84,9 +91,12 @@ func (r *Relay) Run(ctx context.Context) error {
 	ended := make(chan side, 2)
 	go func() { ended <- side{"host", r.pump(ctx, r.host, r.fromHost)} }()
 	go func() { ended <- side{"upstream", r.pump(ctx, r.up, r.fromUpstream)} }()
+	var keeping sync.WaitGroup
+	keeping.Go(func() { r.keepAlive(ctx) })
 	first := <-ended
 	cancel()        // withdraws every question still asked
 	r.asking.Wait() // and waits until questiond has heard of it
+	keeping.Wait()
 	_ = r.up.Close()
 	_ = r.host.Close()
 	<-ended
@@ -203,6 +213,11 @@ func (r *Relay) fromUpstream(ctx context.Context, msg jsonrpc.Message) error {
 		if retriable[s.method] {
 			r.forgetRounds(s.orig.Raw())
 		}
+		if s.token != nil {
+			r.mu.Lock()
+			delete(r.progress, string(s.token))
+			r.mu.Unlock()
+		}
 		return r.host.Write(ctx, &jsonrpc.Response{ID: s.orig, Result: m.Result, Error: m.Error})
 	}
 	return nil
@@ -211,6 +226,13 @@ func (r *Relay) fromUpstream(ctx context.Context, msg jsonrpc.Message) error {
 // notificationFromUpstream relays the upstream's notification; a
 // cancellation of an elicitation withdraws its question instead.
 func (r *Relay) notificationFromUpstream(ctx context.Context, m *jsonrpc.Request) error {
+	if m.Method == methodProgress {
+		// Noted and sent under progressMu, so that a keep-alive cannot
+		// come between and put a lower value after a higher one.
+		r.progressMu.Lock()
+		defer r.progressMu.Unlock()
+		r.sawProgress(m.Params)
+	}
 	if m.Method == methodCancelled {
 		if id, rest, ok := cancelledID(m.Params); ok {
 			if r.withdraw(id) {

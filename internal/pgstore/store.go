@@ -17,7 +17,14 @@ import (
 // ErrUnavailable says PostgreSQL could not be reached or failed; nothing
 // was changed. The pending and session errors of the same name wrap it too
 // where those packages' callers look for them.
-var ErrUnavailable = errors.New("PostgreSQL unavailable")
+var ErrUnavailable error = unavailableError{}
+
+// unavailableError is ErrUnavailable: it names PostgreSQL as the store that
+// failed (pending.FailedStore).
+type unavailableError struct{}
+
+func (unavailableError) Error() string       { return "PostgreSQL unavailable" }
+func (unavailableError) FailedStore() string { return "PostgreSQL" }
 
 // Options configure Open. Zero values mean the defaults.
 type Options struct {
@@ -257,3 +264,4 @@ type refusedError struct{ err error }
 func (e refusedError) Error() string        { return "PostgreSQL refused the connection: " + e.err.Error() }
 func (e refusedError) Unwrap() error        { return e.err }
 func (e refusedError) Is(target error) bool { return target == ErrUnavailable }
+func (e refusedError) FailedStore() string  { return "PostgreSQL" }

@@ -256,6 +256,9 @@ func toolError(err error) error {
 	case errors.As(err, &bad):
 		return errors.New(bad.Message)
 	case errors.Is(err, pending.ErrUnavailable), errors.As(err, new(wire.SessionsUnavailableError)):
+		if store := pending.FailedStore(err); store != "" {
+			return errors.New(store + " is unavailable, so questiond cannot store questions; nothing was asked; try again later")
+		}
 		return errors.New("the question store is unavailable; nothing was asked; try again later")
 	}
 	return err

@@ -178,7 +178,7 @@ func WriteError(log *zap.Logger, w http.ResponseWriter, r *http.Request, err err
 		log.Error("session records failed", zap.String("ref", ref), zap.String("method", r.Method),
 			zap.String("path", r.URL.Path), zap.Error(err))
 		WriteJSON(w, http.StatusServiceUnavailable, namedError{"ServiceUnavailable", namedErrorData{
-			Message: "Session records are unavailable; nothing was changed. Try again later.", Ref: ref}})
+			Message: unavailable("Session records are", "session records", err), Ref: ref}})
 	case errors.Is(err, pending.ErrFull):
 		// A limit another replica's creations reached first (see checkPending).
 		WriteStatus(w, NewStatus(http.StatusTooManyRequests, "TooManyRequests",
@@ -188,7 +188,7 @@ func WriteError(log *zap.Logger, w http.ResponseWriter, r *http.Request, err err
 		log.Error("question store failed", zap.String("ref", ref), zap.String("method", r.Method),
 			zap.String("path", r.URL.Path), zap.Error(err))
 		WriteJSON(w, http.StatusServiceUnavailable, namedError{"ServiceUnavailable", namedErrorData{
-			Message: "The question store is unavailable; nothing was changed. Try again later.", Ref: ref}})
+			Message: unavailable("The question store is", "questions", err), Ref: ref}})
 	case errors.Is(err, pending.ErrClosed):
 		WriteStatus(w, ErrShuttingDown)
 	default:
@@ -253,4 +253,13 @@ func MarshalJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// unavailable is the message of a 503 for a failed store, naming the store
+// when the error says which (pending.FailedStore).
+func unavailable(what, records string, err error) string {
+	if store := pending.FailedStore(err); store != "" {
+		return store + " is unavailable, so questiond cannot read or write " + records + "; nothing was changed. Try again later."
+	}
+	return what + " unavailable; nothing was changed. Try again later."
 }

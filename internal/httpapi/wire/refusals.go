@@ -31,7 +31,7 @@ func SessionError(err error, id string) error {
 	case errors.Is(err, session.ErrFull):
 		return NewStatus(http.StatusTooManyRequests, "TooManyRequests", "questiond keeps no more session records ("+err.Error()+"); delete sessions that have ended")
 	case errors.Is(err, session.ErrUnavailable):
-		return fmt.Errorf("session %s: %w", id, SessionsUnavailableError{err})
+		return SessionsUnavailableError{err} // the store's error names the session
 	}
 	return err
 }

@@ -14,6 +14,7 @@ type Params struct {
 	Message         string
 	RequestedSchema json.RawMessage // e.g. from (*SchemaBuilder).Build
 	SessionID       string          // "ses_…", optional: the OpenCode session the question belongs to; "" is the agent's inbox
+	Title           string          // optional: the session's title for operators (default: the agent and the message)
 	Directory       string          // optional: the project directory the question is listed in
 	Timeout         time.Duration   // 0: the server's default; when it runs out the result is cancel
 	Tool            *Tool           // optional: the assistant message and tool call that asked
@@ -56,6 +57,7 @@ type createBody struct {
 	RequestedSchema json.RawMessage `json:"requestedSchema"`
 	Meta            map[string]any  `json:"_meta,omitempty"`
 	SessionID       string          `json:"sessionID,omitempty"`
+	Title           string          `json:"title,omitempty"`
 	Directory       string          `json:"directory,omitempty"`
 	Timeout         string          `json:"timeout,omitempty"`
 	Tool            *wireTool       `json:"tool,omitempty"`
@@ -72,6 +74,7 @@ func newCreateBody(p Params) createBody {
 		RequestedSchema: p.RequestedSchema,
 		Meta:            p.Meta,
 		SessionID:       p.SessionID,
+		Title:           p.Title,
 		Directory:       p.Directory,
 	}
 	if p.Timeout != 0 {

@@ -98,7 +98,7 @@ func bridgeCommand(ctx context.Context, args []string, getenv func(string) strin
 	}
 	dir, _ := os.Getwd()
 	err = bridge.New(host, upstream, bridge.Options{
-		Asker: asker, Server: f.server, Logger: log, PreferHost: f.preferHost,
+		Asker: asker, Server: f.server, Name: f.name, Logger: log, PreferHost: f.preferHost,
 		SessionID: bridge.SessionID(f.name, dir), Directory: f.directory, Timeout: f.timeout,
 	}).Run(ctx)
 	switch {

@@ -23,6 +23,7 @@ type Request struct {
 	Client    string // the MCP client that asks, if one does (see pending.Question.Client)
 	SessionID string // where to ask; "": the owner's inbox
 	Directory string
+	Title     string // the session's title for operators (see pending.Question.Title)
 	Message   string
 	Schema    json.RawMessage
 	Tool      *pending.Tool
@@ -138,6 +139,7 @@ func (s *Service) create(ctx context.Context, r Request) (*pending.Question, err
 		Directory:       r.Directory,
 		Owner:           r.Owner,
 		Client:          r.Client,
+		Title:           r.Title,
 		Message:         r.Message,
 		Schema:          r.Schema,
 		Questions:       questions,

@@ -54,6 +54,7 @@ func (r *Relay) question(raw json.RawMessage) (client.Params, []string, error) {
 		Message:         p.Message,
 		RequestedSchema: p.RequestedSchema,
 		SessionID:       r.opts.SessionID,
+		Title:           r.sessionTitle(),
 		Directory:       r.opts.Directory,
 		Timeout:         r.opts.Timeout,
 	}
@@ -174,4 +175,19 @@ func invalidParams(message string) error {
 
 func internalError(message string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: message}
+}
+
+// sessionTitle is "<name> via <host>", so operators see which server of
+// which host asks; "" without a name (questiond's default title then).
+func (r *Relay) sessionTitle() string {
+	r.mu.Lock()
+	hostName := r.client.name
+	r.mu.Unlock()
+	switch {
+	case r.opts.Name == "":
+		return ""
+	case hostName == "":
+		return r.opts.Name
+	}
+	return r.opts.Name + " via " + hostName
 }

@@ -18,6 +18,9 @@ import (
 type Options struct {
 	Asker  Asker  // questiond, as the bridge's agent
 	Server string // questiond's URL, for messages
+	// Name is what operators know the upstream by: its questions' session
+	// is titled "<Name> via <the host's name>".
+	Name string
 	// SessionID, Directory and Timeout route and bound the questions (see
 	// client.Params).
 	SessionID string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -40,7 +41,7 @@ func upstreamServer() (*mcp.Server, <-chan *mcp.ElicitResult) {
 func TestTheOperatorAnswersAnUpstreamsElicitation(t *testing.T) {
 	base, c := questiond(t)
 	ops := testkit.Watch(t, base)
-	hostEnd, upstreamEnd, r := relay(t, bridge.Options{Asker: c, Server: base, SessionID: "ses_bridge_test", Directory: "/srv/app"})
+	hostEnd, upstreamEnd, r := relay(t, bridge.Options{Asker: c, Server: base, Name: "deployer", SessionID: "ses_bridge_test", Directory: "/srv/app"})
 	server, received := upstreamServer()
 	serve(t, server, upstreamEnd)
 	cs := host(t, hostEnd, nil)
@@ -62,6 +63,9 @@ func TestTheOperatorAnswersAnUpstreamsElicitation(t *testing.T) {
 	}
 	if q.SessionID != "ses_bridge_test" || strings.Join(headers, ",") != "Target,Replicas,Confirm,Note" {
 		t.Fatalf("the operator sees session %s, questions %v; want ses_bridge_test, in the upstream's order", q.SessionID, headers)
+	}
+	if title := sessionTitle(t, base, q.SessionID); title != "[?] deployer via test-host" {
+		t.Errorf("the session is titled %q, want the server's name via the host's", title)
 	}
 	ops.Reply(q, map[string][]string{"Target": {"Production"}, "Replicas": {"3"}, "Confirm": {"Yes"}, "Note": {}})
 	if o := mcptest.AwaitCall(t, out); o.Err != nil || o.Res.IsError || mcptest.ToolText(o.Res) != "done" {
@@ -203,4 +207,19 @@ func TestPreferHostHandsElicitationsToAHostThatElicits(t *testing.T) {
 	if left := ops.Pending(""); len(left) != 0 {
 		t.Fatalf("questiond was asked though the host answers: %+v", left)
 	}
+}
+
+// sessionTitle is the title operators see for session id (GET /session/{id}).
+func sessionTitle(t *testing.T, base, id string) string {
+	t.Helper()
+	res, err := http.Get(base + "/session/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var s struct{ Title string }
+	if err := json.NewDecoder(res.Body).Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	return s.Title
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/questiond/questiond/internal/duration"
 	"github.com/questiond/questiond/internal/elicit"
@@ -23,6 +24,7 @@ type createParams struct {
 	Mode            string          `json:"mode"`
 	Meta            json.RawMessage `json:"_meta"`
 	SessionID       string          `json:"sessionID"`
+	Title           string          `json:"title,omitempty"` // omitempty: an untitled request's fingerprint stays what it was
 	Directory       string          `json:"directory"`
 	Timeout         json.RawMessage `json:"timeout"`
 	Tool            *pending.Tool   `json:"tool"`
@@ -103,7 +105,7 @@ func parseCreateBody(body []byte) (params *createParams, rpc *rpcRequest, err er
 // (MCP adds params over time), unless it is a near miss of one of these: a
 // misspelled "timout" would otherwise be ignored, and the question would
 // wait the default hour.
-var createFields = []string{"message", "requestedSchema", "mode", "_meta", "sessionID", "directory", "timeout", "tool"}
+var createFields = []string{"message", "requestedSchema", "mode", "_meta", "sessionID", "title", "directory", "timeout", "tool"}
 
 // checkNearMisses refuses a key of the params object raw that is not one of
 // createFields but is within two edits of one (or differs only in case). It
@@ -194,11 +196,15 @@ func jsonTypeName(goKind string) string {
 	return goKind
 }
 
+// maxTitleRunes bounds a create request's title: a session list's line.
+const maxTitleRunes = 200
+
 // validated is a create request that passed every check.
 type validated struct {
 	message   string
 	schema    json.RawMessage
 	sessionID string
+	title     string
 	directory string
 	timeout   time.Duration
 	tool      *pending.Tool
@@ -226,6 +232,10 @@ func (s *Server) validate(p *createParams) (*validated, error) {
 	if v.sessionID != "" && !session.ValidID(v.sessionID) {
 		return nil, wire.NewBadRequest(wire.KindPayload, "Expected a session id like \"ses_…\" (letters, digits, _ or -, at most 104 characters), got %q\n  at [\"sessionID\"]", v.sessionID)
 	}
+	if n := utf8.RuneCountInString(p.Title); n > maxTitleRunes {
+		return nil, wire.NewBadRequest(wire.KindPayload, "title is %d characters long; at most %d\n  at [\"title\"]", n, maxTitleRunes)
+	}
+	v.title = p.Title
 	if p.Directory != "" {
 		dir, err := wire.NormalizeDirectory(p.Directory)
 		if err != nil {

@@ -56,3 +56,22 @@ func TestConsoleTitleDropsInlineMarkdown(t *testing.T) {
 		t.Errorf("title %q, want the message without markdown markers", s.Title)
 	}
 }
+
+// An asker's title names its session for operators, on one line and
+// without markdown markers; one beyond 200 characters is refused naming
+// the field.
+func TestACreateRequestsTitleNamesItsSession(t *testing.T) {
+	c := newConsole(t, tuning{})
+	c.ask(alphaToken, map[string]any{"sessionID": "ses_titled", "title": "**deploy** via\nopencode"})
+	var s consoleSessionView
+	c.get("/session/ses_titled", &s)
+	if !strings.HasSuffix(s.Title, "deploy via opencode") || strings.Contains(s.Title, "alpha") {
+		t.Errorf("title %q, want the asker's own, on one line, without markers", s.Title)
+	}
+	form := seedForm()
+	form["title"] = strings.Repeat("x", 201)
+	res := c.h.do(http.MethodPost, "/elicitations", form, "Authorization", bearerAuth(alphaToken))
+	if res.Status != http.StatusBadRequest || !strings.Contains(string(res.Body), `[\"title\"]`) {
+		t.Errorf("a 201-character title: %d %s; want 400 naming title", res.Status, res.Body)
+	}
+}

@@ -58,7 +58,7 @@ func (e *BudgetError) Unwrap() error { return ErrOverBudget }
 // once.
 func weigh(q *Question) int64 {
 	n := questionOverhead + len(q.ID) + len(q.SessionID) + len(q.AskingSessionID) + len(q.Directory) +
-		len(q.Owner) + len(q.Client) + len(q.Schema) + len(q.IdempotencyKey) + len(q.RequestHash)
+		len(q.Owner) + len(q.Client) + len(q.Title) + len(q.Schema) + len(q.IdempotencyKey) + len(q.RequestHash)
 	shared := false
 	for i, info := range q.Questions {
 		text := len(info.Question) + len(info.Header)

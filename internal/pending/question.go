@@ -73,8 +73,11 @@ type Question struct {
 	Owner           string `json:"owner,omitempty"` // the agent that asked
 	// Client is the MCP client that asked through /mcp, as it names itself
 	// (its clientInfo title, else its name); "" for the HTTP routes.
-	Client    string                `json:"client,omitempty"`
-	Message   string                `json:"message"`
+	Client  string `json:"client,omitempty"`
+	Message string `json:"message"`
+	// Title is the title its asker gave the session it is listed in, ""
+	// for none (operators then see the agent and the message).
+	Title     string                `json:"title,omitempty"`
 	Schema    json.RawMessage       `json:"requestedSchema"`
 	Questions []elicit.QuestionInfo `json:"questions"`
 	Tool      *Tool                 `json:"tool,omitempty"`

@@ -170,6 +170,10 @@ func (sm *sessionSummary) info(version string, waiting bool) sessionInfo {
 // else the MCP client's name, if any, and the first line of its first
 // question's message.
 func consoleTitle(q *pending.Question) string {
+	// Its lines are joined: a title is one line, all of it the asker's.
+	if title := wire.OneLine(inline.Plain(strings.Join(strings.Fields(q.Title), " ")), titleMaxRunes); title != "" {
+		return title // the asker's own (questiond bridge: "<name> via <host>")
+	}
 	what := strings.TrimSpace(q.Message)
 	if what == "" && len(q.Questions) > 0 {
 		what = strings.TrimSpace(q.Questions[0].Question)

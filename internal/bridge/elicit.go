@@ -30,47 +30,58 @@ type elicitParams struct {
 	ElicitationID   string          `json:"elicitationId"`
 }
 
+// asked is an elicitation as questiond asks it.
+type asked struct {
+	params client.Params
+	order  []string // the schema's property order, for the content
+	// elicitationID is a URL-mode elicitation's id ("" in form mode): its
+	// question offers Open and Decline, and its answer has no content.
+	elicitationID string
+}
+
 // question turns an elicitation/create into questiond's params, or says
 // why it cannot be asked (an *jsonrpc.Error for the upstream).
-func (r *Relay) question(raw json.RawMessage) (client.Params, []string, error) {
+func (r *Relay) question(raw json.RawMessage) (asked, error) {
 	var p elicitParams
 	if err := json.Unmarshal(raw, &p); err != nil {
-		return client.Params{}, nil, invalidParams("elicitation/create params: " + err.Error())
+		return asked{}, invalidParams("elicitation/create params: " + err.Error())
 	}
-	if p.Mode == "url" || (p.Mode == "" && (p.URL != "" || p.ElicitationID != "")) {
-		return client.Params{}, nil, invalidParams("URL-mode elicitation is not supported by this bridge: it declared form mode only")
+	a := asked{params: client.Params{
+		Message:   p.Message,
+		SessionID: r.opts.SessionID,
+		Title:     r.sessionTitle(),
+		Directory: r.opts.Directory,
+		Timeout:   r.opts.Timeout,
+	}}
+	if len(p.Meta) > 0 {
+		a.params.Meta = p.Meta
 	}
-	if p.Mode != "" && p.Mode != "form" {
-		return client.Params{}, nil, invalidParams(fmt.Sprintf("elicitation mode %q is not supported: the bridge declared form mode only", p.Mode))
+	switch {
+	case p.Mode == "url" || (p.Mode == "" && (p.URL != "" || p.ElicitationID != "")):
+		return r.urlQuestion(a, p)
+	case p.Mode != "" && p.Mode != "form":
+		return asked{}, invalidParams(fmt.Sprintf("elicitation mode %q is not supported: the bridge declared form and url modes", p.Mode))
 	}
 	if len(bytes.TrimSpace(p.RequestedSchema)) == 0 || bytes.Equal(bytes.TrimSpace(p.RequestedSchema), []byte("null")) {
-		return client.Params{}, nil, invalidParams("form-mode elicitation without a requestedSchema")
+		return asked{}, invalidParams("form-mode elicitation without a requestedSchema")
 	}
 	order, err := propertyOrder(p.RequestedSchema)
 	if err != nil {
-		return client.Params{}, nil, invalidParams("requestedSchema: " + err.Error())
+		return asked{}, invalidParams("requestedSchema: " + err.Error())
 	}
-	params := client.Params{
-		Message:         p.Message,
-		RequestedSchema: p.RequestedSchema,
-		SessionID:       r.opts.SessionID,
-		Title:           r.sessionTitle(),
-		Directory:       r.opts.Directory,
-		Timeout:         r.opts.Timeout,
-	}
-	if len(p.Meta) > 0 {
-		params.Meta = p.Meta
-	}
-	return params, order, nil
+	a.params.RequestedSchema, a.order = p.RequestedSchema, order
+	return a, nil
 }
 
 // answer is the ElicitResult for the upstream, or the JSON-RPC error that
 // stands for a failure to ask.
-func (r *Relay) answer(res *client.Result, err error, order []string) (json.RawMessage, error) {
+func (r *Relay) answer(a asked, res *client.Result, err error) (json.RawMessage, error) {
 	var qe *client.Error
 	switch {
+	case err == nil && a.elicitationID != "":
+		return urlResult(res), nil
 	case err == nil:
-		return encodeResult(res, order)
+		return encodeResult(res, a.order)
 	case errors.Is(err, client.ErrBadRequest) && errors.As(err, &qe):
 		// The schema is outside what questiond serves: nothing was asked.
 		return nil, invalidParams("questiond refused the elicitation: " + qe.Message)

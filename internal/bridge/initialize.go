@@ -44,7 +44,7 @@ func declareElicitation(params json.RawMessage) (json.RawMessage, host, error) {
 			h.elicits = form || !url // {} means form
 		}
 	}
-	caps["elicitation"] = json.RawMessage(`{"form":{}}`)
+	caps["elicitation"] = json.RawMessage(`{"form":{},"url":{}}`)
 	if raw, ok := caps["tasks"]; ok {
 		if trimmed, err := withoutTaskElicitation(raw); err == nil {
 			caps["tasks"] = trimmed

@@ -115,13 +115,13 @@ func (r *Relay) askInputs(ctx context.Context, inputs map[string]inputRequest) (
 		wg        sync.WaitGroup
 	)
 	for k, in := range inputs {
-		params, order, err := r.question(in.Params)
+		a, err := r.question(in.Params)
 		if err != nil {
 			return nil, err
 		}
 		wg.Go(func() {
-			res, err := r.opts.Asker.Elicit(ctx, params)
-			result, err := r.answer(res, err, order)
+			res, err := r.opts.Asker.Elicit(ctx, a.params)
+			result, err := r.answer(a, res, err)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && first == nil {
@@ -203,7 +203,7 @@ func withElicitationMeta(params json.RawMessage) json.RawMessage {
 	if json.Unmarshal(raw, &caps) != nil || caps == nil {
 		return params
 	}
-	caps["elicitation"] = json.RawMessage(`{"form":{}}`)
+	caps["elicitation"] = json.RawMessage(`{"form":{},"url":{}}`)
 	var err error
 	if meta[mcp.MetaKeyClientCapabilities], err = json.Marshal(caps); err != nil {
 		return params

@@ -41,6 +41,8 @@ const (
 	methodElicit     = "elicitation/create"
 	methodCancelled  = "notifications/cancelled"
 	methodCallTool   = "tools/call"
+
+	methodElicitationComplete = "notifications/elicitation/complete"
 )
 
 // ErrUpstreamEnded: the upstream server closed its side (exited), so the
@@ -64,6 +66,7 @@ type Relay struct {
 	asks       map[any]context.CancelFunc // upstream request id → its question's withdrawal
 	fulfilling map[any]fulfilment         // host request id → the input asked for it
 	rounds     map[any]int                // host request id → input rounds so far
+	urls       map[string]urlAsk          // a URL-mode elicitation's id → its request
 	progress   map[string]float64         // progress token → the last value the host heard on it
 	asking     sync.WaitGroup             // the questions being asked
 }
@@ -75,7 +78,7 @@ func New(hostConn, upstream mcp.Connection, opts Options) *Relay {
 	}
 	return &Relay{opts: opts, log: opts.Logger, host: hostConn, up: upstream,
 		toUpstream: newIDTable(), toHost: newIDTable(),
-		asks: map[any]context.CancelFunc{}, fulfilling: map[any]fulfilment{}, rounds: map[any]int{}, progress: map[string]float64{}}
+		asks: map[any]context.CancelFunc{}, fulfilling: map[any]fulfilment{}, rounds: map[any]int{}, progress: map[string]float64{}, urls: map[string]urlAsk{}}
 }
 
 // side is the end of one direction of the relay.
@@ -236,6 +239,9 @@ func (r *Relay) notificationFromUpstream(ctx context.Context, m *jsonrpc.Request
 		defer r.progressMu.Unlock()
 		r.sawProgress(m.Params)
 	}
+	if m.Method == methodElicitationComplete && r.completed(ctx, m.Params) {
+		return nil // its question was the relay's: the host never saw it
+	}
 	if m.Method == methodCancelled {
 		if id, rest, ok := cancelledID(m.Params); ok {
 			if r.withdraw(id) {
@@ -259,7 +265,7 @@ func (r *Relay) hostAnswers() bool {
 // ask asks questiond for an elicitation/create and answers the upstream
 // when the operator has, unless the question was withdrawn.
 func (r *Relay) ask(ctx context.Context, m *jsonrpc.Request) {
-	params, order, err := r.question(m.Params)
+	a, err := r.question(m.Params)
 	if err != nil {
 		r.respondUpstream(ctx, m.ID, nil, err)
 		return
@@ -268,18 +274,24 @@ func (r *Relay) ask(ctx context.Context, m *jsonrpc.Request) {
 	key := m.ID.Raw()
 	r.mu.Lock()
 	r.asks[key] = withdraw
+	if a.elicitationID != "" {
+		r.urls[a.elicitationID] = urlAsk{key: key, id: m.ID}
+	}
 	r.mu.Unlock()
 	r.asking.Go(func() {
 		defer withdraw()
-		res, err := r.opts.Asker.Elicit(qctx, params)
+		res, err := r.opts.Asker.Elicit(qctx, a.params)
 		r.mu.Lock()
 		_, live := r.asks[key]
 		delete(r.asks, key)
+		if a.elicitationID != "" && r.urls[a.elicitationID].key == key {
+			delete(r.urls, a.elicitationID)
+		}
 		r.mu.Unlock()
 		if !live || qctx.Err() != nil {
 			return // withdrawn: a cancelled request gets no response
 		}
-		result, err := r.answer(res, err, order)
+		result, err := r.answer(a, res, err)
 		r.respondUpstream(ctx, m.ID, result, err)
 	})
 }

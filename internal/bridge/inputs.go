@@ -65,6 +65,23 @@ func (r *Relay) inputsToAsk(s sent, m *jsonrpc.Response) (map[string]inputReques
 // fulfil asks questiond for every input, then sends the call s again with
 // the answers. The host cancelling its call withdraws the questions.
 func (r *Relay) fulfil(ctx context.Context, s sent, inputs map[string]inputRequest, state json.RawMessage) {
+	r.retryAfter(ctx, s, func(qctx context.Context) (json.RawMessage, error) {
+		responses, err := r.askInputs(qctx, inputs)
+		if err != nil {
+			return nil, err
+		}
+		params, err := withInputResponses(s.params, responses, state)
+		if err != nil {
+			return nil, internalError("sending the call again with the answers: " + err.Error())
+		}
+		return params, nil
+	})
+}
+
+// retryAfter sends the call s again with the params gather returns once it
+// has asked what the call needs; gather's error goes to the host instead.
+// The host cancelling its call withdraws what gather asks.
+func (r *Relay) retryAfter(ctx context.Context, s sent, gather func(context.Context) (json.RawMessage, error)) {
 	qctx, withdraw := context.WithCancel(ctx)
 	key := s.orig.Raw()
 	r.mu.Lock()
@@ -74,7 +91,7 @@ func (r *Relay) fulfil(ctx context.Context, s sent, inputs map[string]inputReque
 	r.mu.Unlock()
 	r.asking.Go(func() {
 		defer withdraw()
-		responses, err := r.askInputs(qctx, inputs)
+		params, err := gather(qctx)
 		r.mu.Lock()
 		_, live := r.fulfilling[key]
 		delete(r.fulfilling, key)
@@ -89,12 +106,6 @@ func (r *Relay) fulfil(ctx context.Context, s sent, inputs map[string]inputReque
 		if err != nil {
 			r.forgetRounds(key)
 			r.respondHost(ctx, s.orig, err)
-			return
-		}
-		params, err := withInputResponses(s.params, responses, state)
-		if err != nil {
-			r.forgetRounds(key)
-			r.respondHost(ctx, s.orig, internalError("sending the call again with the answers: "+err.Error()))
 			return
 		}
 		if err := r.up.Write(ctx, &jsonrpc.Request{ID: r.toUpstream.relay(s.orig, s.method, params), Method: s.method, Params: params}); err != nil && ctx.Err() == nil {

@@ -67,6 +67,7 @@ type Relay struct {
 	fulfilling map[any]fulfilment         // host request id → the input asked for it
 	rounds     map[any]int                // host request id → input rounds so far
 	urls       map[string]urlAsk          // a URL-mode elicitation's id → its request
+	awaiting   map[string]chan struct{}   // a URL-mode elicitation's id → closed when the upstream completes it
 	progress   map[string]float64         // progress token → the last value the host heard on it
 	asking     sync.WaitGroup             // the questions being asked
 }
@@ -78,7 +79,7 @@ func New(hostConn, upstream mcp.Connection, opts Options) *Relay {
 	}
 	return &Relay{opts: opts, log: opts.Logger, host: hostConn, up: upstream,
 		toUpstream: newIDTable(), toHost: newIDTable(),
-		asks: map[any]context.CancelFunc{}, fulfilling: map[any]fulfilment{}, rounds: map[any]int{}, progress: map[string]float64{}, urls: map[string]urlAsk{}}
+		asks: map[any]context.CancelFunc{}, fulfilling: map[any]fulfilment{}, rounds: map[any]int{}, progress: map[string]float64{}, urls: map[string]urlAsk{}, awaiting: map[string]chan struct{}{}}
 }
 
 // side is the end of one direction of the relay.
@@ -214,6 +215,10 @@ func (r *Relay) fromUpstream(ctx context.Context, msg jsonrpc.Message) error {
 		}
 		if inputs, state, ok := r.inputsToAsk(s, m); ok {
 			r.fulfil(ctx, s, inputs, state)
+			return nil
+		}
+		if urls, ok := r.urlsRequired(s, m); ok {
+			r.openURLs(ctx, s, urls, m.Error)
 			return nil
 		}
 		if retriable[s.method] {

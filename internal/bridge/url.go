@@ -83,7 +83,13 @@ func (r *Relay) completed(ctx context.Context, params json.RawMessage) bool {
 	r.mu.Lock()
 	ua, ok := r.urls[p.ElicitationID]
 	delete(r.urls, p.ElicitationID)
+	done, awaited := r.awaiting[p.ElicitationID]
+	delete(r.awaiting, p.ElicitationID)
 	r.mu.Unlock()
+	if awaited {
+		close(done) // a URLElicitationRequiredError's: its call goes again
+		return true
+	}
 	if !ok {
 		return false
 	}

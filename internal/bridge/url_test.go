@@ -91,3 +91,53 @@ func TestElicitationCompleteEndsTheURLQuestion(t *testing.T) {
 		t.Fatalf("the upstream received %+v, want accept", got)
 	}
 }
+
+// A server that fails a call with URLElicitationRequiredError (-32042):
+// the operator is asked to open the URL; once the server says it is
+// complete, the call goes again and the host gets its result. A decline
+// gives the host the server's error as it came.
+func TestAURLElicitationRequiredErrorIsAskedAndTheCallSentAgain(t *testing.T) {
+	for _, tc := range []struct {
+		pick string
+		ok   bool
+	}{{"Open", true}, {"Decline", false}} {
+		t.Run(tc.pick, func(t *testing.T) {
+			base, c := questiond(t)
+			ops := testkit.Watch(t, base)
+			hostEnd, upstreamEnd, _ := relay(t, bridge.Options{Asker: c, Server: base})
+			server := mcp.NewServer(&mcp.Implementation{Name: "upstream-server", Version: "1"}, nil)
+			sessions := make(chan *mcp.ServerSession, 1)
+			calls := 0
+			mcp.AddTool(server, &mcp.Tool{Name: "connect"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				calls++
+				if calls == 1 {
+					sessions <- req.Session
+					return nil, nil, mcp.URLElicitationRequiredError([]*mcp.ElicitParams{{Mode: "url", Message: "Connect your account.",
+						URL: "https://auth.example.com/oauth?e=el-9", ElicitationID: "el-9"}})
+				}
+				return done, nil, nil
+			})
+			serve(t, server, upstreamEnd)
+			cs := host(t, hostEnd, nil)
+			out := mcptest.CallAsync(t, t.Context(), cs, "connect", nil)
+			q := ops.Asked()
+			if !strings.Contains(q.Questions[0].Question, "https://auth.example.com/oauth?e=el-9") {
+				t.Fatalf("the operator sees %q; want the URL", q.Questions[0].Question)
+			}
+			ops.Reply(q, map[string][]string{q.Questions[0].Header: {tc.pick}})
+			if tc.ok {
+				ss := <-sessions
+				if err := ss.NotifyElicitationComplete(t.Context(), &mcp.ElicitationCompleteParams{ElicitationID: "el-9"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o := mcptest.AwaitCall(t, out)
+			switch {
+			case tc.ok && (o.Err != nil || mcptest.ToolText(o.Res) != "done"):
+				t.Fatalf("after the URL was opened and completed: %v %+v, want the call's result", o.Err, o.Res)
+			case !tc.ok && (o.Err == nil || !strings.Contains(o.Err.Error(), "-32042") && !strings.Contains(o.Err.Error(), "URL")):
+				t.Fatalf("after a decline: %v %+v, want the server's URLElicitationRequiredError", o.Err, o.Res)
+			}
+		})
+	}
+}

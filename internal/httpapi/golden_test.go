@@ -58,7 +58,7 @@ func TestGoldenOpenCodeExchanges(t *testing.T) {
 // goldenCase says how questiond should answer one recorded exchange.
 type goldenCase struct {
 	kind goldenKind
-	// why explains a skipped exchange; for a deviation it cites the README.
+	// why explains a skipped exchange; for a deviation it cites docs/http.md.
 	why string
 	// exact compares the body byte for byte (after id substitution) instead
 	// of by JSON shape; only for bodies that depend on neither ids nor the clock.
@@ -114,7 +114,7 @@ const (
 	bodyBadPayload = `{"name":"BadRequest","data":{"message":"","kind":"Payload"}}`
 )
 
-// answersValidated cites README.md, "Where questiond differs from OpenCode on
+// answersValidated cites docs/http.md, "Where questiond differs from OpenCode on
 // purpose", first bullet ("Answers are validated"): OpenCode takes any reply,
 // questiond answers 400 Payload and keeps the question pending.
 var answersValidated = &goldenDeviation{
@@ -141,14 +141,14 @@ var goldenCases = map[string]goldenCase{
 	// http-design.md: "Every JSON response: Content-Type: application/json,
 	// Vary: Origin". OpenCode leaves Vary out for an origin it does not allow,
 	// yet the answer does vary by Origin (an allowed one gets
-	// Access-Control-Allow-Origin), so questiond always sends it. The README's
+	// Access-Control-Allow-Origin), so questiond always sends it. docs/http.md's
 	// list of deliberate differences does not mention this one.
 	"14-r1-get-question-foreign-origin": {kind: deviates, why: "http-design.md: every JSON response carries Vary: Origin", deviation: &goldenDeviation{
 		openCode: goldenExpect{status: 200, contentType: "application/json", header: map[string]string{"Vary": "", "Access-Control-Allow-Origin": ""}},
 		ours:     goldenExpect{status: 200, contentType: "application/json", header: map[string]string{"Vary": "Origin", "Access-Control-Allow-Origin": ""}},
 	}},
-	// README.md: "Malformed JSON is a 400, not OpenCode's 500 UnknownError."
-	"15-r1-reply-malformed-json": {kind: deviates, why: "README.md: Malformed JSON is a 400", deviation: &goldenDeviation{
+	// docs/http.md: "Malformed JSON is a 400, not OpenCode's 500 UnknownError."
+	"15-r1-reply-malformed-json": {kind: deviates, why: "docs/http.md: Malformed JSON is a 400", deviation: &goldenDeviation{
 		openCode: goldenExpect{status: 500, contentType: "application/json",
 			body: `{"name":"UnknownError","data":{"message":"Unexpected server error. Check server logs for details.","ref":""}}`},
 		ours: goldenExpect{status: 400, contentType: "application/json", body: bodyBadPayload},
@@ -168,9 +168,9 @@ var goldenCases = map[string]goldenCase{
 	"28-r2-reject-unknown-id":                     {exact: true},
 	"29-r2-reject-id-without-que-prefix":          {exact: true},
 	"30-r2-reject-unknown-id-malformed-json-body": {exact: true},
-	// README.md: "Unknown paths get a JSON 404 and wrong methods a JSON 405,
+	// docs/http.md: "Unknown paths get a JSON 404 and wrong methods a JSON 405,
 	// where OpenCode serves its web UI with 200 text/html."
-	"31-r2-get-on-reject-route": {kind: deviates, why: "README.md: wrong methods get a JSON 405", deviation: &goldenDeviation{
+	"31-r2-get-on-reject-route": {kind: deviates, why: "docs/http.md: wrong methods get a JSON 405", deviation: &goldenDeviation{
 		openCode: goldenExpect{status: 200, contentType: "text/html"},
 		ours: goldenExpect{status: 405, contentType: "application/json", body: `{"name":"MethodNotAllowed","data":{"message":""}}`,
 			header: map[string]string{"Allow": "POST"}},
@@ -189,10 +189,10 @@ var goldenCases = map[string]goldenCase{
 	"42-p2-reply-ok":                          {exact: true},
 	"43-p3-post-session":                      {kind: supporting, why: whySession},
 	"44-p3-post-prompt-async":                 {kind: asks, why: whyPrompt},
-	"45-p3-reply-fewer-answers-unknown-label": {kind: deviates, why: "README.md: Answers are validated", deviation: answersValidated},
+	"45-p3-reply-fewer-answers-unknown-label": {kind: deviates, why: "docs/http.md: Answers are validated", deviation: answersValidated},
 	"46-p4-post-session":                      {kind: supporting, why: whySession},
 	"47-p4-post-prompt-async":                 {kind: asks, why: whyPrompt},
-	"48-p4-reply-empty-answers-array":         {kind: deviates, why: "README.md: Answers are validated", deviation: answersValidated},
+	"48-p4-reply-empty-answers-array":         {kind: deviates, why: "docs/http.md: Answers are validated", deviation: answersValidated},
 	"49-r4-post-session":                      {kind: supporting, why: whySession},
 	"50-r4-post-prompt-async":                 {kind: asks, why: whyPrompt},
 	"51-r4-api-session-question-reply":        {kind: supporting, why: whyV2},

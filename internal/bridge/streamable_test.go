@@ -1,8 +1,10 @@
 package bridge_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -80,16 +82,21 @@ func (u *httpUpstream) got(method string) bool {
 }
 
 // relayHTTP starts a relay between an in-memory host end and the upstream
-// at url, reached with bridge.StreamableHTTP.
+// at url, reached with bridge.StreamableHTTP sending upstreamKey.
 func relayHTTP(t *testing.T, opts bridge.Options, url string) (mcp.Transport, *rig) {
+	t.Helper()
+	return relayOver(t, opts, &bridge.StreamableHTTP{URL: url, Header: http.Header{"Authorization": {upstreamKey}}})
+}
+
+func relayOver(t *testing.T, opts bridge.Options, up *bridge.StreamableHTTP) (mcp.Transport, *rig) {
 	t.Helper()
 	hostEnd, relayHost := mcp.NewInMemoryTransports()
 	hc, err := relayHost.Connect(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	uc, err := (&bridge.StreamableHTTP{URL: url, Header: http.Header{"Authorization": {upstreamKey}},
-		Logger: zaptest.NewLogger(t)}).Connect(t.Context())
+	up.Logger = zaptest.NewLogger(t)
+	uc, err := up.Connect(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,3 +361,80 @@ func (w *cutAfterEvent) Flush() {
 }
 
 func (w *cutAfterEvent) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// echoes calls the upstream's echo tool n times at once, as a host with
+// several calls in flight does.
+func echoes(t *testing.T, cs *mcp.ClientSession, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			text := strings.Repeat("x", i)
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text}})
+			if err == nil && mcptest.ToolText(res) != "echo: "+text {
+				err = errors.New("echo " + text + " answered " + mcptest.ToolText(res))
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// An upstream that answers calls with JSON bodies (the handler's
+// JSONResponse) works too, with several calls at once.
+func TestAnUpstreamAnsweringJSON(t *testing.T) {
+	base, c := questiond(t)
+	server, _ := upstreamServer()
+	up := serveHTTP(t, server, &mcp.StreamableHTTPOptions{JSONResponse: true}, nil)
+	hostEnd, _ := relayHTTP(t, bridge.Options{Asker: c, Server: base}, up.URL)
+	echoes(t, host(t, hostEnd, nil), 8)
+}
+
+// A message over the size limit ends the relay, saying so, instead of
+// being read whole.
+func TestAMessageOverTheLimitEndsTheRelay(t *testing.T) {
+	base, c := questiond(t)
+	server, _ := upstreamServer()
+	up := serveHTTP(t, server, nil, nil)
+	hostEnd, r := relayOver(t, bridge.Options{Asker: c, Server: base},
+		&bridge.StreamableHTTP{URL: up.URL, Header: http.Header{"Authorization": {upstreamKey}}, MaxMessageBytes: 4096})
+	cs := host(t, hostEnd, nil)
+	echoes(t, cs, 1)
+	_, _ = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": strings.Repeat("y", 5000)}})
+	if err := r.ended(t); err == nil || !strings.Contains(err.Error(), "more than 4096 bytes") {
+		t.Fatalf("Run returned %v, want the message over 4096 bytes named", err)
+	}
+}
+
+// A call whose answer stream the server ends without a response (and
+// without event ids to resume from) gets an error, and the relay goes on.
+func TestACallWhoseStreamEndsWithoutAnswerGetsAnError(t *testing.T) {
+	base, c := questiond(t)
+	server, _ := upstreamServer()
+	up := serveHTTP(t, server, nil, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(body), `"vanish"`) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, ": nothing to say\n\n")
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			h.ServeHTTP(w, r)
+		})
+	})
+	hostEnd, _ := relayHTTP(t, bridge.Options{Asker: c, Server: base}, up.URL)
+	cs := host(t, hostEnd, nil)
+	_, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "vanish"}})
+	if err == nil || !strings.Contains(err.Error(), "without a response") {
+		t.Fatalf("the call whose answer vanished returned %v", err)
+	}
+	echoes(t, cs, 2)
+}

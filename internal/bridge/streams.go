@@ -170,7 +170,8 @@ var (
 // response has come.
 func (c *httpConn) readEvents(body io.Reader, call *jsonrpc.Request, s *stream) error {
 	lines := bufio.NewScanner(body)
-	lines.Buffer(make([]byte, 0, 64<<10), c.max+len("data: \r\n"))
+	most := c.max + len("data: \r\n") // a line: one field and the most data
+	lines.Buffer(make([]byte, 0, min(64<<10, most)), most)
 	var data bytes.Buffer
 	event := ""
 	for lines.Scan() {

@@ -111,7 +111,7 @@ type httpConn struct {
 	incoming chan jsonrpc.Message
 	done     chan struct{} // closed by Close
 	closing  sync.Once
-	work     sync.WaitGroup // the goroutines reading responses and streams
+	work     sync.WaitGroup // the goroutines reading responses and streams; added to under mu while !closed
 
 	failing sync.Once
 	failed  chan struct{} // closed with failure set: Read returns it
@@ -122,6 +122,7 @@ type httpConn struct {
 	protocol     string              // from the initialize result
 	initializing map[jsonrpc.ID]bool // initialize requests waiting for their result
 	listening    bool                // the standalone stream was started
+	closed       bool                // by Close: no more work starts
 	sessionGone  bool                // the server said it no longer knows the session
 }
 
@@ -171,11 +172,6 @@ func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	var call *jsonrpc.Request
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 		call = req
-		if req.Method == methodInitialize {
-			c.mu.Lock()
-			c.initializing[req.ID] = true
-			c.mu.Unlock()
-		}
 	}
 	reqCtx, cancelReq := context.WithCancel(c.ctx)
 	wrote := make(chan error, 1)
@@ -195,7 +191,17 @@ func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	c.mu.Lock()
+	if c.closed { // Close may be waiting for the work already
+		c.mu.Unlock()
+		cancelReq()
+		return fmt.Errorf("the connection to the MCP server at %s is closed", c.shown)
+	}
+	if call != nil && call.Method == methodInitialize {
+		c.initializing[call.ID] = true
+	}
 	c.work.Add(1)
+	c.mu.Unlock()
 	go func() {
 		defer c.work.Done()
 		defer cancelReq()
@@ -444,6 +450,9 @@ func (c *httpConn) initialized(r *jsonrpc.Response) {
 	if c.listening || c.protocol >= statelessProtocol {
 		return
 	}
+	if c.closed {
+		return
+	}
 	c.listening = true
 	c.work.Add(1)
 	go func() {
@@ -497,6 +506,9 @@ func (c *httpConn) Close() error {
 		close(c.done)
 		err = c.deleteSession()
 		c.cancel()
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
 		c.work.Wait()
 		if c.ownClient {
 			c.client.CloseIdleConnections()

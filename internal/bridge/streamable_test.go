@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap/zaptest"
 
@@ -437,4 +438,29 @@ func TestACallWhoseStreamEndsWithoutAnswerGetsAnError(t *testing.T) {
 		t.Fatalf("the call whose answer vanished returned %v", err)
 	}
 	echoes(t, cs, 2)
+}
+
+// Writes racing Close either go out or say the connection is closed; none
+// is left running (goleak) and none panics.
+func TestWritesRacingClose(t *testing.T) {
+	server, _ := upstreamServer()
+	up := serveHTTP(t, server, nil, nil)
+	for range 20 {
+		conn, err := (&bridge.StreamableHTTP{URL: up.URL, Header: http.Header{"Authorization": {upstreamKey}}}).Connect(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				err := conn.Write(t.Context(), &jsonrpc.Request{Method: "notifications/initialized"})
+				if err != nil && !strings.Contains(err.Error(), "is closed") {
+					t.Errorf("Write: %v", err)
+				}
+			})
+		}
+		wg.Go(func() { _ = conn.Close() })
+		wg.Wait()
+		_ = conn.Close()
+	}
 }

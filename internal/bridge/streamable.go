@@ -258,7 +258,7 @@ func (c *httpConn) post(req *http.Request, call *jsonrpc.Request, wrote func(err
 	resp, err := c.client.Do(req)
 	wrote(err)
 	if err != nil {
-		if c.ctx.Err() == nil {
+		if req.Context().Err() == nil { // not abandoned by Write's caller or Close
 			c.fail(fmt.Errorf("POST %s: %w", c.shown, err))
 		}
 		return

@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -462,5 +463,45 @@ func TestWritesRacingClose(t *testing.T) {
 		wg.Go(func() { _ = conn.Close() })
 		wg.Wait()
 		_ = conn.Close()
+	}
+}
+
+// A Write its caller gives up on (its context ends before the message is
+// sent) fails alone: the connection goes on.
+func TestAnAbandonedWriteLeavesTheConnectionUsable(t *testing.T) {
+	server, _ := upstreamServer()
+	release := make(chan struct{})
+	up := serveHTTP(t, server, nil, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ContentLength > 1<<20 {
+				select { // reads nothing: the client's send blocks
+				case <-release:
+				case <-r.Context().Done():
+				}
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	defer close(release)
+	conn, err := (&bridge.StreamableHTTP{URL: up.URL, Header: http.Header{"Authorization": {upstreamKey}}}).Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	big, _ := json.Marshal(map[string]string{"padding": strings.Repeat("p", 8<<20)})
+	if err := conn.Write(ctx, &jsonrpc.Request{Method: "notifications/padding", Params: big}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the abandoned Write returned %v", err)
+	}
+	id, _ := jsonrpc.MakeID(float64(1))
+	init := json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}`)
+	if err := conn.Write(t.Context(), &jsonrpc.Request{ID: id, Method: "initialize", Params: init}); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := conn.Read(t.Context())
+	if r, ok := msg.(*jsonrpc.Response); err != nil || !ok || r.Error != nil {
+		t.Fatalf("after an abandoned Write, initialize got %+v %v", msg, err)
 	}
 }

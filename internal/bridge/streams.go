@@ -56,44 +56,63 @@ func (c *httpConn) follow(body io.ReadCloser, call *jsonrpc.Request) {
 			s.progress = false
 		}
 		if failures >= reconnectFailures {
+			if call != nil {
+				c.unanswered(call)
+				return
+			}
 			c.fail(fmt.Errorf("%s from %s broke %d times in a row", what, c.shown, failures))
 			return
 		}
 		if !c.wait(s.delay(failures)) {
 			return
 		}
-		resp, err := c.get(s.lastID)
-		switch {
-		case c.ctx.Err() != nil:
-			if resp != nil {
-				_ = resp.Body.Close()
-			}
-			return
-		case err != nil:
-			c.log.Warn("bridge: reconnecting to the MCP server", zap.String("url", c.shown), zap.Error(err))
-			failures++
-			continue
-		case call == nil && resp.StatusCode == http.StatusMethodNotAllowed:
-			_ = resp.Body.Close()
-			c.log.Debug("bridge: the MCP server offers no stream for server messages", zap.String("url", c.shown))
-			return
-		case call == nil && resp.StatusCode >= 400 && resp.StatusCode < 500 && !(resp.StatusCode == http.StatusNotFound && c.SessionID() != ""):
-			// Some servers say so with another 4xx than 405.
-			_ = resp.Body.Close()
-			c.log.Warn("bridge: the MCP server refused the stream for server messages; its messages come only with answers",
-				zap.String("url", c.shown), zap.String("status", resp.Status))
-			return
-		case resp.StatusCode < 200 || resp.StatusCode > 299:
-			c.refused(resp.Request, resp, nil)
-			_ = resp.Body.Close()
-			return
-		case mediaType(resp) != "text/event-stream":
-			_ = resp.Body.Close()
-			c.fail(fmt.Errorf("GET %s: the server answered with Content-Type %q, not an event stream", c.shown, resp.Header.Get("Content-Type")))
+		var again bool
+		if body, again = c.reopen(what, call, s); !again {
 			return
 		}
-		body = resp.Body
+		if body == nil {
+			failures++
+		}
 	}
+}
+
+// reopen GETs a stream again: its body, or nil for a failure worth another
+// try; false when there is no going on with it.
+func (c *httpConn) reopen(what string, call *jsonrpc.Request, s *stream) (io.ReadCloser, bool) {
+	resp, err := c.get(s.lastID)
+	switch {
+	case c.ctx.Err() != nil:
+		if resp != nil {
+			_ = resp.Body.Close()
+		}
+		return nil, false
+	case err != nil:
+		c.log.Warn("bridge: reconnecting to the MCP server", zap.String("url", c.shown), zap.Error(err))
+		return nil, true
+	case call == nil && resp.StatusCode == http.StatusMethodNotAllowed:
+		_ = resp.Body.Close()
+		c.log.Debug("bridge: the MCP server offers no stream for server messages", zap.String("url", c.shown))
+		return nil, false
+	case resp.StatusCode >= 400 && resp.StatusCode < 500 && !(resp.StatusCode == http.StatusNotFound && c.SessionID() != ""):
+		// The server will not (re)open this stream, though the session
+		// lives: some say so of the standalone stream with another 4xx
+		// than 405, and a call's events may be gone.
+		_ = resp.Body.Close()
+		c.log.Warn("bridge: the MCP server refused "+what, zap.String("url", c.shown), zap.String("status", resp.Status))
+		if call != nil {
+			c.unanswered(call)
+		}
+		return nil, false
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		c.refused(resp.Request, resp, nil)
+		_ = resp.Body.Close()
+		return nil, false
+	case mediaType(resp) != "text/event-stream":
+		_ = resp.Body.Close()
+		c.fail(fmt.Errorf("GET %s: the server answered with Content-Type %q, not an event stream", c.shown, resp.Header.Get("Content-Type")))
+		return nil, false
+	}
+	return resp.Body, true
 }
 
 // isBreak says whether err only broke the stream (the connection dropped),

@@ -1,6 +1,8 @@
 package bridge_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
@@ -70,5 +72,32 @@ func TestTheBridgeCommandRelaysAnUpstreamOverHTTP(t *testing.T) {
 	}
 	if last := seen[len(seen)-1]; last.method != "DELETE" {
 		t.Fatalf("the last request was %s, want the session's DELETE", last.method)
+	}
+}
+
+// An upstream answering with an HTTP error ends the bridge with status 1
+// and a message on stderr naming the URL, the status and the start of the
+// body.
+func TestTheBridgeCommandEndsOnAnHTTPError(t *testing.T) {
+	testenv.Heavy(t, "builds questiond and runs `questiond bridge --url` as a process")
+	srv := credentialed(t)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "the MCP server is down for maintenance", http.StatusServiceUnavailable)
+	}))
+	defer up.Close()
+	cmd := exec.Command(testkit.Binary(t), "bridge", "--url", up.URL+"/mcp")
+	cmd.Env = append(cmd.Environ(), "QUESTIOND_SERVER="+srv.URL, "QUESTIOND_TOKEN="+bridgeToken)
+	stderr := &testkit.SyncBuffer{}
+	cmd.Stderr = stderr
+	_, err := mcp.NewClient(&mcp.Implementation{Name: "test-host", Version: "1"}, nil).
+		Connect(t.Context(), &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err == nil {
+		t.Fatal("the host connected through a bridge whose server answers 503")
+	}
+	_ = cmd.Wait()
+	msg := stderr.String()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 1 || !strings.Contains(msg, up.URL+"/mcp") ||
+		!strings.Contains(msg, "503 Service Unavailable") || !strings.Contains(msg, "down for maintenance") {
+		t.Fatalf("the bridge exited with %v, saying:\n%s\nwant status 1 naming the URL, the status and the body", cmd.ProcessState, msg)
 	}
 }

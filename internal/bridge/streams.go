@@ -217,12 +217,12 @@ func (c *httpConn) readEvents(body io.Reader, call *jsonrpc.Request, s *stream) 
 		case "event":
 			event = string(value)
 		case "id":
-			if !bytes.ContainsRune(value, 0) {
+			if sendable(value) { // else it could not go back in Last-Event-ID
 				s.lastID = string(value)
 			}
 		case "retry":
-			if ms, err := strconv.Atoi(string(value)); err == nil && ms >= 0 {
-				s.retry = time.Duration(ms) * time.Millisecond
+			if ms, err := strconv.ParseInt(string(value), 10, 64); err == nil && ms >= 0 {
+				s.retry = min(time.Duration(min(ms, reconnectCap.Milliseconds()))*time.Millisecond, reconnectCap)
 			}
 		}
 	}
@@ -230,6 +230,17 @@ func (c *httpConn) readEvents(body io.Reader, call *jsonrpc.Request, s *stream) 
 		return fmt.Errorf("%w: more than %d bytes", errTooLarge, c.max)
 	}
 	return lines.Err()
+}
+
+// sendable says whether an event id can be a header's value: no control
+// characters (NUL, line breaks, …).
+func sendable(id []byte) bool {
+	for _, b := range id {
+		if (b < ' ' && b != '\t') || b == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // dispatch hands a complete event's message to Read. Events without data

@@ -505,3 +505,25 @@ func TestAnAbandonedWriteLeavesTheConnectionUsable(t *testing.T) {
 		t.Fatalf("after an abandoned Write, initialize got %+v %v", msg, err)
 	}
 }
+
+// A server that offers no GET stream (the go-sdk's stateless handler
+// answers it 405) serves a 2025 host all the same. Its elicitations cannot
+// reach the relay: a stateless server never learns the capabilities the
+// host's initialize declared, and the go-sdk's refuses to elicit.
+func TestAServerWithoutAGETStream(t *testing.T) {
+	base, c := questiond(t)
+	ops := testkit.Watch(t, base)
+	server, _ := upstreamServer()
+	up := serveHTTP(t, server, &mcp.StreamableHTTPOptions{Stateless: true}, nil)
+	hostEnd, _ := relayHTTP(t, bridge.Options{Asker: c, Server: base}, up.URL)
+	cs := host(t, hostEnd, nil)
+	testkit.Eventually(t, 10*time.Second, "the GET the server refuses", func() bool { return up.got(http.MethodGet) })
+	echoes(t, cs, 3)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "deploy"})
+	if err != nil || !res.IsError || !strings.Contains(mcptest.ToolText(res), "does not support elicitation") {
+		t.Fatalf("deploy on a stateless server: %v %+v", err, res)
+	}
+	if left := ops.Pending(""); len(left) != 0 {
+		t.Fatalf("questiond was asked: %+v", left)
+	}
+}

@@ -3,13 +3,11 @@ package bridge
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -18,6 +16,16 @@ import (
 
 // The event streams of an HTTP upstream: a POST's answer, and the
 // standalone GET stream for server-initiated messages.
+
+// Reconnection of a broken stream: the first wait unless the server said
+// otherwise (an event's retry field, capped too), doubled after each
+// failure up to the cap, and the failures in a row after which the stream
+// is given up.
+const (
+	reconnectFirst    = 250 * time.Millisecond
+	reconnectCap      = 10 * time.Second
+	reconnectFailures = 5
+)
 
 // follow reads a stream until it is done, and reconnects it with a GET when
 // it breaks: a call's stream (body of its POST) until the call's response,
@@ -263,19 +271,4 @@ func (c *httpConn) dispatch(event string, data *bytes.Buffer, call *jsonrpc.Requ
 		return errClosed
 	}
 	return nil
-}
-
-// headerValue is a name as an Mcp-Name header carries it: as it is when it
-// is printable ASCII, otherwise base64 in the =?base64?…?= form of
-// SEP-2243.
-func headerValue(s string) string {
-	plain := s == "" || (s[0] != ' ' && s[len(s)-1] != ' ' &&
-		!(strings.HasPrefix(s, "=?base64?") && strings.HasSuffix(s, "?=")))
-	for i := 0; plain && i < len(s); i++ {
-		plain = s[i] >= 0x20 && s[i] <= 0x7e
-	}
-	if plain {
-		return s
-	}
-	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?="
 }

@@ -7,6 +7,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -68,9 +71,9 @@ func (c *httpConn) refused(req *http.Request, resp *http.Response, call *jsonrpc
 	if c.ctx.Err() != nil {
 		return
 	}
-	err := &HTTPError{Method: req.Method, URL: c.shown, Status: resp.Status, Body: excerpt(body)}
+	err := &HTTPError{Method: req.Method, URL: c.shown, Status: printable(resp.Status), Body: excerpt(body)}
 	if resp.StatusCode == http.StatusNotFound && session != "" {
-		err.Note = "the server no longer knows session " + session
+		err.Note = "the server no longer knows session " + strconv.Quote(session)
 	}
 	c.fail(err)
 }
@@ -101,6 +104,17 @@ func excerpt(body []byte) string {
 		return string(b[:most]) + "…"
 	}
 	return string(b)
+}
+
+// printable is the server's text with its control characters dropped, for
+// a message on a terminal.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // keepSession keeps the session id the server gave, and reports whether

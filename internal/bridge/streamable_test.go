@@ -527,3 +527,47 @@ func TestAServerWithoutAGETStream(t *testing.T) {
 		t.Fatalf("questiond was asked: %+v", left)
 	}
 }
+
+// A call's answer stream broken after the server's elicitation (the
+// connection dropped) is resumed with a GET naming its last event, and the
+// call's response, sent while it was broken, arrives there.
+func TestACallsStreamResumesFromTheLastEvent(t *testing.T) {
+	base, c := questiond(t)
+	ops := testkit.Watch(t, base)
+	server, received := upstreamServer()
+	var mu sync.Mutex
+	var resumes []string // the Last-Event-ID of each GET that had one
+	up := serveHTTP(t, server, &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if id := r.Header.Get("Last-Event-ID"); r.Method == http.MethodGet && id != "" {
+				mu.Lock()
+				resumes = append(resumes, id)
+				mu.Unlock()
+			}
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if r.Method != http.MethodPost || !strings.Contains(string(body), `"name":"deploy"`) {
+				h.ServeHTTP(w, r)
+				return
+			}
+			ctx, cut := context.WithCancel(r.Context())
+			defer cut()
+			h.ServeHTTP(&cutAfterEvent{ResponseWriter: w, cut: cut}, r.WithContext(ctx))
+		})
+	})
+	hostEnd, _ := relayHTTP(t, bridge.Options{Asker: c, Server: base}, up.URL)
+	cs := host(t, hostEnd, nil)
+	out := mcptest.CallAsync(t, t.Context(), cs, "deploy", nil)
+	ops.Reply(ops.Asked(), map[string][]string{"Target": {"Staging"}, "Replicas": {"1"}, "Confirm": {"Yes"}, "Note": {}})
+	if o := mcptest.AwaitCall(t, out); o.Err != nil || o.Res.IsError || mcptest.ToolText(o.Res) != "done" {
+		t.Fatalf("CallTool: %v %+v", o.Err, o.Res)
+	}
+	if got := <-received; got.Action != "accept" {
+		t.Fatalf("the upstream received %+v", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(resumes) == 0 {
+		t.Fatal("the call's stream was not resumed with Last-Event-ID")
+	}
+}

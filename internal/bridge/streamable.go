@@ -55,7 +55,7 @@ func (t *StreamableHTTP) Connect(context.Context) (mcp.Connection, error) {
 		url: u.String(), shown: u.Redacted(), header: t.Header.Clone(), client: t.Client,
 		max: t.MaxMessageBytes, log: t.Logger,
 		incoming: make(chan jsonrpc.Message), done: make(chan struct{}), failed: make(chan struct{}),
-		initializing: map[jsonrpc.ID]bool{},
+		initializing: map[jsonrpc.ID]bool{}, listing: map[jsonrpc.ID]bool{}, params: map[string][]paramBinding{},
 	}
 	if c.client == nil {
 		c.client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
@@ -95,12 +95,14 @@ type httpConn struct {
 	failure error
 
 	mu           sync.Mutex
-	session      string              // Mcp-Session-Id, from the initialize response
-	protocol     string              // from the initialize result
-	initializing map[jsonrpc.ID]bool // initialize requests waiting for their result
-	listening    bool                // the standalone stream was started
-	closed       bool                // by Close: no more work starts
-	sessionGone  bool                // the server said it no longer knows the session
+	session      string                    // Mcp-Session-Id, from the initialize response
+	protocol     string                    // from the initialize result
+	initializing map[jsonrpc.ID]bool       // initialize requests waiting for their result
+	listing      map[jsonrpc.ID]bool       // tools/list requests waiting for theirs
+	params       map[string][]paramBinding // tool name → the arguments it wants in headers
+	listening    bool                      // the standalone stream was started
+	closed       bool                      // by Close: no more work starts
+	sessionGone  bool                      // the server said it no longer knows the session
 }
 
 func (c *httpConn) SessionID() string {
@@ -174,8 +176,13 @@ func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		cancelReq()
 		return fmt.Errorf("the connection to the MCP server at %s is closed", c.shown)
 	}
-	if call != nil && call.Method == methodInitialize {
-		c.initializing[call.ID] = true
+	if call != nil {
+		switch call.Method {
+		case methodInitialize:
+			c.initializing[call.ID] = true
+		case methodListTools:
+			c.listing[call.ID] = true
+		}
 	}
 	c.work.Add(1)
 	c.mu.Unlock()

@@ -198,12 +198,24 @@ func (c *httpConn) unanswered(call *jsonrpc.Request) {
 func (c *httpConn) deliver(msg jsonrpc.Message) bool {
 	if r, ok := msg.(*jsonrpc.Response); ok {
 		c.initialized(r)
+		c.listed(r)
 	}
 	select {
 	case c.incoming <- msg:
 		return true
 	case <-c.done:
 		return false
+	}
+}
+
+// listed learns the param headers of the tools a tools/list result lists.
+func (c *httpConn) listed(r *jsonrpc.Response) {
+	c.mu.Lock()
+	listing := c.listing[r.ID]
+	delete(c.listing, r.ID)
+	c.mu.Unlock()
+	if listing && r.Error == nil {
+		c.learnTools(r.Result)
 	}
 }
 

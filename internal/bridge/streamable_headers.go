@@ -59,6 +59,11 @@ func (c *httpConn) request(ctx context.Context, method string, body io.Reader, m
 		if name, ok := requestName(r); ok {
 			req.Header.Set(headerName, headerValue(name))
 		}
+		if r.Method == methodCallTool {
+			for k, v := range c.paramHeaders(r) {
+				req.Header.Set(k, v)
+			}
+		}
 	}
 	return req, nil
 }

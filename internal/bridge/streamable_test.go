@@ -563,3 +563,32 @@ func TestACallsStreamResumesFromTheLastEvent(t *testing.T) {
 		t.Fatal("the call's stream was not resumed with Last-Event-ID")
 	}
 }
+
+// A 2026-07-28 tool that wants an argument in a header (x-mcp-header, SEP-2243)
+// gets it as Mcp-Param-{Name}, learnt from the tools/list the host made;
+// the go-sdk's handler refuses the call without it.
+func TestAToolsParamHeadersGoWithItsCalls(t *testing.T) {
+	base, c := questiond(t)
+	server := mcp.NewServer(&mcp.Implementation{Name: "upstream-server", Version: "2026"}, nil)
+	server.AddTool(&mcp.Tool{Name: "deploy", InputSchema: json.RawMessage(`{"type":"object","properties":{` +
+		`"region":{"type":"string","x-mcp-header":"Region"},` +
+		`"spec":{"type":"object","properties":{"replicas":{"type":"integer","x-mcp-header":"Replicas"}}}}}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return done, nil })
+	up := serveHTTP(t, server, &mcp.StreamableHTTPOptions{Stateless: true}, nil)
+	hostEnd, _ := relayHTTP(t, bridge.Options{Asker: c, Server: base}, up.URL)
+	cs := host2026(t, hostEnd)
+	if _, err := cs.ListTools(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "deploy", Arguments: map[string]any{
+		"region": "eu-west-1", "spec": map[string]any{"replicas": 3}}})
+	if err != nil || res.IsError || mcptest.ToolText(res) != "done" {
+		t.Fatalf("CallTool: %v %+v", err, res)
+	}
+	for _, req := range up.requests() {
+		if req.header.Get("Mcp-Method") == "tools/call" &&
+			(req.header.Get("Mcp-Param-Region") != "eu-west-1" || req.header.Get("Mcp-Param-Replicas") != "3") {
+			t.Fatalf("the call went with headers %v", req.header)
+		}
+	}
+}

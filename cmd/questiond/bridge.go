@@ -6,8 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,9 +35,12 @@ answers them in the OpenCode TUI, the /ui page or any OpenCode client.
 
 Usage:
   questiond bridge [flags] -- COMMAND [ARGS...]
+  questiond bridge [flags] --url URL [--header K=V]...
 
 The host launches the bridge as its local (stdio) MCP server, and the bridge
-runs COMMAND, the real server, as its own child over stdio. Every message
+runs COMMAND, the real server, as its own child over stdio, or reaches the
+server at URL over Streamable HTTP, sending each --header with every
+request (the server's own credentials; never questiond's). Every message
 passes through unchanged, except the server's elicitation/create requests,
 which are asked in questiond (once, even across dropped connections) and
 answered with the operator's accept, decline or cancel. The host sees the
@@ -44,20 +51,23 @@ In OpenCode (opencode.json):
   "mcp": {"deploy": {"type": "local",
     "command": ["questiond", "bridge", "--name", "deploy", "--", "deploy-mcp-server"]}}
 
-Exit status: 0 when the host closes the connection; 1 when the server exits
-or cannot be started (its questions are withdrawn first); 2 for bad flags.
+Exit status: 0 when the host closes the connection; 1 when the server exits,
+cannot be started or answers with an HTTP error (its questions are withdrawn
+first); 2 for bad flags.
 
 Flags:
 `
 
 // bridgeHelpOrder lists the flags in the order --help explains them.
-var bridgeHelpOrder = []string{"name", "server", "token", "directory", "timeout", "give-up", "prefer-host"}
+var bridgeHelpOrder = []string{"url", "header", "name", "server", "token", "directory", "timeout", "give-up", "prefer-host"}
 
 type bridgeFlags struct {
 	name, server, token, directory string
 	timeout, giveUp                time.Duration
 	preferHost                     bool
-	command                        []string
+	command                        []string // the server to run, or
+	url                            string   // the server to reach
+	header                         http.Header
 }
 
 // bridgeCommand is `questiond bridge`: it returns the process's exit status.
@@ -83,11 +93,18 @@ func bridgeCommand(ctx context.Context, args []string, getenv func(string) strin
 		fmt.Fprintln(stderr, "questiond bridge:", err)
 		return bridgeUsage
 	}
-	cmd := bridge.Command(f.command[0], f.command[1:], environ)
-	cmd.Stderr = stderr
-	upstream, err := (&mcp.CommandTransport{Command: cmd}).Connect(ctx)
+	var transport mcp.Transport
+	var cmd *exec.Cmd
+	if f.url != "" {
+		transport = &bridge.StreamableHTTP{URL: f.url, Header: f.header, Logger: log}
+	} else {
+		cmd = bridge.Command(f.command[0], f.command[1:], environ)
+		cmd.Stderr = stderr
+		transport = &mcp.CommandTransport{Command: cmd}
+	}
+	upstream, err := transport.Connect(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "questiond bridge: starting %s: %v\n", f.command[0], err)
+		fmt.Fprintf(stderr, "questiond bridge: starting %s: %v\n", f.upstream(), err)
 		return bridgeFailed
 	}
 	host, err := (&mcp.IOTransport{Reader: stdin, Writer: stdout}).Connect(ctx)
@@ -106,10 +123,10 @@ func bridgeCommand(ctx context.Context, args []string, getenv func(string) strin
 		return bridgeEnded
 	case errors.Is(err, bridge.ErrUpstreamEnded):
 		status := "it exited"
-		if cmd.ProcessState != nil {
+		if cmd != nil && cmd.ProcessState != nil {
 			status = "it exited with " + cmd.ProcessState.String()
 		}
-		fmt.Fprintf(stderr, "questiond bridge: the MCP server %s ended (%s); its questions were withdrawn\n", f.command[0], status)
+		fmt.Fprintf(stderr, "questiond bridge: the MCP server %s ended (%s); its questions were withdrawn\n", f.upstream(), status)
 	default:
 		fmt.Fprintln(stderr, "questiond bridge:", err)
 	}
@@ -120,13 +137,16 @@ func parseBridge(args []string, getenv func(string) string, stderr io.Writer) (*
 	f := &bridgeFlags{}
 	fs := flag.NewFlagSet("questiond bridge", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&f.name, "name", "", "`name` operators know this server by: use the host's config key for it (default: COMMAND's file name)")
+	fs.StringVar(&f.name, "name", "", "`name` operators know this server by: use the host's config key for it (default: COMMAND's file name, or the --url's host name)")
 	fs.StringVar(&f.server, "server", "", "questiond's base `URL` (default \""+client.DefaultServer+"\", env QUESTIOND_SERVER)")
 	fs.StringVar(&f.token, "token", "", "agent bearer `token` (env QUESTIOND_TOKEN; prefer the environment, flags show in the process list)")
 	fs.StringVar(&f.directory, "directory", "", "project `directory` the questions belong to (default: none, every operator sees them)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "how long the operator has for each question, a Go `duration`; then the server gets cancel (default: the daemon's --default-timeout)")
 	fs.DurationVar(&f.giveUp, "give-up", defaultBridgeGiveUp, "how long to keep trying a questiond never reached before the server's elicitation fails with an error naming it, a Go `duration`")
 	fs.BoolVar(&f.preferHost, "prefer-host", false, "let a host that declares elicitation itself answer the server's elicitations")
+	fs.StringVar(&f.url, "url", "", "reach the MCP server at this http(s) `URL` over Streamable HTTP, instead of running a COMMAND")
+	f.header = http.Header{}
+	fs.Var(headerValues{f.header}, "header", "an HTTP header for every request to the --url server, as `K=V`, e.g. Authorization=\"Bearer …\" (repeatable; the server's own credentials: questiond's token never goes there)")
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -142,10 +162,22 @@ func parseBridge(args []string, getenv func(string) string, stderr io.Writer) (*
 		return nil, &usageError{flagError(err)}
 	}
 	f.command = fs.Args()
-	if len(f.command) == 0 {
-		return nil, usagef("no server to run: give its command after --, e.g. questiond bridge --name deploy -- deploy-mcp-server")
-	}
-	if f.name == "" {
+	switch {
+	case f.url != "" && len(f.command) > 0:
+		return nil, usagef("both --url and a COMMAND after --: give one server, reached over HTTP or run as a child")
+	case f.url == "" && len(f.command) == 0:
+		return nil, usagef("no server to run: give its command after --, e.g. questiond bridge --name deploy -- deploy-mcp-server, or its --url")
+	case f.url == "" && len(f.header) > 0:
+		return nil, usagef("--header is for a server reached with --url; a COMMAND gets its settings from its own flags and environment")
+	case f.url != "":
+		u, err := url.Parse(f.url)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, usagef("--url %q is not an http or https URL", f.url)
+		}
+		if f.name == "" {
+			f.name = u.Hostname()
+		}
+	case f.name == "":
 		f.name = filepath.Base(f.command[0])
 	}
 	var err error
@@ -156,6 +188,41 @@ func parseBridge(args []string, getenv func(string) string, stderr io.Writer) (*
 		return nil, usagef("--timeout and --give-up must be positive")
 	}
 	return f, nil
+}
+
+// upstream names the server for messages.
+func (f *bridgeFlags) upstream() string {
+	if f.url != "" {
+		if u, err := url.Parse(f.url); err == nil {
+			return u.Redacted()
+		}
+	}
+	return f.command[0]
+}
+
+// headerValues is the repeatable --header K=V.
+type headerValues struct{ h http.Header }
+
+func (v headerValues) String() string { return "" }
+
+func (v headerValues) Set(s string) error {
+	k, val, ok := strings.Cut(s, "=")
+	k = strings.TrimSpace(k)
+	if !ok || k == "" {
+		return fmt.Errorf("%q is not K=V; want a header like Authorization=\"Bearer …\"", s)
+	}
+	for _, r := range k {
+		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
+			return fmt.Errorf("%q is not an HTTP header name", k)
+		}
+	}
+	for _, r := range val {
+		if (r < ' ' && r != '\t') || r == 0x7f {
+			return fmt.Errorf("the value of header %s holds a control character (a line break?)", k)
+		}
+	}
+	v.h.Add(k, strings.TrimSpace(val))
+	return nil
 }
 
 // newBridgeLogger logs console lines to stderr, which hosts keep as the

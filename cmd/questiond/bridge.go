@@ -59,11 +59,11 @@ Flags:
 `
 
 // bridgeHelpOrder lists the flags in the order --help explains them.
-var bridgeHelpOrder = []string{"url", "header", "name", "server", "token", "directory", "timeout", "give-up", "prefer-host"}
+var bridgeHelpOrder = []string{"url", "header", "name", "server", "token", "directory", "timeout", "give-up", "keep-alive", "prefer-host"}
 
 type bridgeFlags struct {
 	name, server, token, directory string
-	timeout, giveUp                time.Duration
+	timeout, giveUp, keepAlive     time.Duration
 	preferHost                     bool
 	command                        []string // the server to run, or
 	url                            string   // the server to reach
@@ -115,7 +115,7 @@ func bridgeCommand(ctx context.Context, args []string, getenv func(string) strin
 	}
 	dir, _ := os.Getwd()
 	err = bridge.New(host, upstream, bridge.Options{
-		Asker: asker, Server: f.server, Name: f.name, Logger: log, PreferHost: f.preferHost,
+		Asker: asker, Server: f.server, Name: f.name, Logger: log, PreferHost: f.preferHost, ProgressInterval: f.keepAlive,
 		SessionID: bridge.SessionID(f.name, dir), Directory: f.directory, Timeout: f.timeout,
 	}).Run(ctx)
 	switch {
@@ -143,6 +143,7 @@ func parseBridge(args []string, getenv func(string) string, stderr io.Writer) (*
 	fs.StringVar(&f.directory, "directory", "", "project `directory` the questions belong to (default: none, every operator sees them)")
 	fs.DurationVar(&f.timeout, "timeout", 0, "how long the operator has for each question, a Go `duration`; then the server gets cancel (default: the daemon's --default-timeout)")
 	fs.DurationVar(&f.giveUp, "give-up", defaultBridgeGiveUp, "how long to keep trying a questiond never reached before the server's elicitation fails with an error naming it, a Go `duration`")
+	fs.DurationVar(&f.keepAlive, "keep-alive", bridge.DefaultProgressInterval, "how often the host hears progress on a tool call while its question waits for the operator, a Go `duration`: shorter than the host's tool-call timeout (OpenCode's is 60s)")
 	fs.BoolVar(&f.preferHost, "prefer-host", false, "let a host that declares elicitation itself answer the server's elicitations")
 	fs.StringVar(&f.url, "url", "", "reach the MCP server at this http(s) `URL` over Streamable HTTP, instead of running a COMMAND")
 	f.header = http.Header{}
@@ -184,8 +185,8 @@ func parseBridge(args []string, getenv func(string) string, stderr io.Writer) (*
 	if f.server, f.token, err = agentCredentials(f.server, f.token, getenv); err != nil {
 		return nil, err
 	}
-	if f.timeout < 0 || f.giveUp < 0 {
-		return nil, usagef("--timeout and --give-up must be positive")
+	if f.timeout < 0 || f.giveUp < 0 || f.keepAlive < 0 {
+		return nil, usagef("--timeout, --give-up and --keep-alive must be positive")
 	}
 	return f, nil
 }

@@ -95,3 +95,33 @@ func TestOpencodeCannotElicitWithoutTheBridge(t *testing.T) {
 		t.Fatal("OpenCode did not send its model the tool's failure")
 	}
 }
+
+// OpenCode gives a tool call a deadline (60 s by default, "timeout" in
+// its config) that progress resets, and a human may take longer: the
+// bridge sends progress while the question waits, so an answer given after
+// the deadline still completes the call.
+func TestOpencodeWaitsForAnOperatorSlowerThanItsTimeout(t *testing.T) {
+	testenv.Heavy(t, "runs the real OpenCode, questiond bridge and an MCP server as processes")
+	srv := testkit.Serve(t, testserver.Config{
+		Events:      sse.Options{Heartbeat: time.Hour},
+		Logger:      zaptest.NewLogger(t),
+		DatabaseURL: testkit.DatabaseURL(t),
+		API:         daemon.APIOptions{Auth: daemon.APIAuth{AgentTokens: map[string]string{"opencode": agentToken}}},
+	})
+	key, section := bridged(t, testkit.Binary(t), upstream(), srv.URL, agentToken)
+	entry := section[key].(map[string]any)
+	const deadline = 4 * time.Second
+	entry["timeout"] = deadline.Milliseconds()
+	command := entry["command"].([]string)
+	entry["command"] = append([]string{command[0], command[1], "--keep-alive", "1s"}, command[2:]...)
+	oc := startOpencode(t, key, section)
+	ops := testkit.Watch(t, srv.URL)
+	session := oc.prompt("Release v2.3, please.")
+	q := oc.asked(ops, session, key+"_release")
+	time.Sleep(deadline + 3*time.Second) // the operator thinks past OpenCode's deadline
+	ops.Reply(q, map[string][]string{"Target": {"Production"}, "Replicas": {"3"}, "Confirm": {"Yes"}, "Note": {}})
+	call := oc.toolEnded(session, key+"_release")
+	if call.Status != "completed" || !strings.Contains(call.Output, wantResult) {
+		t.Fatalf("OpenCode's history holds the call %v; want it completed with %q after the operator's slow answer", call, wantResult)
+	}
+}

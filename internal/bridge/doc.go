@@ -3,8 +3,11 @@
 // message through unchanged except the upstream's elicitations, which it
 // asks a human through questiond.
 //
-// The relay works on JSON-RPC messages (the go-sdk's Connection), not on
-// the SDK's client and server: everything it does not understand must pass
+// The upstream is a child process over stdio (Command) or a server over
+// Streamable HTTP (StreamableHTTP, our own transport: the SDK's client
+// transport learns the session's protocol and opens its event stream only
+// when the SDK's own client drives it). The relay works on JSON-RPC
+// messages (the go-sdk's Connection), not on the SDK's client and server: everything it does not understand must pass
 // as it came, and the SDK has no proxy. Requests are sent on under ids of
 // the relay's own in each direction (see idTable), so the host's and the
 // upstream's ids can never collide with each other or with the requests the
@@ -18,6 +21,10 @@
 // operator's accept, decline or cancel is its result. With
 // Options.PreferHost, a host that declared elicitation itself answers
 // instead.
+//
+// 2026-07-28 input requests, URL mode and URLElicitationRequiredError are
+// asked the same way (inputs.go, url.go, urlrequired.go); while a question
+// waits, the host hears progress on the calls it holds up (progress.go).
 //
 // Lifecycles: the upstream cancelling its request, or the host cancelling
 // the last call it has in flight, withdraws the question. The relay ends

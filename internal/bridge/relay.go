@@ -62,14 +62,14 @@ type Relay struct {
 	// is taken before mu, never after.
 	progressMu sync.Mutex
 	mu         sync.Mutex
-	client     host                       // from the host's initialize
-	asks       map[any]context.CancelFunc // upstream request id → its question's withdrawal
-	fulfilling map[any]fulfilment         // host request id → the input asked for it
-	rounds     map[any]int                // host request id → input rounds so far
-	urls       map[string]urlAsk          // a URL-mode elicitation's id → its request
-	awaiting   map[string]chan struct{}   // a URL-mode elicitation's id → closed when the upstream completes it
-	progress   map[string]float64         // progress token → the last value the host heard on it
-	asking     sync.WaitGroup             // the questions being asked
+	client     host                     // from the host's initialize
+	asks       map[any]pendingAsk       // upstream request id → its question
+	fulfilling map[any]fulfilment       // host request id → the input asked for it
+	rounds     map[any]int              // host request id → input rounds so far
+	urls       map[string]urlAsk        // a URL-mode elicitation's id → its request
+	awaiting   map[string]chan struct{} // a URL-mode elicitation's id → closed when the upstream completes it
+	progress   map[string]float64       // progress token → the last value the host heard on it
+	asking     sync.WaitGroup           // the questions being asked
 }
 
 // New returns a relay between a host's and an upstream's connection.
@@ -79,7 +79,7 @@ func New(hostConn, upstream mcp.Connection, opts Options) *Relay {
 	}
 	return &Relay{opts: opts, log: opts.Logger, host: hostConn, up: upstream,
 		toUpstream: newIDTable(), toHost: newIDTable(),
-		asks: map[any]context.CancelFunc{}, fulfilling: map[any]fulfilment{}, rounds: map[any]int{}, progress: map[string]float64{}, urls: map[string]urlAsk{}, awaiting: map[string]chan struct{}{}}
+		asks: map[any]pendingAsk{}, fulfilling: map[any]fulfilment{}, rounds: map[any]int{}, progress: map[string]float64{}, urls: map[string]urlAsk{}, awaiting: map[string]chan struct{}{}}
 }
 
 // side is the end of one direction of the relay.
@@ -101,9 +101,16 @@ func (r *Relay) Run(ctx context.Context) error {
 	var keeping sync.WaitGroup
 	keeping.Go(func() { r.keepAlive(ctx) })
 	first := <-ended
+	unanswered := r.pendingAsks()
 	cancel()        // withdraws every question still asked
 	r.asking.Wait() // and waits until questiond has heard of it
 	keeping.Wait()
+	if first.name == "host" {
+		// The upstream lives on until it is closed: its elicitations get
+		// cancel, so that its handlers end (an HTTP server's session
+		// closes only once they have).
+		r.cancelUpstream(unanswered)
+	}
 	_ = r.up.Close()
 	_ = r.host.Close()
 	<-ended
@@ -278,7 +285,7 @@ func (r *Relay) ask(ctx context.Context, m *jsonrpc.Request) {
 	qctx, withdraw := context.WithCancel(ctx)
 	key := m.ID.Raw()
 	r.mu.Lock()
-	r.asks[key] = withdraw
+	r.asks[key] = pendingAsk{withdraw: withdraw, id: m.ID}
 	if a.elicitationID != "" {
 		r.urls[a.elicitationID] = urlAsk{key: key, id: m.ID}
 	}
@@ -311,11 +318,11 @@ func (r *Relay) respondUpstream(ctx context.Context, id jsonrpc.ID, result json.
 // reports whether there was one.
 func (r *Relay) withdraw(id any) bool {
 	r.mu.Lock()
-	cancel, ok := r.asks[id]
+	a, ok := r.asks[id]
 	delete(r.asks, id)
 	r.mu.Unlock()
 	if ok {
-		cancel()
+		a.withdraw()
 	}
 	return ok
 }
@@ -325,10 +332,10 @@ func (r *Relay) withdraw(id any) bool {
 func (r *Relay) withdrawAll() {
 	r.mu.Lock()
 	asks := r.asks
-	r.asks = map[any]context.CancelFunc{}
+	r.asks = map[any]pendingAsk{}
 	r.mu.Unlock()
-	for _, cancel := range asks {
-		cancel()
+	for _, a := range asks {
+		a.withdraw()
 	}
 }
 
@@ -354,4 +361,38 @@ func withRequestID(p map[string]json.RawMessage, id jsonrpc.ID) json.RawMessage 
 	p["requestId"], _ = json.Marshal(id.Raw())
 	out, _ := json.Marshal(p)
 	return out
+}
+
+// pendingAsk is an upstream's elicitation/create being asked.
+type pendingAsk struct {
+	withdraw context.CancelFunc
+	id       jsonrpc.ID // the upstream's request
+}
+
+// pendingAsks are the upstream's requests whose questions are being asked.
+func (r *Relay) pendingAsks() []jsonrpc.ID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]jsonrpc.ID, 0, len(r.asks))
+	for _, a := range r.asks {
+		ids = append(ids, a.id)
+	}
+	return ids
+}
+
+// cancelUpstreamTimeout bounds answering the upstream as the relay ends.
+const cancelUpstreamTimeout = 2 * time.Second
+
+// cancelUpstream answers the upstream's requests ids with cancel.
+func (r *Relay) cancelUpstream(ids []jsonrpc.ID) {
+	if len(ids) == 0 {
+		return
+	}
+	ctx, stop := context.WithTimeout(context.Background(), cancelUpstreamTimeout)
+	defer stop()
+	for _, id := range ids {
+		if err := r.up.Write(ctx, &jsonrpc.Response{ID: id, Result: json.RawMessage(`{"action":"cancel"}`)}); err != nil {
+			return
+		}
+	}
 }

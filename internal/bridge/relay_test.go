@@ -223,3 +223,31 @@ func sessionTitle(t *testing.T, base, id string) string {
 	}
 	return s.Title
 }
+
+// The host going away ends the relay: the question is withdrawn and the
+// upstream, which lives on until it is closed, is answered cancel, so that
+// its handler ends (an HTTP server closes a session only once they have).
+func TestTheHostLeavingCancelsTheUpstreamsElicitation(t *testing.T) {
+	base, c := questiond(t)
+	ops := testkit.Watch(t, base)
+	hostEnd, upstreamEnd, r := relay(t, bridge.Options{Asker: c, Server: base})
+	server, _ := upstreamServer()
+	serve(t, server, upstreamEnd)
+	kept := &keptTransport{Transport: hostEnd}
+	cs := host(t, kept, nil)
+	out := mcptest.CallAsync(t, t.Context(), cs, "deploy", nil)
+	ops.Asked()
+	_ = kept.conn.Close() // the host's process is gone
+	if err := r.ended(t); err != nil {
+		t.Fatalf("Run returned %v after the host left, want nil", err)
+	}
+	ops.Next("question.rejected")
+	var answered bool
+	for _, m := range r.toUpstream.messages() {
+		answered = answered || strings.Contains(m, `"result":{"action":"cancel"}`)
+	}
+	if !answered {
+		t.Fatalf("the upstream's elicitation was not answered cancel: %q", r.toUpstream.messages())
+	}
+	<-out
+}

@@ -439,12 +439,10 @@ function compareTranscripts(direct, bridged, { listChanged }) {
 /**
  * Calls trigger-elicitation-request through the bridged host, answers it as
  * the operator and checks the typed content, in the schema's order, in the
- * tool's result.
+ * tool's result; then the operator's decline and dismissal.
  */
 async function elicitThroughQuestiond(host) {
-  let progressed = 0;
   const pending = host.client.callTool({ name: "trigger-elicitation-request", arguments: {} }, undefined, {
-    onprogress: () => progressed++,
     timeout: 60_000,
   });
   const settled = pending.then(
@@ -528,7 +526,33 @@ async function elicitThroughQuestiond(host) {
   // ... and in the upstream's property order (deepEqual ignores key order).
   assert.deepEqual(Object.keys(elicitResult.content), SCHEMA_ORDER);
   assert.match(texts[1], /- Name: Ada Lovelace\n- Agreed to terms: true\n/);
-  return { progressed };
+
+  // The bridge's session is titled for operators after --name and the host.
+  const sessions = await call("GET", "/session", { headers: operatorHeaders() });
+  assert.equal(sessions.status, 200, sessions.text);
+  const session = sessions.json.find((s) => s.id === question.sessionID);
+  assert.equal(session?.title, "everything via bridge-everything-host", sessions.text);
+
+  // The operator declining, or dismissing, reaches the upstream as decline and cancel.
+  for (const [body, action, text] of [
+    [{ action: "decline" }, "decline", "❌ User declined to provide the requested information."],
+    [undefined, "cancel", "⚠️ User cancelled the elicitation dialog."],
+  ]) {
+    const call2 = host.client.callTool({ name: "trigger-elicitation-request", arguments: {} }, undefined, {
+      timeout: 60_000,
+    });
+    const next = await waitForQuestion(
+      (q) => q.id !== question.id && q.questions?.[0]?.question?.startsWith("Please provide inputs"),
+      `the question of the call the operator ends with ${action}`,
+    );
+    const rejected = await call("POST", `/question/${next.id}/reject`, { headers: operatorHeaders(), body });
+    assert.equal(rejected.status, 200, rejected.text);
+    const ended = await within(call2, APPEAR_MS, `trigger-elicitation-request's result after ${action}`);
+    assert.deepEqual(
+      ended.content.map((c) => c.text),
+      [text, `\nRaw result: ${JSON.stringify({ action }, null, 2)}`],
+    );
+  }
 }
 
 // --- the cases ------------------------------------------------------------------

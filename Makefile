@@ -78,13 +78,11 @@ fuzz:
 
 # The OpenCode SDK and MCP TypeScript SDK suites and questiond bridge in
 # front of server-everything (test/, Node.js 20 and npm), each daemon on the
-# suite's own store: bolt, memory and memory. QUESTIOND_BRIDGE_URL_PENDING=1
-# lets test/bridge-everything skip its --url case while the bridge has no
-# --url; remove it (both targets) once --url is merged.
+# suite's own store: bolt, memory and memory.
 compat:
 	./test/opencode-sdk/run.sh
 	./test/mcp-sdk/run.sh
-	QUESTIOND_BRIDGE_URL_PENDING=1 ./test/bridge-everything/run.sh
+	./test/bridge-everything/run.sh
 
 # The same three suites with every daemon on --store postgres: a throwaway
 # server (internal/pgtest's, through test/withpostgres) with a fresh
@@ -92,7 +90,7 @@ compat:
 compat-postgres:
 	QUESTIOND_TEST_STORE=postgres ./test/opencode-sdk/run.sh
 	QUESTIOND_TEST_STORE=postgres ./test/mcp-sdk/run.sh
-	QUESTIOND_TEST_STORE=postgres QUESTIOND_BRIDGE_URL_PENDING=1 ./test/bridge-everything/run.sh
+	QUESTIOND_TEST_STORE=postgres ./test/bridge-everything/run.sh
 
 # BENCH selects benchmarks (a -bench pattern), PKG the packages, COUNT the runs.
 bench:

@@ -256,7 +256,9 @@ func sendable(id []byte) bool {
 // "message" carry none.
 func (c *httpConn) dispatch(event string, data *bytes.Buffer, call *jsonrpc.Request, s *stream) error {
 	defer data.Reset()
-	if data.Len() == 0 || (event != "" && event != "message") {
+	// An event with an id and empty data primes a reconnection (MCP
+	// 2025-11-25): it carries no message.
+	if len(bytes.TrimSpace(data.Bytes())) == 0 || (event != "" && event != "message") {
 		return nil
 	}
 	msg, err := jsonrpc.DecodeMessage(bytes.TrimSuffix(data.Bytes(), []byte("\n")))

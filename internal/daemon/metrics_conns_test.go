@@ -3,8 +3,8 @@ package daemon_test
 import (
 	"bufio"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"syscall"

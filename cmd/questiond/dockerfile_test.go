@@ -177,6 +177,7 @@ func withoutOutput(t *testing.T, words []string) (rest []string, output string) 
 }
 
 func TestDockerfileBuildsWhatMakeBuilds(t *testing.T) {
+	t.Parallel()
 	img := readDockerfile(t)
 	docker, built := withoutOutput(t, img.goBuild)
 	mk, _ := withoutOutput(t, makeBuild(t))
@@ -222,6 +223,7 @@ func TestDockerfileBuildsWhatMakeBuilds(t *testing.T) {
 // HEALTHCHECK runs, and that check, with the image's environment, passes
 // while the daemon serves and fails once it is gone.
 func TestDockerfileHealthcheckPasses(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "builds the binary as the Dockerfile does and runs it")
 	img := readDockerfile(t)
 	bin := filepath.Join(t.TempDir(), "questiond")

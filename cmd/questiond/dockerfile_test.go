@@ -223,7 +223,6 @@ func TestDockerfileBuildsWhatMakeBuilds(t *testing.T) {
 // HEALTHCHECK runs, and that check, with the image's environment, passes
 // while the daemon serves and fails once it is gone.
 func TestDockerfileHealthcheckPasses(t *testing.T) {
-	t.Parallel()
 	testenv.Heavy(t, "builds the binary as the Dockerfile does and runs it")
 	img := readDockerfile(t)
 	bin := filepath.Join(t.TempDir(), "questiond")

@@ -14,6 +14,7 @@ import (
 // usage error that names where it came from and shows the URL wanted, not
 // Go's "first path segment in URL cannot contain colon".
 func TestAskServerWithoutSchemeSaysWhatIsWanted(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		env    map[string]string

@@ -97,6 +97,7 @@ func startAnswerLosingProxy(t *testing.T, backend string) *answerLosingProxy {
 // `questiond ask` whose create answer is lost sends it again under its
 // Idempotency-Key: one question is asked, and the answer is printed.
 func TestAskAsksOnceWhenTheCreateAnswerIsLost(t *testing.T) {
+	t.Parallel()
 	d, _ := askDaemon(t)
 	proxy := startAnswerLosingProxy(t, strings.TrimPrefix(d.base, "http://"))
 	a := startAsk(t, nil, "", "--server", proxy.base, "--message", "Ship it?", "--confirm")

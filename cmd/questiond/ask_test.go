@@ -158,6 +158,7 @@ func askDaemon(t *testing.T) (*daemonProcess, map[string]string) {
 }
 
 func TestAskAcceptPrintsTheElicitResult(t *testing.T) {
+	t.Parallel()
 	d, _ := askDaemon(t)
 	a := startAsk(t, nil, "", "--server", d.base, "--message", "Deploy to which region?",
 		"--choose", "eu-west, us-east ,ap-south", "--title", "Region", "--session", "ses_script1", "--directory", "/srv/app")
@@ -181,6 +182,7 @@ func TestAskAcceptPrintsTheElicitResult(t *testing.T) {
 }
 
 func TestAskSchemaFromStdinWithContentOnly(t *testing.T) {
+	t.Parallel()
 	d, env := askDaemon(t)
 	schema := `{"type":"object","properties":{
 		"replicas":{"type":"integer","title":"Replicas","minimum":1},
@@ -196,6 +198,7 @@ func TestAskSchemaFromStdinWithContentOnly(t *testing.T) {
 }
 
 func TestAskSchemaFromFile(t *testing.T) {
+	t.Parallel()
 	d, env := askDaemon(t)
 	file := filepath.Join(t.TempDir(), "schema.json")
 	if err := os.WriteFile(file, []byte(`{"type":"object","properties":{"why":{"type":"string","title":"Why"}},"required":["why"]}`), 0o600); err != nil {
@@ -208,6 +211,7 @@ func TestAskSchemaFromFile(t *testing.T) {
 }
 
 func TestAskQuickQuestionKinds(t *testing.T) {
+	t.Parallel()
 	d, env := askDaemon(t)
 	for _, c := range []struct {
 		name    string
@@ -235,6 +239,7 @@ func TestAskQuickQuestionKinds(t *testing.T) {
 }
 
 func TestAskDeclineExits3(t *testing.T) {
+	t.Parallel()
 	d, env := askDaemon(t)
 	a := startAsk(t, env, "", "--message", "Ship it?", "--confirm")
 	q := awaitQuestion(t, d, a, "")
@@ -248,6 +253,7 @@ func TestAskDeclineExits3(t *testing.T) {
 }
 
 func TestAskCancelExits4(t *testing.T) {
+	t.Parallel()
 	d, env := askDaemon(t)
 	t.Run("rejected", func(t *testing.T) {
 		a := startAsk(t, env, "", "--message", "Ship it?", "--confirm")
@@ -276,6 +282,7 @@ func TestAskCancelExits4(t *testing.T) {
 }
 
 func TestAskServerErrorsExit1WithTheServersMessage(t *testing.T) {
+	t.Parallel()
 	d, env := askDaemon(t)
 	// The daemon refuses an object-typed property; the message names it.
 	status, stdout, stderr := runAsk(t, env, `{"type":"object","properties":{"deep":{"type":"object"}}}`,
@@ -329,6 +336,7 @@ func TestAskTokens(t *testing.T) {
 }
 
 func TestAskInterruptWithdrawsTheQuestion(t *testing.T) {
+	t.Parallel()
 	d, env := askDaemon(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
@@ -376,6 +384,7 @@ func TestAskUnreachableDaemonIsNamedAndInterruptible(t *testing.T) {
 }
 
 func TestAskUsageErrorsExit2AndAskNothing(t *testing.T) {
+	t.Parallel()
 	d, env := askDaemon(t)
 	missing := filepath.Join(t.TempDir(), "missing.json")
 	notJSON := filepath.Join(t.TempDir(), "schema.txt")
@@ -418,6 +427,7 @@ func TestAskUsageErrorsExit2AndAskNothing(t *testing.T) {
 }
 
 func TestAskHelpDocumentsExitStatuses(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "runs the real binary")
 	status, stdout, stderr := runAsk(t, nil, "", "--help")
 	if status != 0 || stdout != "" || strings.Count(stderr, "Exit status:") != 1 {
@@ -437,6 +447,7 @@ func TestAskHelpDocumentsExitStatuses(t *testing.T) {
 // The daemon's own command line is unchanged: "ask" is only a subcommand
 // in first position.
 func TestAskIsOnlyAFirstArgument(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "runs the real binary")
 	out, err := exec.Command(sharedBinary(t), "--store", "memory", "ask").CombinedOutput()
 	var exit *exec.ExitError
@@ -448,6 +459,7 @@ func TestAskIsOnlyAFirstArgument(t *testing.T) {
 // An accept is printed exactly as the daemon's content says, for any value
 // JSON can carry.
 func TestAskPrintsContentUnchanged(t *testing.T) {
+	t.Parallel()
 	d, env := askDaemon(t)
 	a := startAsk(t, env, `{"type":"object","properties":{"n":{"type":"number"},"s":{"type":"string"}},"required":["n","s"]}`,
 		"--message", "Numbers", "--schema", "-")
@@ -476,6 +488,7 @@ func TestAskPrintsContentUnchanged(t *testing.T) {
 // --confirm showed the operator the header "answer" and "answer (Yes or
 // No)". --key still names the answer's key.
 func TestAskQuickQuestionWithoutTitleIsHeadedByItsMessage(t *testing.T) {
+	t.Parallel()
 	d, env := askDaemon(t)
 	for _, c := range []struct {
 		kind    []string

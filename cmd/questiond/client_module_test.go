@@ -21,6 +21,7 @@ import (
 // is checked against known hashes without asking the checksum database,
 // and the module cache answers: the test works offline.
 func TestReadmeGoClientFromAnotherModule(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "builds a separate module with the go command")
 	if _, err := exec.LookPath("bash"); err != nil {
 		testenv.Missing(t, "bash", "apt-get install bash")

@@ -11,6 +11,7 @@ import (
 )
 
 func TestReconnectGraceFlag(t *testing.T) {
+	t.Parallel()
 	none := func(string) string { return "" }
 	var help bytes.Buffer
 	if _, err := parseConfig([]string{"--help"}, none, &help); !errors.Is(err, flag.ErrHelp) {

@@ -14,6 +14,7 @@ import (
 // have their defaults from httpapi, reach the server from their flags and
 // environment twins, and a value that would lift them is refused by name.
 func TestStreamAndMCPBudgetFlags(t *testing.T) {
+	t.Parallel()
 	limitsOf := func(args []string, env map[string]string) httpapi.Limits {
 		t.Helper()
 		cfg, err := parseConfig(append([]string{"--store", "memory"}, args...), envOf(env), io.Discard)

@@ -13,6 +13,7 @@ import (
 // A duration flag or variable takes a bare number as seconds, as a request's
 // "timeout" does.
 func TestDurationSettingsTakeSecondsLikeRequests(t *testing.T) {
+	t.Parallel()
 	cfg, err := parseConfig([]string{"--default-timeout", "10", "--max-wait", "1.5"},
 		envOf(map[string]string{"QUESTIOND_HEARTBEAT": "3"}), io.Discard)
 	if err != nil {
@@ -31,6 +32,7 @@ func TestDurationSettingsTakeSecondsLikeRequests(t *testing.T) {
 // A bad value is one line that names the flag or variable and says what is
 // wanted: no usage dump, no bare "parse error".
 func TestBadValuesSayWhatIsWantedInOneLine(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		env  map[string]string
@@ -74,6 +76,7 @@ func TestBadValuesSayWhatIsWantedInOneLine(t *testing.T) {
 // --help names each flag's kind of value, shows one default at most, and
 // offers no environment twin for --version, which reads none.
 func TestHelpReadsCleanly(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if _, err := parseConfig([]string{"--help"}, envOf(nil), &out); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("--help: %v", err)

@@ -22,6 +22,7 @@ import (
 // A client's spare connection that never sent a request must not hold a
 // shutdown: net/http alone waits up to five seconds for it.
 func TestShutdownDoesNotWaitForSilentConnections(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "runs the real binary")
 	p := startProcess(t, "--store", "memory")
 	conn, err := net.Dial("tcp", strings.TrimPrefix(p.base, "http://"))
@@ -42,6 +43,7 @@ func TestShutdownDoesNotWaitForSilentConnections(t *testing.T) {
 // A client that sent its headers and part of a body must not make SIGTERM
 // wait for --shutdown-timeout and exit 1: the shutdown closes it at once.
 func TestShutdownDoesNotWaitForAHalfSentBody(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "runs the real binary")
 	p := startProcess(t, "--store", "memory", "--shutdown-timeout", "5s")
 	addr := strings.TrimPrefix(p.base, "http://")
@@ -81,6 +83,7 @@ func startLimited(t *testing.T, files int, password string, args ...string) *dae
 // open-file limit. The operator's GET /question and the /readyz probe must
 // still answer, on new connections, and SIGTERM must still exit 0.
 func TestStalledConnectionsUnderALowFileLimitDoNotLockOutTheOperator(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "runs the real binary with thousands of connections")
 	const files, stalled = 300, 2000
 	var limit syscall.Rlimit
@@ -141,6 +144,7 @@ func tail(logs string) string {
 // The connection flags and their environment twins reach the daemon, and
 // settings that cannot work are refused by name.
 func TestConnectionFlags(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"QUESTIOND_BODY_READ_TIMEOUT": "5s", "QUESTIOND_MAX_CONNECTIONS_PER_AGENT": "7"}
 	cfg, err := parseConfig([]string{"--max-connections", "500", "--max-connections-per-address", "20",
 		"--operator-reserved-connections", "0", "--store", "memory"}, func(k string) string { return env[k] }, io.Discard)

@@ -177,6 +177,7 @@ func withoutOutput(t *testing.T, words []string) (rest []string, output string) 
 }
 
 func TestDockerfileBuildsWhatMakeBuilds(t *testing.T) {
+	t.Parallel()
 	img := readDockerfile(t)
 	docker, built := withoutOutput(t, img.goBuild)
 	mk, _ := withoutOutput(t, makeBuild(t))

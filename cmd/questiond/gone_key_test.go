@@ -31,6 +31,7 @@ func keyedPost(t *testing.T, base, key, body string) (int, string) {
 // across a restart of the durable store: the retry after the restart is
 // 410 QuestionGoneError naming the question, not a second question.
 func TestForgottenKeySurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	base, stop := startDaemon(t, nil, "--data-dir", dataDir, "--max-retained", "1")
 	status, body := keyedPost(t, base, "retry-me", twoQuestions)
@@ -116,6 +117,7 @@ func startGatedProxy(t *testing.T, backend string) *gatedProxy {
 // is forgotten before its retry arrives, exits 5 naming the 410: the
 // operator's answer is lost, and nothing is asked twice.
 func TestAskExitsGoneWhenItsResultWasForgotten(t *testing.T) {
+	t.Parallel()
 	d := startProcess(t, "--store", "memory", "--retention", "100ms")
 	proxy := startGatedProxy(t, d.base)
 	a := startAsk(t, nil, "", "--server", proxy.URL, "--message", "Ship it?", "--confirm")

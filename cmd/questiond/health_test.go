@@ -44,6 +44,7 @@ func wantOneLine(t *testing.T, what string, status int, stderr string, mentions 
 // or QUESTIOND_ADDR. With credentials configured the probe sends none, and
 // is still answered.
 func TestHealthCommandFindsAHealthyDaemon(t *testing.T) {
+	t.Parallel()
 	creds := map[string]string{"QUESTIOND_OPERATOR_PASSWORD": "op-password-0123", "QUESTIOND_AGENT_TOKENS": "bot=0123456789abcdef0123"}
 	for _, env := range []map[string]string{nil, creds} {
 		base, _ := startDaemon(t, env, "--store", "memory")
@@ -64,6 +65,7 @@ func TestHealthCommandFindsAHealthyDaemon(t *testing.T) {
 // Addresses of every interface are probed on loopback; a bad address is
 // refused in one line saying what is wanted.
 func TestHealthCommandProbesLoopbackForEveryInterface(t *testing.T) {
+	t.Parallel()
 	for addr, want := range map[string]string{
 		"0.0.0.0:4097":   "http://127.0.0.1:4097/global/health",
 		":4097":          "http://127.0.0.1:4097/global/health",
@@ -133,6 +135,7 @@ func TestHealthCommandFailures(t *testing.T) {
 // A daemon serving TLS is probed with HTTPS, trusting exactly its own
 // certificate (which names its public host, not loopback).
 func TestHealthCommandOverTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	certFile, keyFile := writeSelfSigned(t, dir)
 	base, _ := startDaemon(t, nil, "--store", "memory", "--tls-cert", certFile, "--tls-key", keyFile)
@@ -152,6 +155,7 @@ func TestHealthCommandOverTLS(t *testing.T) {
 // The real binary: a healthy daemon is 0, nothing listening is 1 with one
 // clear line on stderr.
 func TestHealthCommandProcess(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "builds and runs the binary")
 	p := startProcess(t, "--store", "memory")
 	out, err := exec.Command(sharedBinary(t), "health", "--addr", strings.TrimPrefix(p.base, "http://")).CombinedOutput()

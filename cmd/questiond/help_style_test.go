@@ -47,6 +47,7 @@ var questiondCommands = map[string]commandRun{
 // for --console-follow, --insecure and --notify-include-text, and ask
 // answered an unknown flag with "flag provided but not defined: -nope".
 func TestEveryCommandWritesFlagsOneWay(t *testing.T) {
+	t.Parallel()
 	flagLine := regexp.MustCompile(`(?m)^\s*-{1,2}[a-z][a-z0-9-]*`)
 	for name, run := range questiondCommands {
 		help := run("--help")

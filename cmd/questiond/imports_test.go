@@ -22,6 +22,7 @@ var allowedInternal = []string{
 }
 
 func TestImportsOnlyDaemonAndStores(t *testing.T) {
+	t.Parallel()
 	// .Imports are the package's own imports: its tests' are .TestImports.
 	imports := testkit.GoList(t, `{{join .Imports " "}}`, ".")
 	if !slices.Contains(imports, allowedInternal[0]) {

@@ -55,6 +55,7 @@ func pathWithout(name string) string {
 // downloaded), the PATH line finds it there, and its --help answers. Before
 // it, "Ask from a script" ran into "questiond: command not found".
 func TestReadmeInstallPutsQuestiondOnPath(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "builds the command with go install")
 	if _, err := exec.LookPath("bash"); err != nil {
 		testenv.Missing(t, "bash", "apt-get install bash")

@@ -38,6 +38,7 @@ func openPTY(t *testing.T) (terminal, reader *os.File) {
 
 // On a terminal, console logs keep their coloured levels.
 func TestConsoleLogsOnATerminalAreColoured(t *testing.T) {
+	t.Parallel()
 	terminal, reader := openPTY(t)
 	got := make(chan string, 1)
 	go func() {

@@ -11,6 +11,7 @@ import (
 // writes plain lines: before, every level came wrapped in ANSI colour
 // codes, which a file, a pager or a log shipper shows as noise.
 func TestConsoleLogsInAFileHaveNoColourCodes(t *testing.T) {
+	t.Parallel()
 	file, err := os.Create(filepath.Join(t.TempDir(), "questiond.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -66,6 +66,7 @@ const twoQuestions = `{"message":"Diagnose","requestedSchema":{"type":"object","
 	"symptoms":{"type":"array","items":{"type":"string","enum":["Black smoke","Low power"]}}},"required":["model"]}}`
 
 func TestMemoryDaemonEndsQuestionsOnShutdown(t *testing.T) {
+	t.Parallel()
 	base, stop := startDaemon(t, nil, "--store", "memory")
 
 	// An agent waits on POST /elicit while the daemon is stopped: it must
@@ -138,6 +139,7 @@ func TestMemoryDaemonEndsQuestionsOnShutdown(t *testing.T) {
 }
 
 func TestHelpDocumentsEveryFlagWithItsEnvironmentTwin(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	_, err := parseConfig([]string{"--help"}, func(string) string { return "" }, &out)
 	if !errors.Is(err, flag.ErrHelp) {
@@ -162,6 +164,7 @@ func TestHelpDocumentsEveryFlagWithItsEnvironmentTwin(t *testing.T) {
 }
 
 func TestEnvironmentTwinsAndFlagPrecedence(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"QUESTIOND_HEARTBEAT": "3s", "QUESTIOND_MAX_WAIT": "1m", "QUESTIOND_CORS": "https://a.example, https://b.example"}
 	cfg, err := parseConfig([]string{"--max-wait", "2m"}, func(k string) string { return env[k] }, io.Discard)
 	if err != nil {
@@ -179,6 +182,7 @@ func TestEnvironmentTwinsAndFlagPrecedence(t *testing.T) {
 }
 
 func TestBadSettingsAreRefusedByName(t *testing.T) {
+	t.Parallel()
 	for args, want := range map[string]string{
 		"--heartbeat 0s":                        "--heartbeat must be positive",
 		"--default-timeout 2h --max-timeout 1h": "--default-timeout 2h0m0s is longer than --max-timeout",
@@ -206,6 +210,7 @@ func TestBadSettingsAreRefusedByName(t *testing.T) {
 }
 
 func TestVersionFlag(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"--version"}, func(string) string { return "" }, &out, io.Discard, nil); err != nil {
 		t.Fatal(err)

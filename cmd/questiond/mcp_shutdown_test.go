@@ -18,6 +18,7 @@ import (
 // and the question is withdrawn rather than left pending in the durable
 // store for an asker that can never collect it.
 func TestShutdownEndsWaitingMCPToolCalls(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "runs the real binary")
 	dataDir := t.TempDir()
 	first := startProcess(t, "--data-dir", dataDir)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestMetricsAddrIsCheckedInOneLine(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		env  map[string]string
@@ -76,6 +77,7 @@ func runLoggingTo(t *testing.T, out io.Writer, env map[string]string, whileUp fu
 // must be free. (A port of the test's own stands for the default, which
 // other tests on the machine may hold or free at any moment.)
 func TestMetricsAddrTaken(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +112,7 @@ func TestMetricsAddrTaken(t *testing.T) {
 // The listening line says where metrics are; they are served there, and
 // not on the API's address.
 func TestMetricsServedOnTheirOwnAddress(t *testing.T) {
+	t.Parallel()
 	_, err := runLogs(t, nil, func(logs string) {
 		_, rest, ok := strings.Cut(logs, `"metrics":"`)
 		url, _, _ := strings.Cut(rest, `"`)

@@ -15,6 +15,7 @@ import (
 // Webhook URLs and their secret come from the environment only, and a bad
 // one is named by its position, never quoted: it may hold a token.
 func TestWebhookSettings(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		args []string
 		env  map[string]string
@@ -47,6 +48,7 @@ func TestWebhookSettings(t *testing.T) {
 // The whole program notifies a webhook, signed, linking to --public-url's
 // page, with the text only when --notify-include-text asks for it.
 func TestDaemonNotifiesWebhooks(t *testing.T) {
+	t.Parallel()
 	secret := "0123456789abcdef-secret"
 	for _, includeText := range []bool{false, true} {
 		hook, got := testkit.Webhook(t, 10)

@@ -18,6 +18,7 @@ import (
 // its environment for configuration, has an agent wait on it, and stops it
 // with SIGTERM: the agent gets cancel and the process exits 0 in time.
 func TestProcessStopsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "builds and runs the binary")
 	cmd := exec.Command(sharedBinary(t), "--log-format", "json")
 	cmd.Env = append(os.Environ(), "QUESTIOND_ADDR=127.0.0.1:0", "QUESTIOND_SHUTDOWN_TIMEOUT=5s", "QUESTIOND_STORE=memory")

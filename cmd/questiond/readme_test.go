@@ -84,6 +84,7 @@ func sameDefault(cell, value string) bool {
 // the same defaults. A flag added in one place and not the other, or a
 // default changed in code only, fails here.
 func TestReadmeFlagTableMatchesHelp(t *testing.T) {
+	t.Parallel()
 	help, readme := helpDefaults(t), readmeDefaults(t)
 	for flagName, value := range help {
 		cell, ok := readme[flagName]

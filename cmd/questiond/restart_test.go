@@ -124,6 +124,7 @@ func formWithTimeout(timeout, directory string) string {
 }
 
 func TestRestartKeepsPendingQuestions(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "runs the real binary")
 	dataDir := t.TempDir()
 	first := startProcess(t, "--data-dir", dataDir)
@@ -205,6 +206,7 @@ func TestRestartKeepsPendingQuestions(t *testing.T) {
 }
 
 func TestSecondDaemonOnOneDataDirRefusesToStart(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "runs the real binary")
 	dataDir := t.TempDir()
 	startProcess(t, "--data-dir", dataDir)
@@ -215,6 +217,7 @@ func TestSecondDaemonOnOneDataDirRefusesToStart(t *testing.T) {
 }
 
 func TestCorruptDatabaseStopsStartWithoutWipingIt(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "runs the real binary")
 	dataDir := t.TempDir()
 	path := filepath.Join(dataDir, "questiond.db")
@@ -236,6 +239,7 @@ func TestCorruptDatabaseStopsStartWithoutWipingIt(t *testing.T) {
 // every acknowledgement: each 201 is still pending or resolved, each
 // "200 true" reply has its result, nothing is listed twice.
 func TestCrashLosesNothingAcknowledged(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "runs the real binary")
 	dataDir := t.TempDir()
 	p := startProcess(t, "--data-dir", dataDir)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestMaxRetainedSetting(t *testing.T) {
+	t.Parallel()
 	var help strings.Builder
 	if _, err := parseConfig([]string{"--help"}, func(string) string { return "" }, &help); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("--help: %v", err)
@@ -40,6 +41,7 @@ func TestMaxRetainedSetting(t *testing.T) {
 // The daemon passes --max-retained to the durable store: the oldest result
 // is evicted as the third one ends, and stays evicted after a restart.
 func TestMaxRetainedDaemon(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	base, stop := startDaemon(t, nil, "--data-dir", dataDir, "--max-retained", "2")
 	var ids []string

@@ -20,6 +20,7 @@ import (
 func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestExposedAddressNeedsCredentials(t *testing.T) {
+	t.Parallel()
 	full := map[string]string{"QUESTIOND_OPERATOR_PASSWORD": "pw", "QUESTIOND_AGENT_TOKENS": "bot=0123456789abcdef0123"}
 	for _, c := range []struct {
 		addr   string
@@ -55,6 +56,7 @@ func TestExposedAddressNeedsCredentials(t *testing.T) {
 }
 
 func TestCredentialsFromEnvironmentAndTokenFile(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "tokens")
 	os.WriteFile(file, []byte("# agents\nbuilder = builder-token-0123456789\n\nreviewer=reviewer-token-012345\n"), 0o600)
 	cfg, err := parseConfig([]string{"--agent-token-file", file}, envOf(map[string]string{
@@ -95,6 +97,7 @@ func TestCredentialsFromEnvironmentAndTokenFile(t *testing.T) {
 }
 
 func TestDaemonWithCredentials(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"QUESTIOND_OPERATOR_PASSWORD": "s3cret", "QUESTIOND_AGENT_TOKENS": "bot=bot-token-0123456789"}
 	base, _ := startDaemon(t, env)
 	res, err := http.Get(base + "/question")
@@ -128,6 +131,7 @@ func TestDaemonWithCredentials(t *testing.T) {
 }
 
 func TestServesTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	certFile, keyFile := writeSelfSigned(t, dir)
 	base, stop := startDaemon(t, nil, "--store", "memory", "--tls-cert", certFile, "--tls-key", keyFile)

@@ -11,6 +11,7 @@ import (
 // A session set to "none" must stay "none" across a restart: a capability
 // that fell back to the default would let it ask after all.
 func TestRestartKeepsSessionCapabilities(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "runs the real binary")
 	dataDir := t.TempDir()
 	first := startProcess(t, "--data-dir", dataDir)

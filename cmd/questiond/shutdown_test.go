@@ -69,6 +69,7 @@ func operatorStream(t *testing.T, p *daemonProcess) <-chan testkit.Event {
 // operators see question.rejected for it, and the process exits 0 within
 // --shutdown-timeout.
 func TestShutdownWithAStalledStreamAnswersEveryone(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "runs the real binary")
 	const timeout = 5 * time.Second
 	p := startProcess(t, "--data-dir", t.TempDir(), "--shutdown-timeout", timeout.String(), "--event-write-timeout", "1m")
@@ -157,6 +158,7 @@ func TestShutdownWithAStalledStreamAnswersEveryone(t *testing.T) {
 // TestSecondSignalExitsAtOnce: a shutdown held up by a client that does not
 // read its answer ends at once, non-zero, on a second SIGTERM.
 func TestSecondSignalExitsAtOnce(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "runs the real binary")
 	p := startProcess(t, "--store", "memory", "--shutdown-timeout", "1m")
 	bigQuestions(t, p, 8)

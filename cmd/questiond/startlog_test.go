@@ -27,6 +27,7 @@ func logLines(t *testing.T, logs string) []map[string]any {
 // answer, and the URL logged opens the page. With --public-url the page is
 // named there.
 func TestStartupLogNamesThePage(t *testing.T) {
+	t.Parallel()
 	var page string
 	logs, err := runLogs(t, nil, func(logs string) {
 		lines := logLines(t, logs)

@@ -13,6 +13,7 @@ import (
 // collect the typed result. People paste these commands; a placeholder or a
 // missing header in them costs someone their first minutes.
 func TestReadmeWalkthroughRunsAsWritten(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "runs docs/http.md's curl commands against a live daemon")
 	for _, tool := range []string{"bash", "curl", "sed", "tee"} {
 		if _, err := exec.LookPath(tool); err != nil {

@@ -121,6 +121,7 @@ func head(s *testserver.Server, method, path, auth string, contentLength int) st
 // A body that stops arriving is cut after --body-read-timeout: the client
 // gets 408 naming the flag, and the connection is closed.
 func TestAStalledBodyIsCutAfterTheBodyReadTimeout(t *testing.T) {
+	t.Parallel()
 	s := start(t, testserver.Config{Conns: connguard.Options{BodyReadTimeout: 300 * time.Millisecond}})
 	began := time.Now()
 	conn := rawRequest(t, s.Addr, head(s, http.MethodPost, "/elicitations", "", 100)+`{"message":`)
@@ -163,6 +164,7 @@ func TestARefusalClosesTheConnectionWithoutWaitingForTheBody(t *testing.T) {
 // Event streams, POST /elicit's long wait and ?wait= long-polls read no
 // body after their request: they live well past --body-read-timeout.
 func TestStreamsAndLongWaitsOutliveTheBodyReadTimeout(t *testing.T) {
+	t.Parallel()
 	const timeout = 100 * time.Millisecond
 	s := start(t, testserver.Config{
 		API:   httpapi.Options{KeepAlive: 50 * time.Millisecond},
@@ -535,6 +537,7 @@ func next(t *testing.T, events <-chan string, typ string) string {
 // POST /mcp read no body after their request: they outlive
 // --body-read-timeout many times over.
 func TestAnMCPSessionOutlivesTheBodyReadTimeout(t *testing.T) {
+	t.Parallel()
 	const timeout = 100 * time.Millisecond
 	s := start(t, testserver.Config{Conns: connguard.Options{BodyReadTimeout: timeout}})
 	events := watch(t, s)

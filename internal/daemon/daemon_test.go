@@ -47,6 +47,7 @@ func config(t *testing.T) daemon.Config {
 // When serving fails, Serve closes everything New opened: the database file
 // is free for the next start.
 func TestAServeFailureClosesEverything(t *testing.T) {
+	t.Parallel()
 	cfg := config(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -77,6 +78,7 @@ func TestAServeFailureClosesEverything(t *testing.T) {
 
 // Shutdown of a daemon that never served closes its listener and file.
 func TestShutdownBeforeServe(t *testing.T) {
+	t.Parallel()
 	cfg := config(t)
 	d, err := daemon.New(context.Background(), cfg)
 	if err != nil {
@@ -101,6 +103,7 @@ func TestShutdownBeforeServe(t *testing.T) {
 
 // After Shutdown no new connection is served, and Serve returns nil.
 func TestShutdownRefusesNewConnections(t *testing.T) {
+	t.Parallel()
 	d, err := daemon.New(context.Background(), config(t))
 	if err != nil {
 		t.Fatal(err)

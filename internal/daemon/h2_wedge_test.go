@@ -27,6 +27,7 @@ import (
 // cut-off sends waits behind the blocked frame). Otherwise a wedged client
 // keeps every operator's /event at 503 until the connection dies.
 func TestWedgedHTTP2StreamsGiveBackTheirSlots(t *testing.T) {
+	t.Parallel()
 	serverTLS, roots := selfSignedTLS(t)
 	ln := newWedgeListener(t)
 	cfg := config(t)

@@ -87,6 +87,7 @@ func send(t *testing.T, role, method, url, body string) (int, string) {
 // each metric by exactly what happened, and no label anywhere carries an
 // id, a directory, a name or text from it.
 func TestMetricsFollowARoundTrip(t *testing.T) {
+	t.Parallel()
 	d, ln, metricsURL := metricsDaemon(t)
 	base := "http://" + d.Addr().String()
 	before, _ := scrape(t, metricsURL)

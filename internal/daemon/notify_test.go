@@ -79,6 +79,7 @@ func call(t *testing.T, limit time.Duration, method, url, body string, out any) 
 // the operator nothing: asking, listing and replying answer well within one
 // delivery attempt (10 s), while the webhook still holds the first POST.
 func TestHangingWebhookDelaysNoAskOrReply(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var posts atomic.Int32
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -113,6 +114,7 @@ func TestHangingWebhookDelaysNoAskOrReply(t *testing.T) {
 // With the durable store, what a webhook refused until questiond stopped is
 // delivered by the next start, under the same event id.
 func TestRestartDeliversPendingNotifications(t *testing.T) {
+	t.Parallel()
 	var up atomic.Bool
 	got := make(chan http.Header, 100)
 	bodies := make(chan string, 100)
@@ -155,6 +157,7 @@ func TestRestartDeliversPendingNotifications(t *testing.T) {
 // The memory store ends every pending question at shutdown; webhooks hear
 // of those endings before questiond exits.
 func TestShutdownEndingsAreNotified(t *testing.T) {
+	t.Parallel()
 	bodies := make(chan notify.Body, 10)
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var b notify.Body

@@ -19,6 +19,7 @@ import (
 // delivered by the next replica that starts, under the same event id, and
 // the question that replica asked is pending on the next one.
 func TestReplicaDeliversAnotherReplicasNotifications(t *testing.T) {
+	t.Parallel()
 	var up atomic.Bool
 	refused := make(chan string, 100)
 	bodies := make(chan string, 100)

@@ -47,6 +47,7 @@ func awaitReady(t *testing.T, base string, want int, limit time.Duration) {
 // not ready while that lasts, and is ready again by itself once the cause
 // is gone, before any client tries another write.
 func TestReadinessFollowsTheLastCommit(t *testing.T) {
+	t.Parallel()
 	cfg := config(t)
 	d := running(t, cfg)
 	base := "http://" + d.Addr().String()
@@ -71,6 +72,7 @@ func TestReadinessFollowsTheLastCommit(t *testing.T) {
 // questiond is not ready from the start, and becomes ready when the volume
 // grows.
 func TestReadinessNeedsRoomForTheLog(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "mounts a tmpfs")
 	vol := filepath.Join(t.TempDir(), "vol")
 	if err := os.Mkdir(vol, 0o700); err != nil {

@@ -63,6 +63,7 @@ func running(t *testing.T, cfg daemon.Config) *daemon.Daemon {
 // them, outside the rate limit; it is ready while the question store's file
 // is there, says nothing more when it is not, and logs the change once.
 func TestReadinessFollowsTheStore(t *testing.T) {
+	t.Parallel()
 	cfg := config(t)
 	core, logs := observer.New(zapcore.InfoLevel)
 	cfg.Logger = zap.New(core)
@@ -107,6 +108,7 @@ func TestReadinessFollowsTheStore(t *testing.T) {
 // A memory store is ready until questiond begins to shut down; from then on
 // a probe gets 503, so a load balancer stops sending new requests.
 func TestReadinessEndsWithTheDrain(t *testing.T) {
+	t.Parallel()
 	cfg := config(t)
 	cfg.BoltPath = ""
 	d := running(t, cfg)

@@ -18,6 +18,7 @@ import (
 // ended (issue 22, point (a)). The tail is held back by an open
 // transaction, as a busy database does, until the shutdown is under way.
 func TestReplicaShutdownAnnouncesTimeoutsUnderWay(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Database(t)
 	base, stop := serve(t, daemon.Config{DatabaseURL: url})
 	res, err := http.Get(base + "/event")

@@ -14,6 +14,7 @@ import (
 // A start tells its story in order: the file is opened, then what it held
 // is restored. The second start restores from the file the first left.
 func TestStartLogsStoreOpenedBeforeRestored(t *testing.T) {
+	t.Parallel()
 	cfg := config(t)
 	for start := 1; start <= 2; start++ {
 		core, logs := observer.New(zapcore.InfoLevel)

@@ -34,6 +34,7 @@ func refusedAtOnce(t *testing.T, h *harness, method, path, body string) response
 // is refused at once like one without an id (-32600, id null), never
 // asked: questiond could not echo such an id back.
 func TestElicitRefusesIDsThatAreNotStringsOrNumbers(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	const schema = `{"type":"object","properties":{"a":{"type":"string"}}}`
 	for _, id := range []string{`{"x":1}`, `[1]`, `true`, `null`} {
@@ -63,6 +64,7 @@ func TestElicitRefusesIDsThatAreNotStringsOrNumbers(t *testing.T) {
 // messages the operator would see must never be a guess. OpenCode's own
 // reply route keeps OpenCode's rule (the last wins).
 func TestAgentBodiesRefuseRepeatedKeys(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	const schema = `"requestedSchema":{"type":"object","properties":{"a":{"type":"string"}}}`
 	for _, c := range []struct{ method, path, body, at string }{

@@ -14,6 +14,7 @@ import (
 )
 
 func TestCreateRefusesBadRequestsBeforeStoringAnything(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")
@@ -68,6 +69,7 @@ func TestCreateRefusesBadRequestsBeforeStoringAnything(t *testing.T) {
 }
 
 func TestCreateAcceptsMCPShapes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	params, _ := json.Marshal(seedForm())
 	bodies := map[string]string{
@@ -93,6 +95,7 @@ func TestCreateAcceptsMCPShapes(t *testing.T) {
 }
 
 func TestCreateKeepsSessionDirectoryAndTool(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	form := seedForm()
 	form["sessionID"] = "ses_dd6f26711ffemSbzc1nRWSuB5Z"
@@ -118,6 +121,7 @@ func TestCreateKeepsSessionDirectoryAndTool(t *testing.T) {
 }
 
 func TestElicitSpeaksJSONRPC(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")
@@ -159,6 +163,7 @@ func TestElicitSpeaksJSONRPC(t *testing.T) {
 }
 
 func TestGetAndDeleteErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	id := h.create(seedForm()).ID
 	for _, c := range []struct {
@@ -183,6 +188,7 @@ func TestGetAndDeleteErrors(t *testing.T) {
 }
 
 func TestHealthAndCORS(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{Version: "9.9.9", CORSOrigins: []string{"https://ops.example"}})
 	if res := h.do(http.MethodGet, "/global/health", nil); string(res.Body) != `{"healthy":true,"version":"9.9.9"}` {
 		t.Fatalf("health: %s", res.Body)
@@ -215,6 +221,7 @@ func TestHealthAndCORS(t *testing.T) {
 }
 
 func TestMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	res := h.do(http.MethodPut, "/elicitations/que_x", nil)
 	if res.Status != 405 || res.Header.Get("Allow") != "GET, DELETE" {
@@ -225,6 +232,7 @@ func TestMethodNotAllowedNamesTheAllowedMethods(t *testing.T) {
 // A caller that is already gone when its request is handled gets no 500:
 // the question is asked and, since nobody waits for it, withdrawn.
 func TestElicitFromACallerAlreadyGoneIsNoServerError(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	body, _ := json.Marshal(seedForm())
 	ctx, cancel := context.WithCancel(context.Background())

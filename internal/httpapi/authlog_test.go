@@ -36,6 +36,7 @@ func newLoggedHarness(t *testing.T, opts httpapi.Options, check func(logs *obser
 // what it presented; the rest of the window's failures in one summary, here
 // when the server shuts down.
 func TestFailedAuthenticationIsLoggedOncePerClientAndSummed(t *testing.T) {
+	t.Parallel()
 	h, _ := newLoggedHarness(t, httpapi.Options{Auth: authBoth()}, func(logs *observer.ObservedLogs) {
 		first := logs.FilterMessage("authentication failed").All()
 		if len(first) != 3 {
@@ -81,6 +82,7 @@ func TestFailedAuthenticationIsLoggedOncePerClientAndSummed(t *testing.T) {
 // When a window ends, its summary is logged without waiting for more
 // failures or a shutdown.
 func TestFailedAuthenticationSummaryAtTheWindowsEnd(t *testing.T) {
+	t.Parallel()
 	h, logs := newLoggedHarness(t, httpapi.Options{Auth: authBoth()}, nil)
 	httpapi.SetAuthFailureWindow(h.api, time.Second) // long enough for three requests on loopback
 	for range 3 {

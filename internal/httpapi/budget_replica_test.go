@@ -17,6 +17,7 @@ import (
 // a retry under its Idempotency-Key is 410 QuestionGoneError, not the
 // result A forgot.
 func TestReplicasAgreeOnAByteBudgetsEviction(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Database(t)
 	probe := newHarnessWith(t, tuning{api: httpapi.Options{Auth: authBoth()}, database: pgtest.Database(t)}, zaptest.NewLogger(t))
 	probe.askAs(alphaToken, "")

@@ -47,6 +47,7 @@ func wantBudgetRefusal(t *testing.T, what string, res response, flag string) {
 // (--max-bytes-per-agent): beyond, a create is 429 naming the budget, and
 // another agent still asks.
 func TestByteBudgetPerAgent(t *testing.T) {
+	t.Parallel()
 	h := agentsHarness(t, pending.Options{MaxBytesPerAgent: 1 << 20})
 	n, refused := h.fillUntilRefused(alphaToken, 50)
 	if n == 0 || n > 10 {
@@ -61,6 +62,7 @@ func TestByteBudgetPerAgent(t *testing.T) {
 
 // The total budget (--max-bytes) bounds every agent's questions together.
 func TestByteBudgetTotal(t *testing.T) {
+	t.Parallel()
 	h := agentsHarness(t, pending.Options{MaxBytes: 1 << 20})
 	n, refused := h.fillUntilRefused(alphaToken, 50)
 	if n == 0 || n > 10 {
@@ -80,6 +82,7 @@ func TestByteBudgetTotal(t *testing.T) {
 // An agent that churns big questions (create, DELETE) stays within its
 // byte budget by forgetting its own oldest results, never another's.
 func TestByteBudgetChurnForgetsOwnResults(t *testing.T) {
+	t.Parallel()
 	h := agentsHarness(t, pending.Options{MaxBytesPerAgent: 1 << 20})
 	kept := h.askAs(betaToken, "beta-k")
 	h.replyAsOperator(kept.ID)

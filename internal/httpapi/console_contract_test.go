@@ -171,12 +171,14 @@ func merged(shapes ...jsonShape) jsonShape {
 }
 
 func TestConsoleContractConfig(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	config := c.getJSON("/config")
 	requireShape(t, "GET /config", config, jsonShape{"": "object"})
 }
 
 func TestConsoleContractConfigProviders(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	body := c.getJSON("/config/providers")
 	requireShape(t, "GET /config/providers", body, merged(prefixed("providers[]", providerShape), jsonShape{"default{}": "string"}))
@@ -184,6 +186,7 @@ func TestConsoleContractConfigProviders(t *testing.T) {
 }
 
 func TestConsoleContractProvider(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	body := c.getJSON("/provider")
 	requireShape(t, "GET /provider", body, merged(prefixed("all[]", providerShape), jsonShape{"default{}": "string", "connected[]": "string"}))
@@ -215,6 +218,7 @@ func wantQuestiondProvider(t *testing.T, route string, body any, key string) {
 }
 
 func TestConsoleContractAgent(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	body := c.getJSON("/agent")
 	requireShape(t, "GET /agent", body, jsonShape{"[].name": "string", "[].mode": "string", "[].hidden": "boolean",
@@ -255,12 +259,14 @@ func (c *console) askInSession(ending string) string {
 }
 
 func TestConsoleContractSession(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	c.askInSession("")
 	requireShape(t, "GET /session/{id}", c.getJSON("/session/ses_contract"), sessionShape)
 }
 
 func TestConsoleContractSessionList(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	c.askInSession("reply")
 	c.ask(betaToken, nil) // a second session: beta's inbox
@@ -272,6 +278,7 @@ func TestConsoleContractSessionList(t *testing.T) {
 }
 
 func TestConsoleContractSessionStatus(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	c.askInSession("")
 	body := c.getJSON("/session/status")
@@ -282,6 +289,7 @@ func TestConsoleContractSessionStatus(t *testing.T) {
 }
 
 func TestConsoleContractSessionMessages(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	c.askInSession("reply")
 	c.askInSession("reject")
@@ -338,6 +346,7 @@ func TestConsoleContractSessionMessages(t *testing.T) {
 
 // The checker itself: a dropped or retyped field is reported.
 func TestConsoleContractCheckerCatchesDrift(t *testing.T) {
+	t.Parallel()
 	var body any
 	if err := json.Unmarshal([]byte(`[{"id":"ses_1","time":{"created":1.5},"models":{"m":{"name":3}}}]`), &body); err != nil {
 		t.Fatal(err)

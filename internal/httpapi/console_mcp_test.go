@@ -19,6 +19,7 @@ func wantNoMCPServers(t *testing.T, what string, res response) {
 }
 
 func TestConsoleMCPStatusForOperators(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{Auth: authBoth()})
 	operator := basicAuth("opencode", operatorPassword)
 	for _, accept := range []string{"", "application/json", "*/*"} {
@@ -48,6 +49,7 @@ func TestConsoleMCPStatusForOperators(t *testing.T) {
 // Without operator credentials configured, the TUI sends none: its GET /mcp
 // is answered as an operator's, whether or not agents have tokens.
 func TestConsoleMCPStatusWithoutOperatorCredentials(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name       string
 		auth       httpapi.Auth

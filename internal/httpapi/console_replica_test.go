@@ -27,6 +27,7 @@ var tailStalls = []string{
 // the very change the tail is applying (issue 22, item 11). Counted by the
 // tail's own warnings, not by the clock.
 func TestConsoleOnAReplicaNeverStallsTheTail(t *testing.T) {
+	t.Parallel()
 	core, logs := observer.New(zapcore.WarnLevel)
 	log := zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core))
 	tu := tuning{api: httpapi.Options{Auth: authBoth()}, store: pending.Options{MaxRetained: 1}, database: pgtest.Database(t)}

@@ -74,6 +74,7 @@ func eventSubject(f frame) string {
 // The TUI gets one question of a session at a time, oldest first, the next
 // one a moment after the previous ended; every other client gets both at once.
 func TestConsoleShowsOneQuestionPerSession(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	tui := c.consoleStream()
 	sdk := c.standardStream()
@@ -119,6 +120,7 @@ func TestConsoleShowsOneQuestionPerSession(t *testing.T) {
 // After the last question of a session ends the TUI is told the session is
 // idle again, its history message completed and its title unmarked.
 func TestConsoleSessionGoesIdle(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	tui := c.consoleStream()
 	id := c.ask(alphaToken, map[string]any{"sessionID": "ses_idle"})
@@ -161,6 +163,7 @@ func TestConsoleSessionGoesIdle(t *testing.T) {
 
 // Clients other than the TUI see none of the console's extra events.
 func TestConsoleEventsStayOffOtherStreams(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	sdk := c.standardStream()
 	id := c.ask(alphaToken, map[string]any{"sessionID": "ses_quiet"})
@@ -182,6 +185,7 @@ func TestConsoleEventsStayOffOtherStreams(t *testing.T) {
 // With ConsoleFollow, answering a session's last question moves the TUI to
 // the session of the oldest question still pending.
 func TestConsoleFollowSelectsTheNextSession(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{api: httpapi.Options{ConsoleFollow: true}})
 	tui := c.consoleStream()
 	a := c.ask(alphaToken, map[string]any{"sessionID": "ses_a"})
@@ -196,6 +200,7 @@ func TestConsoleFollowSelectsTheNextSession(t *testing.T) {
 
 // Without it the TUI stays where the operator is.
 func TestConsoleStaysWithoutFollow(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	tui := c.consoleStream()
 	a := c.ask(alphaToken, map[string]any{"sessionID": "ses_a"})
@@ -216,6 +221,7 @@ func TestConsoleStaysWithoutFollow(t *testing.T) {
 // console two at a time, nor a question after its ending, and every one of
 // them is shown before it ends or not at all.
 func TestConsoleOrderUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	tui := c.consoleStream()
 	const n = 12
@@ -264,6 +270,7 @@ func TestConsoleOrderUnderConcurrency(t *testing.T) {
 // it kept across a restart or a dropped connection closes; other clients are
 // not.
 func TestConsoleReplayTellsRecentEndings(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	replied := c.ask(alphaToken, map[string]any{"sessionID": "ses_r"})
 	c.reply(replied, [][]string{{"SY215C"}, {}})
@@ -289,6 +296,7 @@ func TestConsoleReplayTellsRecentEndings(t *testing.T) {
 // the TUI is shown the older waiting question first, and only once the
 // ending's render batch is past (issue 22, item 9).
 func TestConsoleNewQuestionWaitsBehindTheDelay(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	tui := c.consoleStream()
 	first := c.ask(alphaToken, map[string]any{"sessionID": "ses_delay"})

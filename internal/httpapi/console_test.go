@@ -158,6 +158,7 @@ func (c *console) messages(sessionID, query string) []messageView {
 }
 
 func TestConsoleSessionsAreTheStoresSessions(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{api: httpapi.Options{Version: "9.9.9", Auth: authBoth()}})
 	long := strings.Repeat("é", 70)
 	qa1 := c.ask(alphaToken, map[string]any{"sessionID": "ses_alpha", "directory": "/work/a", "message": "  Diagnose the machine\nIt smokes."})
@@ -272,6 +273,7 @@ func TestConsoleSessionsAreTheStoresSessions(t *testing.T) {
 }
 
 func TestConsoleTitleWithoutTokens(t *testing.T) {
+	t.Parallel()
 	c := &console{t: t, h: newHarness(t, httpapi.Options{})}
 	c.ask("", map[string]any{"sessionID": "ses_plain", "message": "\n  Which database?  \nDetails follow"})
 	var list []consoleSessionView
@@ -284,6 +286,7 @@ func TestConsoleTitleWithoutTokens(t *testing.T) {
 }
 
 func TestConsoleSessionsFollowRetention(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{store: pending.Options{MaxRetained: 1}})
 	first := c.ask(alphaToken, map[string]any{"sessionID": "ses_first"})
 	second := c.ask(alphaToken, map[string]any{"sessionID": "ses_second"})
@@ -311,6 +314,7 @@ func TestConsoleSessionsFollowRetention(t *testing.T) {
 }
 
 func TestConsoleRefusesPrompts(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	c.ask(alphaToken, map[string]any{"sessionID": "ses_alpha"})
 	prompt := map[string]any{"agent": "questiond", "model": map[string]string{"providerID": "questiond", "modelID": "operator-console"},
@@ -333,6 +337,7 @@ func TestConsoleRefusesPrompts(t *testing.T) {
 }
 
 func TestConsoleRejectsBadQueries(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	for _, path := range []string{"/session?limit=x", "/session?limit=0", "/session?start=-1", "/session/ses_a/message?limit=-2"} {
 		wantStatusError(t, "GET "+path, c.operator(http.MethodGet, path, nil), http.StatusBadRequest, "BadRequest")
@@ -342,6 +347,7 @@ func TestConsoleRejectsBadQueries(t *testing.T) {
 // A session whose questions come from several directories shows none, so
 // the TUI's replies, sent with the session's directory, reach every one.
 func TestConsoleSessionDirectoryIsTheSharedOne(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	c.ask(alphaToken, map[string]any{"sessionID": "ses_one", "directory": "/work/a"})
 	c.ask(alphaToken, map[string]any{"sessionID": "ses_one", "directory": "/work/a/"})

@@ -60,6 +60,7 @@ func titleOf(t *testing.T, h *harness, session string, headers ...string) string
 }
 
 func TestConsoleTitleNamesTheMCPClient(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	askThroughMCP(t, h, &mcp.Implementation{Name: "claude-code", Title: "Claude Code", Version: "2"}, "", "ses_titled")
 	askThroughMCP(t, h, &mcp.Implementation{Name: "  opencode\nsecond line\x07", Version: "1"}, "", "ses_named")
@@ -76,6 +77,7 @@ func TestConsoleTitleNamesTheMCPClient(t *testing.T) {
 }
 
 func TestConsoleTitlePrefersTheAgentsTokenName(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{Auth: authBoth()})
 	askThroughMCP(t, h, &mcp.Implementation{Name: "claude-code", Title: "Claude Code", Version: "2"}, alphaToken, "ses_agent")
 	if got := titleOf(t, h, "ses_agent", "Authorization", basicAuth("opencode", operatorPassword)); got != "[?] alpha: 2 questions: Which database?" {

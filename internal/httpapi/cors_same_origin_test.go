@@ -13,6 +13,7 @@ import (
 // them wherever questiond is reached: they are the page's own, not a foreign
 // page's, and must never be refused as cross-origin. A foreign page still is.
 func TestCORSPassesSameOriginPages(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{AllowedHosts: []string{"questions.example.com"}})
 	port := h.URL[strings.LastIndex(h.URL, ":")+1:]
 	cases := []struct {

@@ -15,6 +15,7 @@ import (
 // operator replies with labels, and the agent gets typed content keyed by the
 // schema's own property names.
 func TestSeedFormEndToEnd(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")

@@ -68,6 +68,7 @@ func wantEndingEvent(t *testing.T, events *stream, typ, sessionID, id string) en
 var answersForSeed = map[string]any{"answers": [][]string{{"SY215C"}, {"Black smoke"}}}
 
 func TestReplyToAnEndedQuestionPublishesItsEndingAgain(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	events := h.openStream("/event", "User-Agent", tuiUserAgent)
 	events.expect(t, "server.connected")
@@ -130,6 +131,7 @@ func TestReplyToAnEndedQuestionPublishesItsEndingAgain(t *testing.T) {
 // With the durable store, a question that ended before a restart is still
 // known afterwards, so the TUI's reply for it closes its panel.
 func TestReplyAfterARestartClosesTheEndedQuestion(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "questiond.db")
 	start := func() (*harness, *testserver.Server) {
 		srv, err := testserver.Start(testserver.Config{

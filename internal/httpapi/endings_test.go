@@ -16,6 +16,7 @@ import (
 // the agent the right MCP result and gives operators an ending event, so no
 // client keeps showing a question nobody waits for.
 func TestEveryEndingIsAnnounced(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name       string
 		timeout    string
@@ -85,6 +86,7 @@ func TestEveryEndingIsAnnounced(t *testing.T) {
 // TestAgentDisconnectWithdraws: when the caller of POST /elicit goes away,
 // the question ends and operators see question.rejected.
 func TestAgentDisconnectWithdraws(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")
@@ -120,6 +122,7 @@ func TestAgentDisconnectWithdraws(t *testing.T) {
 // question was asked still gets question.asked for it, right after
 // server.connected, on both stream routes and only in its scope.
 func TestNewStreamsReceivePendingQuestions(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	form := seedForm()
 	form["directory"] = "/srv/a"
@@ -156,6 +159,7 @@ func TestNewStreamsReceivePendingQuestions(t *testing.T) {
 }
 
 func TestLongPollReturnsPendingWhenWaitRunsOut(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	id := h.create(seedForm()).ID
 	start := time.Now()
@@ -174,6 +178,7 @@ func TestLongPollReturnsPendingWhenWaitRunsOut(t *testing.T) {
 // long-poll sees "pending", POST /elicit a 503 naming the question), and the
 // question itself stays pending.
 func TestReleaseLetsWaitersGoWithoutEndingQuestions(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")

@@ -34,6 +34,7 @@ const everyShapeBody = `{"sessionID":"ses_form","directory":"/srv/app","message"
 // marks in schema order, the message as sent; a pattern's examples (a few
 // texts, one line each) for the page to show instead of the pattern.
 func TestQuestionFormDescribesEveryShape(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	c := h.create(json.RawMessage(everyShapeBody))
 	res := h.do(http.MethodGet, "/questiond/question/"+c.ID+"/form", nil)
@@ -98,6 +99,7 @@ func TestQuestionFormDescribesEveryShape(t *testing.T) {
 // store loaded from disk, where the parsed form is not kept: it is rebuilt
 // from the stored message and schema, the same as before.
 func TestQuestionFormAfterRestart(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "questiond.db")
 	start := func() *testserver.Server {
 		srv, err := testserver.Start(testserver.Config{BoltPath: path, Logger: zaptest.NewLogger(t)})
@@ -145,6 +147,7 @@ func TestQuestionFormAfterRestart(t *testing.T) {
 // the form shows each option's description as GET /question (and so the
 // TUI) does, and its header.
 func TestQuestionFormKeepsTheToolsOptionDescriptions(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	cs := mcpConnect(t, h, "/mcp?session=ses_tool", nil, nil)
 	call := callAsync(t.Context(), cs, "ask_user_question", map[string]any{"questions": []any{

@@ -30,6 +30,7 @@ import (
 // the recorded order, against one questiond, and expects OpenCode's answer
 // except where the table says questiond differs on purpose.
 func TestGoldenOpenCodeExchanges(t *testing.T) {
+	t.Parallel()
 	dir := goldenDir(t)
 	transcripts := loadTranscripts(t, dir)
 	asked := recordedQuestions(t, loadRecordedStream(t, dir, "sse-global-event-main"))
@@ -475,6 +476,7 @@ func mergeKeys(a, b http.Header) map[string]bool {
 // shape of server.connected, question.asked, question.replied and
 // question.rejected, envelope included.
 func TestGoldenOpenCodeEventStreams(t *testing.T) {
+	t.Parallel()
 	dir := goldenDir(t)
 	idle := loadRecordedStream(t, dir, "sse-event-idle")
 	event := loadRecordedStream(t, dir, "sse-event-main")

@@ -12,6 +12,7 @@ import (
 // only to callers who may use the routes of either role, as OpenCode's own
 // body. Wrong credentials are still a 401.
 func TestHealthAnswersProbes(t *testing.T) {
+	t.Parallel()
 	const full, anonymous = `{"healthy":true,"version":"9.9.9"}`, `{"healthy":true}`
 	variants := []struct {
 		name      string
@@ -69,6 +70,7 @@ func TestHealthAnswersProbes(t *testing.T) {
 // busy its address is, and probing eats nobody's allowance. Health asked
 // with credentials counts, or it would let anyone guess passwords unlimited.
 func TestHealthIsNotRateLimited(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{Auth: authOperatorOnly(), Limits: httpapi.Limits{RequestsPerMinute: 3}})
 	for i := range 10 {
 		if res := h.do(http.MethodGet, "/global/health", nil); res.Status != http.StatusOK {

@@ -59,6 +59,7 @@ func wantError(t *testing.T, res response, status int, name string) {
 // retry answers 201 with that elicitation as it is now, marked as a replay.
 // Spacing and member order are not part of the request.
 func TestIdempotentCreateAsksOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")
@@ -104,6 +105,7 @@ func TestIdempotentCreateAsksOnce(t *testing.T) {
 // A key sent again with another request is a caller's mistake: 422, and
 // nothing is asked. The two create routes are different requests.
 func TestIdempotencyKeyWithAnotherRequest(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	h.create(seedForm()) // unkeyed
 	first := h.do(http.MethodPost, "/elicitations", seedForm(), keyHeader, "k-1")
@@ -124,6 +126,7 @@ func TestIdempotencyKeyWithAnotherRequest(t *testing.T) {
 // A request whose key is still being created by another gets 409; the first
 // one goes on to create the one question.
 func TestIdempotencyKeyInFlightConflicts(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	parked, resume := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -153,6 +156,7 @@ func TestIdempotencyKeyInFlightConflicts(t *testing.T) {
 // Keys belong to the agent that sent them: another agent's identical key
 // asks its own question and never reveals the first.
 func TestIdempotencyKeysBelongToTheirAgent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{Auth: authAgentsOnly()})
 	post := func(token string) (created, response) {
 		res := h.do(http.MethodPost, "/elicitations", seedForm(), keyHeader, "shared", "Authorization", bearerAuth(token))
@@ -179,6 +183,7 @@ func TestIdempotencyKeysBelongToTheirAgent(t *testing.T) {
 // A key that is not 1 to 255 printable ASCII characters is refused with a 400
 // naming the header, on both routes, and nothing is asked.
 func TestIdempotencyKeyIsValidated(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	body, _ := json.Marshal(seedForm())
 	for name, values := range map[string][]string{
@@ -250,6 +255,7 @@ func (h *harness) startElicit(body any, key string) *elicitCall {
 // grace period; the retry (a JSON-RPC request with a new id) waits for the
 // same question and gets the answer. Operators never see it withdrawn.
 func TestKeyedElicitResumesAfterADisconnect(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{ReconnectGrace: time.Hour})
 	armed := make(chan string, 1)
 	h.api.Questions().SetTestHooks(ask.TestHooks{GraceArmed: func(id string) { armed <- id }})
@@ -290,6 +296,7 @@ func TestKeyedElicitResumesAfterADisconnect(t *testing.T) {
 // With no retry, the question is withdrawn once the grace period is over,
 // as an unkeyed call's is at once; a late retry gets that ending.
 func TestKeyedElicitIsWithdrawnAfterTheGrace(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{ReconnectGrace: time.Second})
 	armed := make(chan string, 1)
 	h.api.Questions().SetTestHooks(ask.TestHooks{GraceArmed: func(id string) { armed <- id }})
@@ -322,6 +329,7 @@ func TestKeyedElicitIsWithdrawnAfterTheGrace(t *testing.T) {
 // Keys are kept in the durable store: after a restart the retry still gets
 // the question the first attempt asked.
 func TestIdempotencyKeySurvivesARestart(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "questiond.db")
 	start := func() *testserver.Server {
 		srv, err := testserver.Start(testserver.Config{BoltPath: path, Events: sse.Options{Heartbeat: time.Hour}, Logger: zaptest.NewLogger(t)})

@@ -34,6 +34,7 @@ func (c *console) sessionOf(token, id string) string {
 }
 
 func TestQuestionsWithoutASessionGoToTheirAgentsInbox(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{})
 	first := c.sessionOf(alphaToken, c.ask(alphaToken, nil))
 	second := c.sessionOf(alphaToken, c.ask(alphaToken, map[string]any{"message": "Another thing"}))
@@ -77,6 +78,7 @@ func TestQuestionsWithoutASessionGoToTheirAgentsInbox(t *testing.T) {
 }
 
 func TestAnonymousAgentsShareOneInbox(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	a, b := h.create(seedForm()), h.create(seedForm())
 	if a.SessionID != b.SessionID || !openCodeSessionID.MatchString(a.SessionID) {
@@ -92,6 +94,7 @@ func TestAnonymousAgentsShareOneInbox(t *testing.T) {
 // The inbox has the default capability until its agent configures it, and
 // it is its agent's alone.
 func TestInboxIsItsAgentsToConfigure(t *testing.T) {
+	t.Parallel()
 	c := &console{t: t, h: newHarnessWith(t, tuning{api: httpapi.Options{Auth: authBoth()}}, zaptest.NewLogger(t))}
 	inbox := c.sessionOf(alphaToken, c.ask(alphaToken, nil))
 	quiet := map[string]any{"questionCapability": "none"}
@@ -119,6 +122,7 @@ func TestInboxIsItsAgentsToConfigure(t *testing.T) {
 // An MCP session is one conversation: connecting without a session still
 // gives each connection a session of its own, not the inbox.
 func TestMCPConnectionsWithoutASessionKeepTheirOwn(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	inbox := h.create(seedForm()).SessionID
 	askThroughMCP(t, h, &mcp.Implementation{Name: "first", Version: "1"}, "", "")

@@ -15,6 +15,7 @@ import (
 // ended after how long — by ids and names only: never its text or answers,
 // and never an empty field.
 func TestQuestionLifeIsLoggedAtInfo(t *testing.T) {
+	t.Parallel()
 	core, logs := observer.New(zapcore.InfoLevel)
 	h := newHarnessWith(t, tuning{}, zap.New(core))
 	form := seedForm()

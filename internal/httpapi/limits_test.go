@@ -25,6 +25,7 @@ func expectNamed(t *testing.T, res response, status int, name string) {
 }
 
 func TestPendingLimitsTripAtTheirValue(t *testing.T) {
+	t.Parallel()
 	tokens := map[string]string{"alpha": "alpha-token-0123456789", "beta": "beta-token-0123456789"}
 	h := newHarness(t, httpapi.Options{
 		Auth:   httpapi.Auth{AgentTokens: tokens},
@@ -54,6 +55,7 @@ func TestPendingLimitsTripAtTheirValue(t *testing.T) {
 }
 
 func TestStreamLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{Limits: httpapi.Limits{MaxStreams: 2}})
 	a := h.openStream("/event")
 	a.expect(t, "server.connected")
@@ -85,6 +87,7 @@ func TestStreamLimit(t *testing.T) {
 // answer is questiond's JSON error naming the flag, and a stream of a
 // directory already watched, or of none, still opens.
 func TestDirectoryLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarnessWith(t, tuning{events: sse.Options{MaxScopes: 1}}, zaptest.NewLogger(t))
 	a := h.openStream("/event?directory=/a")
 	a.expect(t, "server.connected")
@@ -98,6 +101,7 @@ func TestDirectoryLimit(t *testing.T) {
 }
 
 func TestRateLimitPerClient(t *testing.T) {
+	t.Parallel()
 	tokens := map[string]string{"alpha": "alpha-token-0123456789", "beta": "beta-token-0123456789"}
 	h := newHarness(t, httpapi.Options{Auth: httpapi.Auth{AgentTokens: tokens}, Limits: httpapi.Limits{RequestsPerMinute: 5}})
 	alpha := []string{"Authorization", "Bearer " + tokens["alpha"]}

@@ -18,6 +18,7 @@ import (
 // order, creation (id) order, however the creations interleaved: OpenCode
 // clients show them first-in first-out (issue 22, item 12).
 func TestReplicasListQuestionsInCreationOrder(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Database(t)
 	replicas := []*harness{
 		newHarnessWith(t, tuning{database: url}, zaptest.NewLogger(t)),

@@ -49,6 +49,7 @@ func freshList(t *testing.T, store *pending.Store, dir string) []byte {
 // a fresh encoding of the store's list: kept list bodies and memoized items
 // must never show a question that has ended or miss one just asked.
 func TestListIsTheFreshEncodingInEveryScope(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	dirs := []string{"/home/alice/project", "/home/bob/other", ""}
 	ask := func(dir, timeout string) string {
@@ -128,6 +129,7 @@ func TestListIsTheFreshEncodingInEveryScope(t *testing.T) {
 // byte — on a stream that was open when it was asked and in a new stream's
 // first frames — with <, > and & as they are, as OpenCode sends them.
 func TestAskedEventsAreTheListItems(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	live := h.openStream("/event")
 	live.expect(t, "server.connected")

@@ -12,6 +12,7 @@ import (
 // The tool list of an MCP session never changes, so initialize does not
 // offer tools/list_changed notifications.
 func TestMCPToolsListNeverChanges(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	res := mcpRaw(t, h, http.MethodPost, "/mcp", initializeBody)
 	if res.Status != http.StatusOK {

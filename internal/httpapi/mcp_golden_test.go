@@ -39,6 +39,7 @@ var goldenAnswer = regexp.MustCompile(`"([^"]*)"="([^"]*)"`)
 // custom answer to a question with options (OpenCode allows those) is
 // refused instead, because ask_user_question's options are choices.
 func TestMCPToolResultTextMatchesOpenCode(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(filepath.Join(goldenDir(t), "question-tool-results-as-sent-to-llm.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -61,6 +61,7 @@ func wantRPCError(t *testing.T, what string, got rpcAnswer, status int, id strin
 }
 
 func TestMCPRefusesWithJSONRPCErrors(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	url := h.URL + "/mcp?session=ses_rpc"
 	live := newRawMCP(t, h, "/mcp?session=ses_rpc").sessionID

@@ -137,6 +137,7 @@ func wantNothingPending(t *testing.T, h *harness) {
 }
 
 func TestMCPAskParentRoundTrip(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	putSession(t, h, "ses_child", map[string]any{"questionCapability": "parent", "parentSessionID": "ses_root"})
 	events := h.openStream("/event")
@@ -196,6 +197,7 @@ func TestMCPAskParentRoundTrip(t *testing.T) {
 }
 
 func TestMCPTimeoutIsCancel(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{DefaultTimeout: 300 * time.Millisecond})
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")
@@ -217,6 +219,7 @@ func TestMCPTimeoutIsCancel(t *testing.T) {
 }
 
 func TestMCPCancelledCallWithdrawsTheQuestion(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")
@@ -244,6 +247,7 @@ func TestMCPCancelledCallWithdrawsTheQuestion(t *testing.T) {
 }
 
 func TestMCPInvalidToolInputIsAToolError(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")
@@ -307,6 +311,7 @@ func TestMCPInvalidToolInputIsAToolError(t *testing.T) {
 }
 
 func TestMCPConnectRefusesBadSessionIDs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	cases := []struct {
 		name    string
@@ -339,6 +344,7 @@ func TestMCPConnectRefusesBadSessionIDs(t *testing.T) {
 }
 
 func TestMCPSessionsBelongToTheirAgent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{Auth: authAgentsOnly()})
 	res := mcpRaw(t, h, http.MethodPost, "/mcp", initializeBody)
 	wantStatusError(t, "initialize without a token", res, http.StatusUnauthorized, "Unauthorized")
@@ -388,6 +394,7 @@ func TestMCPSessionsBelongToTheirAgent(t *testing.T) {
 }
 
 func TestMCPPendingLimitIsAToolError(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{Limits: httpapi.Limits{MaxPending: 1}})
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")
@@ -411,6 +418,7 @@ func TestMCPPendingLimitIsAToolError(t *testing.T) {
 }
 
 func TestMCPReleaseWithdrawsWaitingCalls(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")
@@ -443,6 +451,7 @@ func TestMCPReleaseWithdrawsWaitingCalls(t *testing.T) {
 // The host guard decides which Host names are served; /mcp must serve the
 // same ones as every other route.
 func TestMCPServesTheAllowedHosts(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{ListenAddr: "127.0.0.1:4097", AllowedHosts: []string{"questiond.internal"}})
 	withHost := func(method, path, body, host string) int {
 		t.Helper()

@@ -84,6 +84,7 @@ func waitListed(t *testing.T, h *harness) map[string]any {
 }
 
 func TestMCPToolPerCapability(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	putSession(t, h, "ses_user", map[string]any{"questionCapability": "user"})
 	putSession(t, h, "ses_child", map[string]any{"questionCapability": "parent", "parentSessionID": "ses_root"})
@@ -108,6 +109,7 @@ func TestMCPToolPerCapability(t *testing.T) {
 }
 
 func TestMCPAskUserRoundTrip(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{KeepAlive: 50 * time.Millisecond})
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")
@@ -201,6 +203,7 @@ func TestMCPAskUserRoundTrip(t *testing.T) {
 }
 
 func TestMCPNoneLeavesEverythingUntouched(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	putSession(t, h, "ses_quiet", map[string]any{"questionCapability": "none"})
 	events := h.openStream("/event")
@@ -236,6 +239,7 @@ func TestMCPNoneLeavesEverythingUntouched(t *testing.T) {
 }
 
 func TestMCPCapabilityChangeKeepsLiveToolList(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	putSession(t, h, "ses_s", map[string]any{"questionCapability": "user"})
 	cs := mcpConnect(t, h, "/mcp?session=ses_s", nil, nil)
@@ -264,6 +268,7 @@ func TestMCPCapabilityChangeKeepsLiveToolList(t *testing.T) {
 }
 
 func TestJSONRPCElicitFromNoneSessionIsAnInvalidRequest(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	putSession(t, h, "ses_quiet", map[string]any{"questionCapability": "none"})
 	res := h.do(http.MethodPost, "/elicit", map[string]any{"jsonrpc": "2.0", "id": 7, "method": "elicitation/create",
@@ -348,6 +353,7 @@ func (c *rawMCP) call(ctx context.Context, meta string) (next func() string, bod
 // A call without a progress token cannot be sent progress; it is kept alive
 // with pings on its own response stream instead, and still gets its answer.
 func TestMCPToolWithoutProgressTokenIsKeptAliveWithPings(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{KeepAlive: 50 * time.Millisecond})
 	next, body := newRawMCP(t, h, "/mcp?session=ses_raw").call(context.Background(), `{}`)
 	defer body.Close()
@@ -372,6 +378,7 @@ func TestMCPToolWithoutProgressTokenIsKeptAliveWithPings(t *testing.T) {
 // never get the answer (questiond keeps no events to resume a stream with),
 // so the next keep-alive that cannot reach it withdraws the question.
 func TestMCPDroppedCallIsWithdrawn(t *testing.T) {
+	t.Parallel()
 	for name, meta := range map[string]string{"progress": `{"progressToken":"p"}`, "ping": `{}`} {
 		t.Run(name, func(t *testing.T) {
 			h := newHarness(t, httpapi.Options{KeepAlive: 50 * time.Millisecond})
@@ -412,6 +419,7 @@ func TestMCPDroppedCallIsWithdrawn(t *testing.T) {
 // questions listed and announced in that directory, the way OpenCode clients
 // scope them.
 func TestMCPQuestionsTakeTheConnectionsDirectory(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	scoped := h.openStream("/event?directory=/work/alpha")
 	scoped.expect(t, "server.connected")
@@ -447,6 +455,7 @@ func TestMCPQuestionsTakeTheConnectionsDirectory(t *testing.T) {
 
 // Live MCP sessions are bounded; a closed one makes room.
 func TestMCPSessionLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{Limits: httpapi.Limits{MaxMCPSessions: 2}})
 	first := mcpConnect(t, h, "/mcp?session=ses_one", nil, nil)
 	mcpConnect(t, h, "/mcp?session=ses_two", nil, nil)

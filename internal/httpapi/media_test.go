@@ -13,6 +13,7 @@ import (
 // routes refuse it (a form post could come from any page) with JSON that says
 // which header to send; OpenCode's routes keep OpenCode's plain-text 415.
 func TestFormPostsAreRefusedWithTheHeaderToSend(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	form := "application/x-www-form-urlencoded"
 	for _, c := range []struct{ method, path string }{
@@ -38,6 +39,7 @@ func TestFormPostsAreRefusedWithTheHeaderToSend(t *testing.T) {
 // A reply may name an option by its label, by its value, or by its label in
 // another letter case; each gives the agent the option's value.
 func TestReplyNamesOptionsByLabelOrValue(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	form := map[string]any{
 		"message": "Pick",
@@ -61,6 +63,7 @@ func TestReplyNamesOptionsByLabelOrValue(t *testing.T) {
 // An empty body on questiond's own routes says what to send; OpenCode's
 // routes keep OpenCode's words.
 func TestEmptyBodySaysWhatToSend(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	for _, c := range []struct{ method, path, want string }{
 		{http.MethodPost, "/elicitations", `"requestedSchema"`},
@@ -82,6 +85,7 @@ func TestEmptyBodySaysWhatToSend(t *testing.T) {
 // Error messages keep <, > and & as they are, as OpenCode sends them: a
 // pattern's explanation with \u003c in it is unreadable.
 func TestErrorsAreNotHTMLEscaped(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	res := h.do(http.MethodPost, "/elicitations", `{"message":"m","requestedSchema":{"type":"object","properties":{"p":{"type":"string","pattern":"(?<=a)b"}}}}`)
 	wantStatusError(t, "a pattern with a lookbehind", res, http.StatusBadRequest, "BadRequest")

@@ -47,6 +47,7 @@ func (m *meterLog) all() string {
 // streams and long answers keep working through the meter (flushes,
 // connections taken over) — and a path never becomes a label.
 func TestRequestsAreMeteredByRoutePattern(t *testing.T) {
+	t.Parallel()
 	meter := &meterLog{}
 	h := newHarness(t, httpapi.Options{Meter: meter, KeepAlive: time.Millisecond,
 		Limits: httpapi.Limits{MaxStreams: 2}})

@@ -14,6 +14,7 @@ import (
 // waiting the default hour). Keys questiond does not know and that are not
 // near one of its own pass: MCP adds params over time.
 func TestNearMissKeysAreRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	schema := `{"type":"object","properties":{"ok":{"type":"boolean","title":"OK"}}}`
 	for _, c := range []struct{ path, body, key, meant string }{

@@ -11,6 +11,7 @@ import (
 )
 
 func TestReplyErrorsFollowOpenCode(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	id := h.create(seedForm()).ID
 	unknown := "que_00000000000000000000000000"
@@ -78,6 +79,7 @@ func TestReplyErrorsFollowOpenCode(t *testing.T) {
 }
 
 func TestListKeepsCreationOrderAndDirectoryScope(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	withDir := func(dir string) map[string]any {
 		f := seedForm()
@@ -120,6 +122,7 @@ func TestListKeepsCreationOrderAndDirectoryScope(t *testing.T) {
 // one question: exactly one wins, every loser gets 404, and exactly one
 // ending event is published.
 func TestConcurrentEndingsSettleOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	for round := 0; round < 20; round++ {
 		events := h.openStream("/event")

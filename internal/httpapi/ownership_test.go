@@ -134,6 +134,7 @@ func serveWith(t *testing.T, cfg testserver.Config) (*harness, *testserver.Serve
 // any of alpha's sessions, by naming it as the parent of a session of its
 // own.
 func TestAParentSessionMustBeTheSameAgents(t *testing.T) {
+	t.Parallel()
 	c := newConsole(t, tuning{api: httpapi.Options{Auth: authAlphaBravo()}})
 	alpha, bravo := alphaOn(c.h), bravoOn(c.h)
 	inbox := alpha.asked("")
@@ -185,6 +186,7 @@ func TestAParentSessionMustBeTheSameAgents(t *testing.T) {
 // Issue 22, item 2: bravo could take a session alpha asked in but never
 // configured, and lock alpha out of it.
 func TestASessionIsTheAgentsThatAskedInIt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{Auth: authAlphaBravo()})
 	alpha, bravo := alphaOn(h), bravoOn(h)
 	alpha.asked("ses_alpha1")
@@ -209,6 +211,7 @@ func TestASessionIsTheAgentsThatAskedInIt(t *testing.T) {
 // Whoever comes first owns the session: bravo's PUT racing alpha's first
 // question never lets both succeed.
 func TestAPutRacingAFirstQuestionHasOneWinner(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{Auth: authAlphaBravo()})
 	alpha, bravo := alphaOn(h), bravoOn(h)
 	wins := map[string]int{}
@@ -240,6 +243,7 @@ func TestAPutRacingAFirstQuestionHasOneWinner(t *testing.T) {
 // Operators may reconfigure and remove any session, an agent's included;
 // the session stays its agent's.
 func TestOperatorsMayChangeAnySession(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{Auth: authAlphaBravo()})
 	alpha, bravo, operator := alphaOn(h), bravoOn(h), operatorOn(h)
 	inbox := alpha.asked("")
@@ -276,6 +280,7 @@ func TestOperatorsMayChangeAnySession(t *testing.T) {
 // Ownership is kept with the session records: a restart (bbolt) forgets
 // nothing of it.
 func TestSessionOwnershipSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "questiond.db")
 	start := func() (*harness, *testserver.Server) {
 		return serveWith(t, testserver.Config{BoltPath: path})
@@ -301,6 +306,7 @@ func TestSessionOwnershipSurvivesARestart(t *testing.T) {
 // On PostgreSQL the rule holds across replicas: what one replica's agent
 // claimed, the other's cannot take, and a race between them has one winner.
 func TestSessionOwnershipHoldsAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	url := pgtest.Database(t)
 	a, _ := serveWith(t, testserver.Config{DatabaseURL: url})
 	b, _ := serveWith(t, testserver.Config{DatabaseURL: url})
@@ -337,6 +343,7 @@ func TestSessionOwnershipHoldsAcrossReplicas(t *testing.T) {
 // --max-sessions-per-agent bounds one agent's records; another agent can
 // still configure its own, and --max-sessions stays the total.
 func TestMaxSessionsPerAgentIs429NamingTheFlag(t *testing.T) {
+	t.Parallel()
 	registry, err := session.Open(t.Context(), session.Options{MaxSessions: 10, MaxSessionsPerAgent: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -380,6 +387,7 @@ func TestMaxSessionsPerAgentIs429NamingTheFlag(t *testing.T) {
 // their session their agent's: another agent cannot configure it, nor name
 // it as a parent.
 func TestASessionHoldingAnotherAgentsQuestionsIsTheirs(t *testing.T) {
+	t.Parallel()
 	journal, err := pending.OpenBolt(filepath.Join(t.TempDir(), "questions.db"), pending.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -400,6 +408,7 @@ func TestASessionHoldingAnotherAgentsQuestionsIsTheirs(t *testing.T) {
 // The MCP tools follow the same rule: bravo's MCP session bound to alpha's
 // session asks nothing there, and alpha's own still asks.
 func TestMCPToolsAskOnlyInTheAgentsOwnSessions(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{Auth: authAlphaBravo()})
 	alphaOn(h).asked("ses_alpha1")
 	bravo := mcpConnect(t, h, "/mcp?session=ses_alpha1", map[string]string{"Authorization": bearerAuth(bravoToken)}, nil)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestAParentOnNoneIsRefusedWhenSetAndWhenAsked(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	putSession(t, h, "ses_autopilot", map[string]any{"questionCapability": "none"})
 	res := putSession(t, h, "ses_sub", map[string]any{"questionCapability": "parent", "parentSessionID": "ses_autopilot"})

@@ -67,6 +67,7 @@ func (h *harness) replyAsOperator(id string) {
 // retry under the same Idempotency-Key gets the same question, answered,
 // instead of asking the human again.
 func TestOneAgentsChurnKeepsAnothersResult(t *testing.T) {
+	t.Parallel()
 	h := agentsHarness(t, pending.Options{MaxRetained: 20})
 	asked := h.askAs(alphaToken, "alpha-k1")
 	h.replyAsOperator(asked.ID)
@@ -120,6 +121,7 @@ func (h *harness) retainedOf(t *testing.T, token string) int {
 // QuestionGoneError naming the question, and asks nothing again. A
 // different request under that key is still 422.
 func TestRetryOfAForgottenKeyIsGone(t *testing.T) {
+	t.Parallel()
 	h := agentsHarness(t, pending.Options{MaxRetainedPerAgent: 3})
 	asked := h.askAs(alphaToken, "alpha-k1")
 	h.replyAsOperator(asked.ID)
@@ -156,6 +158,7 @@ func TestRetryOfAForgottenKeyIsGone(t *testing.T) {
 // A key is remembered --key-retention after its result is forgotten, then
 // it is unknown again and asks a new question.
 func TestForgottenKeyIsNewAfterKeyRetention(t *testing.T) {
+	t.Parallel()
 	h := newHarnessWith(t, tuning{store: pending.Options{Retention: 50 * time.Millisecond, KeyRetention: 300 * time.Millisecond}}, zaptest.NewLogger(t))
 	first := h.do(http.MethodPost, "/elicitations", seedForm(), keyHeader, "k-1")
 	var c created
@@ -188,6 +191,7 @@ func TestForgottenKeyIsNewAfterKeyRetention(t *testing.T) {
 // the same HTTP 410 (it is about the HTTP request, as 409 and 422 are),
 // not a second question.
 func TestElicitRetryOfAForgottenKeyIsGone(t *testing.T) {
+	t.Parallel()
 	h := newHarnessWith(t, tuning{store: pending.Options{MaxRetained: 1}}, zaptest.NewLogger(t))
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")

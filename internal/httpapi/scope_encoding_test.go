@@ -12,6 +12,7 @@ import (
 // as on the header: it is never dropped, which would widen the request's
 // scope to every directory.
 func TestMalformedDirectoryQueryIsRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	for _, path := range []string{"/event?directory=%ZZ", "/event?x=1&directory=%ZZ", "/question?directory=%ZZ", "/session?directory=%"} {
 		res := h.do(http.MethodGet, path, nil)

@@ -59,6 +59,7 @@ type refusal struct {
 }
 
 func TestAuthRefusesBadCredentialsOnEveryRoute(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "every route with every kind of bad credential (over 20 s under -race)")
 	variants := []struct {
 		name     string
@@ -103,6 +104,7 @@ func TestAuthRefusesBadCredentialsOnEveryRoute(t *testing.T) {
 func operatorsMayUse(r route) bool { return strings.HasPrefix(r.path, "/sessions/") }
 
 func TestAuthSeparatesRoles(t *testing.T) {
+	t.Parallel()
 	type separation struct {
 		routes []route
 		creds  []credential
@@ -165,6 +167,7 @@ func TestAuthSeparatesRoles(t *testing.T) {
 }
 
 func TestAuthAgentsSeeOnlyTheirOwnQuestions(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, httpapi.Options{Auth: authBoth()})
 	unknown := sameLengthUnknown(w.betaQ)
 
@@ -265,6 +268,7 @@ func sameLengthUnknown(id string) string {
 }
 
 func TestAuthTokenQueryForEventSourceClients(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, httpapi.Options{Auth: authBoth()})
 	routes := []route{}
 	for _, r := range routesFor(operatorRoute) {
@@ -303,6 +307,7 @@ func TestAuthTokenQueryForEventSourceClients(t *testing.T) {
 }
 
 func TestAuthBasicSchemeAndUsername(t *testing.T) {
+	t.Parallel()
 	h := newObservedHarness(t, httpapi.Options{Auth: authBoth()})
 	encoded := b64("opencode:" + operatorPassword)
 	for _, scheme := range []string{"Basic", "basic", "BASIC", "bAsIc"} {
@@ -329,6 +334,7 @@ func TestAuthBasicSchemeAndUsername(t *testing.T) {
 }
 
 func TestAuthOpenRolesNeedNoCredentials(t *testing.T) {
+	t.Parallel()
 	stray := []credential{
 		{"none", ""},
 		{"Basic", basicAuth("opencode", wrongPassword)},
@@ -384,6 +390,7 @@ var foreignOrigins = []string{
 }
 
 func TestCORSRefusesForeignPages(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "every route from foreign origins (over 15 s under -race)")
 	w := newWorld(t, httpapi.Options{Auth: authBoth()})
 	for _, origin := range foreignOrigins {
@@ -431,6 +438,7 @@ func TestCORSRefusesForeignPages(t *testing.T) {
 }
 
 func TestCORSAllowsListedOrigins(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "every route from listed origins (7 s under -race)")
 	const extra = "https://ops.example.com:8443"
 	w := newWorld(t, httpapi.Options{Auth: authBoth(), CORSOrigins: []string{extra}})
@@ -486,6 +494,7 @@ var attackerHosts = []string{
 }
 
 func TestHostGuardRefusesForeignNames(t *testing.T) {
+	t.Parallel()
 	testenv.Heavy(t, "every route with foreign Host names (7 s under -race)")
 	w := newWorld(t, httpapi.Options{Auth: authBoth(), ListenAddr: "127.0.0.1:4097", AllowedHosts: []string{"questiond.internal"}})
 	for _, host := range attackerHosts {
@@ -512,6 +521,7 @@ func TestHostGuardRefusesForeignNames(t *testing.T) {
 }
 
 func TestHostGuardOnEveryInterface(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, httpapi.Options{Auth: authBoth(), ListenAddr: "0.0.0.0:4097"})
 	for _, host := range []string{"10.1.2.3:4097", "192.168.1.20", "[fe80::1]:4097", "[2001:db8::7]:4097", "localhost:4097"} {
 		wantHostServed(t, w, host)
@@ -527,6 +537,7 @@ func TestHostGuardOnEveryInterface(t *testing.T) {
 }
 
 func TestHostGuardServesTheListenName(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, httpapi.Options{Auth: authBoth(), ListenAddr: "questiond.lan:4097"})
 	wantHostServed(t, w, "questiond.lan:4097")
 	res := send(t, w.h, http.MethodGet, "/global/health", "", withHost("attacker.example:4097"), withAuth(w.operator))
@@ -556,6 +567,7 @@ func wantHostServed(t *testing.T, w *world, host string) {
 // newObservedHarness). It also shows that the check sees a secret where
 // one is.
 func TestSecurityLogsNoSecrets(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, httpapi.Options{Auth: authBoth()})
 	all := join(badBasic, badBearer, badScheme, []credential{
 		{"operator", w.operator}, {"alpha", w.alpha}, {"beta", w.beta},

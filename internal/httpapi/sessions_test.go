@@ -63,6 +63,7 @@ func askingForm(sessionID string) map[string]any {
 }
 
 func TestSessionPutCreatesThenReplaces(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	wantSessionBody(t, "first PUT", putSession(t, h, "ses_child", map[string]any{"questionCapability": "parent", "parentSessionID": "ses_root"}),
 		http.StatusCreated, `{"id":"ses_child","questionCapability":"parent","parentSessionID":"ses_root","configured":true}`)
@@ -83,6 +84,7 @@ func TestSessionPutCreatesThenReplaces(t *testing.T) {
 }
 
 func TestSessionPutRefusesInvalidBodiesNamingTheField(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	long := "ses_" + strings.Repeat("x", 101)
 	cases := []struct{ name, body, field string }{
@@ -137,6 +139,7 @@ func TestSessionPutRefusesInvalidBodiesNamingTheField(t *testing.T) {
 }
 
 func TestSessionRoutesRefuseBadPathIDs(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	for _, id := range []string{"abc", "ses_", "ses", "SES_abc", "ses_a.b", "ses_a%20b", "ses_%C3%A9", "que_abc", "ses_" + strings.Repeat("x", 101)} {
 		for _, method := range []string{http.MethodPut, http.MethodGet, http.MethodDelete} {
@@ -150,6 +153,7 @@ func TestSessionRoutesRefuseBadPathIDs(t *testing.T) {
 }
 
 func TestSessionGetDefaultAndDelete(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	wantSessionBody(t, "GET of an unknown session", h.do(http.MethodGet, "/sessions/ses_new", nil),
 		http.StatusOK, `{"id":"ses_new","questionCapability":"user","configured":false}`)
@@ -181,6 +185,7 @@ func TestSessionGetDefaultAndDelete(t *testing.T) {
 }
 
 func TestSessionBelongsToTheAgentThatSetIt(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{Auth: authBoth()})
 	as := func(auth string) []string { return []string{"Authorization", auth} }
 	alpha, beta, operator := as(bearerAuth(alphaToken)), as(bearerAuth(betaToken)), as(basicAuth("opencode", operatorPassword))
@@ -229,6 +234,7 @@ func TestSessionBelongsToTheAgentThatSetIt(t *testing.T) {
 }
 
 func TestSessionLimitIs429(t *testing.T) {
+	t.Parallel()
 	registry, err := session.Open(context.Background(), session.Options{MaxSessions: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -255,6 +261,7 @@ func TestSessionLimitIs429(t *testing.T) {
 }
 
 func TestElicitationsOfANoneSessionAreRefused(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	putSession(t, h, "ses_quiet", map[string]any{"questionCapability": "none"})
 	events := h.openStream("/event")
@@ -287,6 +294,7 @@ func TestElicitationsOfANoneSessionAreRefused(t *testing.T) {
 }
 
 func TestElicitationsOfAParentSessionAreListedUnderTheParent(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	putSession(t, h, "ses_child", map[string]any{"questionCapability": "parent", "parentSessionID": "ses_root"})
 	events := h.openStream("/event")
@@ -364,6 +372,7 @@ func TestElicitationsOfAParentSessionAreListedUnderTheParent(t *testing.T) {
 }
 
 func TestDefaultNoneRegistryRefusesUnconfiguredSessions(t *testing.T) {
+	t.Parallel()
 	registry, err := session.Open(context.Background(), session.Options{Default: session.None})
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,7 @@ func hasBidiControl(s string) bool {
 }
 
 func TestBidiOverridesDoNotReachOperators(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	c := h.create(spoofing)
 
@@ -111,6 +112,7 @@ func manyOptions(n int) json.RawMessage {
 }
 
 func TestTooManyOptionsIsA400NamingTheProperty(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	want := "requestedSchema.properties.zone: offers 5000 options; the limit is 1000"
 	for _, path := range []string{"/elicitations", "/elicit"} {
@@ -141,6 +143,7 @@ func TestTooManyOptionsIsA400NamingTheProperty(t *testing.T) {
 }
 
 func TestMaxOptionsBoundsTheQuestionTool(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{Elicit: elicit.Options{MaxOptions: 3}})
 	cs := mcpConnect(t, h, "/mcp?session=ses_tool", nil, nil)
 	options := []any{}
@@ -166,6 +169,7 @@ func TestMaxOptionsBoundsTheQuestionTool(t *testing.T) {
 // route, naming the option; zero-width characters in what is shown become a
 // visible U+FFFD, while joiners in emoji stay.
 func TestLookalikesDoNotReachOperators(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{})
 	for _, enum := range []string{`["ab","a\u200bb"]`, `["ab","a\u200db"]`, `["fi","\ufb01"]`} {
 		res := h.do(http.MethodPost, "/elicitations", `{"message":"m","requestedSchema":{"type":"object","properties":{"p":{"type":"string","enum":`+enum+`}}}}`)

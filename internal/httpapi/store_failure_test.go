@@ -67,6 +67,7 @@ func (j *flakyJournal) record(id string) string {
 // nothing is announced, and every question stays exactly as it was; once the
 // store recovers, the same requests succeed.
 func TestStoreFailuresAre503sThatChangeNothing(t *testing.T) {
+	t.Parallel()
 	journal := &flakyJournal{records: map[string][]byte{}}
 	h := newHarnessOn(t, httpapi.Options{}, journal)
 	events := h.openStream("/event")

@@ -76,6 +76,7 @@ func wantRefusal(t *testing.T, what string, status int, body string, wantStatus 
 // operator stream slot free: /event and /global/event still open, and the
 // next MCP stream is refused naming its flag.
 func TestMCPStreamsDoNotTakeOperatorStreams(t *testing.T) {
+	t.Parallel()
 	meter := &meterLog{}
 	h := newHarness(t, httpapi.Options{Meter: meter, Limits: httpapi.Limits{MaxStreams: 2, MaxMCPStreams: 2}})
 	for i := 0; i < 2; i++ {
@@ -102,6 +103,7 @@ func TestMCPStreamsDoNotTakeOperatorStreams(t *testing.T) {
 // begins sessions and opens streams and the operator's streams open; a
 // session the agent closes makes room for its next one.
 func TestOneAgentsMCPCapsLeaveOthersRoom(t *testing.T) {
+	t.Parallel()
 	meter := &meterLog{}
 	h := newHarness(t, httpapi.Options{Auth: authBoth(), Meter: meter, Limits: httpapi.Limits{
 		MaxStreams: 2, MaxMCPStreams: 10, MaxMCPStreamsPerAgent: 1, MaxMCPSessions: 10, MaxMCPSessionsPerAgent: 2,
@@ -143,6 +145,7 @@ func TestOneAgentsMCPCapsLeaveOthersRoom(t *testing.T) {
 // Concurrent initialize calls of one agent cannot overshoot its cap: the
 // sessions being begun count.
 func TestConcurrentMCPInitializesKeepTheAgentsCap(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t, httpapi.Options{Auth: authAgentsOnly(), Limits: httpapi.Limits{MaxMCPSessionsPerAgent: 3}})
 	alpha := []string{"Accept", mcpAccept, "Authorization", bearerAuth(alphaToken)}
 	var wg sync.WaitGroup
@@ -181,6 +184,7 @@ func TestConcurrentMCPInitializesKeepTheAgentsCap(t *testing.T) {
 // the agents' routes to 429 leaves the operators' list, streams, page, page
 // API and the TUI's console routes answering.
 func TestRateLimitedAgentLeavesOperatorRoutesWithoutCredentials(t *testing.T) {
+	t.Parallel()
 	const perMinute = 20
 	h := newHarness(t, httpapi.Options{Limits: httpapi.Limits{RequestsPerMinute: perMinute}})
 	q := h.create(seedForm())
@@ -209,6 +213,7 @@ func TestRateLimitedAgentLeavesOperatorRoutesWithoutCredentials(t *testing.T) {
 // With credentials, agent alpha over its rate leaves beta and the operator
 // their own budgets.
 func TestRateLimitedAgentLeavesOthersWithCredentials(t *testing.T) {
+	t.Parallel()
 	const perMinute = 20
 	h := newHarness(t, httpapi.Options{Auth: authBoth(), Limits: httpapi.Limits{RequestsPerMinute: perMinute}})
 	alpha := []string{"Authorization", bearerAuth(alphaToken)}
@@ -235,6 +240,7 @@ func TestRateLimitedAgentLeavesOthersWithCredentials(t *testing.T) {
 // credentials a request to an operator route uses the address's operators'
 // budget, never the agents', and the other way round.
 func TestEveryRouteCountsInItsRolesRateBudget(t *testing.T) {
+	t.Parallel()
 	// status sends one request and returns its status once the head is in
 	// (streams are not read, redirects not followed).
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

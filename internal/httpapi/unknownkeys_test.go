@@ -18,6 +18,7 @@ const unknownKeyLogged = "unknown request key ignored (logged once per name)"
 // miss of its own fields, is let through and named in the log at info, once
 // per name, with the route and the agent: never its value.
 func TestUnknownElicitationKeysAreLoggedOncePerName(t *testing.T) {
+	t.Parallel()
 	h, logs := newLoggedHarness(t, httpapi.Options{Auth: authAgentsOnly()}, nil)
 	schema := `{"type":"object","properties":{"ok":{"type":"boolean","title":"OK"}}}`
 	body := func(extra string) string {
@@ -57,6 +58,7 @@ func TestUnknownElicitationKeysAreLoggedOncePerName(t *testing.T) {
 // The names remembered are capped: a client sending a fresh key with every
 // request gets a hundred lines, one saying no more follow, and then none.
 func TestUnknownKeyLogIsBounded(t *testing.T) {
+	t.Parallel()
 	h, logs := newLoggedHarness(t, httpapi.Options{}, nil)
 	schema := `{"type":"object","properties":{"ok":{"type":"boolean","title":"OK"}}}`
 	fields := map[string]any{"message": "m", "requestedSchema": json.RawMessage(schema),
@@ -87,6 +89,7 @@ func TestUnknownKeyLogIsBounded(t *testing.T) {
 // PUT /sessions logs the capability set, and a parent only when there is one:
 // no empty fields.
 func TestSessionPutLogsNoEmptyParent(t *testing.T) {
+	t.Parallel()
 	h, logs := newLoggedHarness(t, httpapi.Options{}, nil)
 	for _, body := range []string{`{"questionCapability":"user"}`, `{"questionCapability":"parent","parentSessionID":"ses_lead"}`} {
 		if res := h.do(http.MethodPut, "/sessions/ses_worker", json.RawMessage(body)); res.Status >= 300 {

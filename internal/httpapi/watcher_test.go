@@ -135,6 +135,7 @@ const watchedForm = `{"message":"Go?","requestedSchema":{"type":"object","proper
 // after its question's Asked has returned, even when the operator answers
 // while Asked is still running.
 func TestWatcherHearsAskedBeforeEnded(t *testing.T) {
+	t.Parallel()
 	w := &recordingWatcher{asked: make(chan string, 10), hold: make(chan struct{})}
 	base := watchedServer(t, w)
 	created := make(chan string, 1)
@@ -171,6 +172,7 @@ func TestWatcherHearsAskedBeforeEnded(t *testing.T) {
 // With an OpenCode TUI attached, endings take the console's path; watchers
 // still hear each one once.
 func TestWatcherHearsEndingsWithAConsoleAttached(t *testing.T) {
+	t.Parallel()
 	w := &recordingWatcher{asked: make(chan string, 10)}
 	base := watchedServer(t, w)
 	req, _ := http.NewRequest(http.MethodGet, base+"/event", nil)

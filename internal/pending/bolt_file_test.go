@@ -22,6 +22,7 @@ import (
 )
 
 func TestOpenBoltCreatesFile(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "state", "questiond")
 	path := filepath.Join(dir, "questions.db")
 	b := openBolt(t, path, pending.BoltOptions{})
@@ -118,6 +119,7 @@ func wantRefused(t *testing.T, path string, opts pending.BoltOptions, want error
 }
 
 func TestOpenBoltRefusesCorruptFiles(t *testing.T) {
+	t.Parallel()
 	garbage := make([]byte, 64<<10)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range garbage {
@@ -155,6 +157,7 @@ func TestOpenBoltRefusesCorruptFiles(t *testing.T) {
 }
 
 func TestOpenBoltRefusesForeignFiles(t *testing.T) {
+	t.Parallel()
 	bboltFile := func(t *testing.T, fill func(tx *bbolt.Tx) error) string {
 		path := filepath.Join(t.TempDir(), "questions.db")
 		db, err := bbolt.Open(path, 0o600, nil)
@@ -201,6 +204,7 @@ func TestOpenBoltRefusesForeignFiles(t *testing.T) {
 // An empty file or an empty bbolt database is what a crash while creating
 // the journal leaves; OpenBolt finishes the job.
 func TestOpenBoltAdoptsEmptyFiles(t *testing.T) {
+	t.Parallel()
 	emptyBbolt := filepath.Join(t.TempDir(), "questions.db")
 	db, err := bbolt.Open(emptyBbolt, 0o600, nil)
 	if err != nil {
@@ -221,6 +225,7 @@ func TestOpenBoltAdoptsEmptyFiles(t *testing.T) {
 }
 
 func TestOpenBoltLocked(t *testing.T) {
+	t.Parallel()
 	for name, tt := range map[string]struct {
 		option, want time.Duration
 	}{
@@ -257,6 +262,7 @@ func TestOpenBoltLocked(t *testing.T) {
 // A journal that cannot write fails every write with ErrUnavailable naming
 // the file, changes nothing, and the store on it stores nothing.
 func TestBoltReadOnly(t *testing.T) {
+	t.Parallel()
 	t.Run("read-only descriptor", func(t *testing.T) {
 		// Works for root too, which writes through permission bits.
 		ctx := t.Context()

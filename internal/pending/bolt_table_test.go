@@ -45,6 +45,7 @@ func wantTable(t *testing.T, table *pending.Table, want map[string]string) {
 }
 
 func TestTableNeverWrittenIsEmpty(t *testing.T) {
+	t.Parallel()
 	b := openBolt(t, "", pending.BoltOptions{NoSync: true})
 	records, err := openTable(t, b, "sessions").Load(t.Context())
 	if err != nil || records == nil || len(records) != 0 {
@@ -53,6 +54,7 @@ func TestTableNeverWrittenIsEmpty(t *testing.T) {
 }
 
 func TestTableRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	b := openBolt(t, "", pending.BoltOptions{NoSync: true})
 	table := openTable(t, b, "sessions")
@@ -93,6 +95,7 @@ func TestTableRoundTrip(t *testing.T) {
 
 // Two tables of one file are separate, even under the same key.
 func TestTablesAreSeparate(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	b := openBolt(t, "", pending.BoltOptions{NoSync: true})
 	one, two := openTable(t, b, "one"), openTable(t, b, "two")
@@ -114,6 +117,7 @@ func TestTablesAreSeparate(t *testing.T) {
 // A table survives a restart, and a file holding a table is still taken as
 // questiond's own, with its questions intact.
 func TestTableSurvivesReopen(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "questions.db")
 	b, err := pending.OpenBolt(path, pending.BoltOptions{NoSync: true})
@@ -147,6 +151,7 @@ func TestTableSurvivesReopen(t *testing.T) {
 }
 
 func TestTableReservedNames(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "questions.db")
 	b := openBolt(t, path, pending.BoltOptions{NoSync: true})
 	for _, name := range []string{"", "questions", "meta"} {
@@ -163,6 +168,7 @@ func TestTableReservedNames(t *testing.T) {
 
 // Table writes never touch the questions bucket, even under a question's id.
 func TestTableLeavesQuestionsAlone(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	b := openBolt(t, "", pending.BoltOptions{NoSync: true})
 	stored := []*pending.Question{fullQuestion("que_1"), endedQuestion("que_2")}
@@ -195,6 +201,7 @@ func TestTableLeavesQuestionsAlone(t *testing.T) {
 // Table writes share the file's group commits with question writes, and a
 // table write that fails (an empty key, which bbolt refuses) fails alone.
 func TestTableWritesShareCommits(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	b := openBolt(t, "", pending.BoltOptions{NoSync: true})
 	table := openTable(t, b, "sessions")
@@ -243,6 +250,7 @@ func TestTableWritesShareCommits(t *testing.T) {
 }
 
 func TestTableCancelledContext(t *testing.T) {
+	t.Parallel()
 	b := openBolt(t, "", pending.BoltOptions{NoSync: true})
 	table := openTable(t, b, "sessions")
 	if err := table.Put(t.Context(), "ses_a", []byte("kept")); err != nil {
@@ -263,6 +271,7 @@ func TestTableCancelledContext(t *testing.T) {
 }
 
 func TestTableAfterClose(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "questions.db")
 	b := openBolt(t, path, pending.BoltOptions{NoSync: true})

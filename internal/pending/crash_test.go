@@ -75,6 +75,7 @@ func crashChild(path string) int {
 // one it was sending. Several rounds on the same files, each child
 // replaying what the last one left in the write-ahead log.
 func TestKillNineLosesNoAcknowledgedWrite(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts and kills processes; skipped with -short")
 	}

@@ -40,6 +40,7 @@ func isCreationOf(id string) func(*pending.Question) bool {
 // Guard: no journal call is made under the store's lock. With the lock held
 // across a commit, every other call waits for the disk.
 func TestJournalCallsRunOutsideStoreLock(t *testing.T) {
+	t.Parallel()
 	ctx, j, m := journaled(t, pending.Options{})
 	mustCreate(t, m, ask("que_other"))
 	mustCreate(t, m, ask("que_ending"))
@@ -93,6 +94,7 @@ func TestJournalCallsRunOutsideStoreLock(t *testing.T) {
 // Create of the same id also commits, overwriting the first one's record,
 // and then fails with ErrExists.
 func TestCreateRacesCreateOfSameID(t *testing.T) {
+	t.Parallel()
 	ctx, j, m := journaled(t, pending.Options{})
 	g := newGate()
 	defer g.open()
@@ -121,6 +123,7 @@ func TestCreateRacesCreateOfSameID(t *testing.T) {
 // through the commit. Without it both endings commit, the journal keeps the
 // loser's, and memory the winner's.
 func TestDurableFirstEndingWins(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var ends endLog
 		ctx, j, m := journaled(t, pending.Options{OnEnd: ends.record})
@@ -161,6 +164,7 @@ func TestDurableFirstEndingWins(t *testing.T) {
 // A rival waiting for another ending's commit gives up when its ctx ends,
 // and changes nothing.
 func TestDurableSettleWaitingGivesUp(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, j, m := journaled(t, pending.Options{})
 		mustCreate(t, m, ask("que_1"))
@@ -184,6 +188,7 @@ func TestDurableSettleWaitingGivesUp(t *testing.T) {
 // Guard: Close waits for commits under way, and they finish normally, so
 // what the journal holds is also what callers were told.
 func TestCloseWaitsForCommits(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var ends endLog
 		ctx, j, m := journaled(t, pending.Options{OnEnd: ends.record})
@@ -233,6 +238,7 @@ func TestCloseWaitsForCommits(t *testing.T) {
 // same id. Without the wait, the deletion lands after the new record and
 // erases it.
 func TestCreateWaitsForSweepOfSameID(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, j, m := journaled(t, pending.Options{Retention: time.Hour})
 		mustCreate(t, m, ask("que_1"))
@@ -254,6 +260,7 @@ func TestCreateWaitsForSweepOfSameID(t *testing.T) {
 // committing. Without it, the sweep's deletion can land after the new record
 // and erase it.
 func TestSweepSparesIDBeingCreated(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, j, m := journaled(t, pending.Options{Retention: time.Hour})
 		// The janitor ticks at 1h, 2h, 3h; the old question expires at 1h30.

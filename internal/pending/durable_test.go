@@ -14,6 +14,7 @@ import (
 )
 
 func TestNewMemoryRefusesJournal(t *testing.T) {
+	t.Parallel()
 	defer func() {
 		if recover() == nil {
 			t.Error("New with a journal did not panic")
@@ -23,12 +24,14 @@ func TestNewMemoryRefusesJournal(t *testing.T) {
 }
 
 func TestOpenNeedsJournal(t *testing.T) {
+	t.Parallel()
 	if _, err := pending.Open(t.Context(), pending.Options{}); !errors.Is(err, pending.ErrInvalid) {
 		t.Errorf("open without a journal: err = %v, want ErrInvalid", err)
 	}
 }
 
 func TestOpenFailsWhenLoadFails(t *testing.T) {
+	t.Parallel()
 	j := newFakeJournal()
 	j.Close()
 	if _, err := pending.Open(t.Context(), pending.Options{Journal: j}); !errors.Is(err, pending.ErrUnavailable) {
@@ -37,6 +40,7 @@ func TestOpenFailsWhenLoadFails(t *testing.T) {
 }
 
 func TestCreateCommitsFirst(t *testing.T) {
+	t.Parallel()
 	ctx, j, m := journaled(t, pending.Options{})
 	mustCreate(t, m, ask("que_1"))
 	if r := j.record("que_1"); r == nil || r.Ended != nil || r.CreatedAt.IsZero() {
@@ -67,6 +71,7 @@ func TestCreateCommitsFirst(t *testing.T) {
 }
 
 func TestSettleFailureChangesNothing(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var ends endLog
 		ctx, j, m := journaled(t, pending.Options{OnEnd: ends.record})
@@ -113,6 +118,7 @@ func TestSettleFailureChangesNothing(t *testing.T) {
 }
 
 func TestSettleAllStopsAtFailedCommit(t *testing.T) {
+	t.Parallel()
 	var ends endLog
 	ctx, j, m := journaled(t, pending.Options{OnEnd: ends.record})
 	for _, id := range []string{"que_1", "que_2", "que_3"} {
@@ -136,6 +142,7 @@ func TestSettleAllStopsAtFailedCommit(t *testing.T) {
 }
 
 func TestTimeoutCommitIsRetried(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var ends endLog
 		ctx, j, m := journaled(t, pending.Options{OnEnd: ends.record})
@@ -174,6 +181,7 @@ func TestTimeoutCommitIsRetried(t *testing.T) {
 
 // A retry armed for a failed timeout commit dies with the store.
 func TestCloseStopsTimeoutRetry(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		var ends endLog
 		_, j, m := journaled(t, pending.Options{OnEnd: ends.record})
@@ -194,6 +202,7 @@ func TestCloseStopsTimeoutRetry(t *testing.T) {
 }
 
 func TestOpenRestoresFromJournal(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
@@ -247,6 +256,7 @@ func TestOpenRestoresFromJournal(t *testing.T) {
 // Questions whose deadline passed while no store ran end as timeouts when
 // the store opens: committed first, then reported once, before Open returns.
 func TestOpenTimesOutOverdueQuestions(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, j, first := journaled(t, pending.Options{})
 		mustCreate(t, first, ask("que_overdue", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
@@ -286,6 +296,7 @@ func TestOpenTimesOutOverdueQuestions(t *testing.T) {
 // When the overdue questions' commit fails at open, they stay pending and
 // time out once a retry commits.
 func TestOpenRetriesOverdueCommit(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, j, first := journaled(t, pending.Options{})
 		mustCreate(t, first, ask("que_overdue", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
@@ -309,6 +320,7 @@ func TestOpenRetriesOverdueCommit(t *testing.T) {
 }
 
 func TestOpenForgetsExpiredEndings(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, j, first := journaled(t, pending.Options{Retention: time.Hour})
 		for _, id := range []string{"que_old", "que_recent"} {
@@ -342,6 +354,7 @@ func TestOpenForgetsExpiredEndings(t *testing.T) {
 }
 
 func TestOpenFailsWhenExpiredCannotBeDeleted(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, j, first := journaled(t, pending.Options{Retention: time.Hour})
 		mustCreate(t, first, ask("que_1"))
@@ -361,6 +374,7 @@ func TestOpenFailsWhenExpiredCannotBeDeleted(t *testing.T) {
 }
 
 func TestJanitorDeletesExpiredRecords(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, j, m := journaled(t, pending.Options{Retention: time.Hour})
 		mustCreate(t, m, ask("que_pending"))

@@ -90,6 +90,7 @@ func loadAll(t testing.TB, j pending.Journal) map[string]*pending.Question {
 }
 
 func TestJournalRoundTrip(t *testing.T) {
+	t.Parallel()
 	for name, open := range journals {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
@@ -142,6 +143,7 @@ func TestJournalRoundTrip(t *testing.T) {
 }
 
 func TestJournalConcurrentWrites(t *testing.T) {
+	t.Parallel()
 	const writers = 64
 	for name, open := range journals {
 		t.Run(name, func(t *testing.T) {
@@ -182,6 +184,7 @@ func TestJournalConcurrentWrites(t *testing.T) {
 
 // Concurrent writes share transactions, so they share fsyncs.
 func TestBoltBatchesConcurrentCommits(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	b := openBolt(t, "", pending.BoltOptions{})
 	const writers = 64
@@ -211,6 +214,7 @@ func TestBoltBatchesConcurrentCommits(t *testing.T) {
 // A write that fails (here an id bbolt refuses as a key) fails alone, even
 // when it shares a commit with others.
 func TestBoltFailedWriteFailsAlone(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	b := openBolt(t, "", pending.BoltOptions{})
 	const writers = 8
@@ -245,6 +249,7 @@ func TestBoltFailedWriteFailsAlone(t *testing.T) {
 // Result content comes back with the Go types elicit produces, not just the
 // same JSON.
 func TestBoltKeepsContentTypes(t *testing.T) {
+	t.Parallel()
 	b := openBolt(t, "", pending.BoltOptions{})
 	if err := b.Put(t.Context(), endedQuestion("que_1")); err != nil {
 		t.Fatalf("put: %v", err)
@@ -259,6 +264,7 @@ func TestBoltKeepsContentTypes(t *testing.T) {
 }
 
 func TestBoltAfterClose(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "questions.db")
 	b := openBolt(t, path, pending.BoltOptions{})
@@ -279,6 +285,7 @@ func TestBoltAfterClose(t *testing.T) {
 }
 
 func TestBoltCancelledContext(t *testing.T) {
+	t.Parallel()
 	b := openBolt(t, "", pending.BoltOptions{})
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()

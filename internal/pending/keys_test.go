@@ -17,6 +17,7 @@ func keyed(owner, key, hash string) func(*pending.Question) {
 }
 
 func TestIdempotencyKeysBelongToTheirOwner(t *testing.T) {
+	t.Parallel()
 	for kind, open := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := t.Context()
@@ -59,6 +60,7 @@ func TestIdempotencyKeysBelongToTheirOwner(t *testing.T) {
 
 // Rivals creating under one key: exactly one wins, whatever the store.
 func TestIdempotencyKeyRivalsCreateOnce(t *testing.T) {
+	t.Parallel()
 	for kind, open := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			m, _ := open(t, pending.Options{})
@@ -90,6 +92,7 @@ func TestIdempotencyKeyRivalsCreateOnce(t *testing.T) {
 // question) for KeyRetention more, then free again, and the janitor's sweep
 // of the old question leaves the newcomer's key alone.
 func TestIdempotencyKeyIsFreeAfterKeyRetention(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		m := newStore(t, pending.Options{Retention: time.Minute, KeyRetention: 2 * time.Minute})
@@ -122,6 +125,7 @@ func TestIdempotencyKeyIsFreeAfterKeyRetention(t *testing.T) {
 }
 
 func TestRestartKeepsIdempotencyKeys(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "questions.db")
 	first := startBoltStore(t, path, pending.Options{})
@@ -147,6 +151,7 @@ func TestRestartKeepsIdempotencyKeys(t *testing.T) {
 // The key of a result evicted by MaxRetained is remembered across a
 // restart, whether the eviction's deletion ran before the restart or not.
 func TestRestartRemembersForgottenKeys(t *testing.T) {
+	t.Parallel()
 	for _, swept := range []bool{true, false} {
 		t.Run(map[bool]string{true: "swept", false: "unswept"}[swept], func(t *testing.T) {
 			ctx := t.Context()

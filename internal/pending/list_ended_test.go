@@ -33,6 +33,7 @@ func listedIDs(t *testing.T, m *pending.Store, f pending.Filter) string {
 }
 
 func TestListEndedFollowsRetention(t *testing.T) {
+	t.Parallel()
 	for kind, build := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 )
 
 func TestPendingVersionMovesWithEveryChangeOfThePendingList(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		m := newStore(t, pending.Options{})
 		last := m.PendingVersion()
@@ -53,6 +54,7 @@ func TestPendingVersionMovesWithEveryChangeOfThePendingList(t *testing.T) {
 }
 
 func TestListingIsComputedOnceAndDroppedWhenTheQuestionEnds(t *testing.T) {
+	t.Parallel()
 	m := newStore(t, pending.Options{})
 	q := ask("que_a")
 	q.Listing = new(pending.Memo)
@@ -91,6 +93,7 @@ func TestListingIsComputedOnceAndDroppedWhenTheQuestionEnds(t *testing.T) {
 }
 
 func TestRestoredPendingQuestionsHaveAListing(t *testing.T) {
+	t.Parallel()
 	j := newFakeJournal()
 	first, err := pending.Open(t.Context(), pending.Options{Journal: j})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 )
 
 func TestCreateThenGet(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	m := newStore(t, pending.Options{})
 	custom := true
@@ -49,6 +50,7 @@ func TestCreateThenGet(t *testing.T) {
 }
 
 func TestCreateRejects(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	m := newStore(t, pending.Options{})
 	mustCreate(t, m, ask("que_pending"))
@@ -82,6 +84,7 @@ func TestCreateRejects(t *testing.T) {
 }
 
 func TestCreateKeepsItsOwnCopy(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	m := newStore(t, pending.Options{})
 	custom := false
@@ -110,6 +113,7 @@ func TestCreateKeepsItsOwnCopy(t *testing.T) {
 }
 
 func TestListOrderAndFilters(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	m := newStore(t, pending.Options{})
 	late := time.Now().Add(time.Hour)
@@ -157,6 +161,7 @@ func TestListOrderAndFilters(t *testing.T) {
 }
 
 func TestSettle(t *testing.T) {
+	t.Parallel()
 	ctx, m, ends := recording(t)
 	mustCreate(t, m, ask("que_1"))
 	mustCreate(t, m, ask("que_2"))
@@ -208,6 +213,7 @@ func TestSettle(t *testing.T) {
 }
 
 func TestSettleKeepsItsOwnOutcome(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	m := newStore(t, pending.Options{})
 	mustCreate(t, m, ask("que_1"))
@@ -230,6 +236,7 @@ func TestSettleKeepsItsOwnOutcome(t *testing.T) {
 }
 
 func TestSettleAll(t *testing.T) {
+	t.Parallel()
 	ctx, m, ends := recording(t)
 	for _, id := range []string{"que_1", "que_2", "que_3", "que_4"} {
 		mustCreate(t, m, ask(id))
@@ -265,6 +272,7 @@ func TestSettleAll(t *testing.T) {
 }
 
 func TestUnknownQuestion(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	m := newStore(t, pending.Options{})
 	if _, err := m.Get(ctx, "que_nope"); !errors.Is(err, pending.ErrNotFound) {
@@ -279,6 +287,7 @@ func TestUnknownQuestion(t *testing.T) {
 // for the same question and with a write (Create), must not deadlock,
 // whether the ending comes from Settle, a timer or SettleAll.
 func TestOnEndMayCallTheStore(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	var m *pending.Store
 	seen := make(chan string, 16)
@@ -329,6 +338,7 @@ func TestOnEndMayCallTheStore(t *testing.T) {
 }
 
 func TestCountMatchesList(t *testing.T) {
+	t.Parallel()
 	m := pending.New(pending.Options{})
 	defer m.Close(context.Background())
 	ctx := context.Background()

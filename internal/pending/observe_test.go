@@ -25,6 +25,7 @@ func endedRecord(q *pending.Question, o pending.Outcome) *pending.Question {
 // store's own: listed, then ended with waiters woken. They are reported to
 // OnObserve only, once each, however often they are observed.
 func TestObserveAppliesRivalChangesOnce(t *testing.T) {
+	t.Parallel()
 	var ends, observed endLog
 	m := openStore(t, newFakeJournal(), pending.Options{OnEnd: ends.record, OnObserve: observed.record})
 	ctx := context.Background()
@@ -66,6 +67,7 @@ func TestObserveAppliesRivalChangesOnce(t *testing.T) {
 // the observer waits for the commit and then finds the question ended, so
 // the question ends once, reported once.
 func TestObserveWaitsForALocalEndingCommit(t *testing.T) {
+	t.Parallel()
 	var ends, observed endLog
 	_, j, m := journaled(t, pending.Options{OnEnd: ends.record, OnObserve: observed.record})
 	ctx := context.Background()
@@ -112,6 +114,7 @@ func TestObserveWaitsForALocalEndingCommit(t *testing.T) {
 // leaves the question pending until the rival's ending is observed; a
 // refused creation (ErrExists) is ErrExists.
 func TestJournalRefusalsAreRivalsWins(t *testing.T) {
+	t.Parallel()
 	var ends endLog
 	_, j, m := journaled(t, pending.Options{OnEnd: ends.record})
 	ctx := context.Background()
@@ -141,6 +144,7 @@ func TestJournalRefusalsAreRivalsWins(t *testing.T) {
 // A rival ending of a question whose creation this store is still
 // committing is applied once the creation is in place.
 func TestObserveEndingDuringCreation(t *testing.T) {
+	t.Parallel()
 	var observed endLog
 	_, j, m := journaled(t, pending.Options{OnObserve: observed.record})
 	ctx := context.Background()
@@ -172,6 +176,7 @@ func TestObserveEndingDuringCreation(t *testing.T) {
 // a replica announces the creation after Observe, and an operator who
 // answers at once must not get 404.
 func TestObserveOfOwnCreationWaitsForItsCommit(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, j, m := journaled(t, pending.Options{})
 		g := newGate()

@@ -11,6 +11,7 @@ import (
 )
 
 func TestMemoryIsReadyUntilClosed(t *testing.T) {
+	t.Parallel()
 	m := pending.New(pending.Options{})
 	if err := m.Ping(context.Background()); err != nil {
 		t.Fatalf("open memory store: %v, want ready", err)
@@ -27,6 +28,7 @@ func TestMemoryIsReadyUntilClosed(t *testing.T) {
 // ones at their paths: deleted or replaced underneath, its commits would be
 // lost at the next start.
 func TestBoltStoreIsReadyWhileItsFileIsThere(t *testing.T) {
+	t.Parallel()
 	for _, file := range []string{"", "-wal.0", "-wal.1"} {
 		t.Run("questions.db"+file, func(t *testing.T) { testBoltFileThere(t, file) })
 	}
@@ -70,6 +72,7 @@ func testBoltFileThere(t *testing.T, suffix string) {
 }
 
 func TestBoltPingFailsOnceClosed(t *testing.T) {
+	t.Parallel()
 	b, err := pending.OpenBolt(filepath.Join(t.TempDir(), "q.db"), pending.BoltOptions{NoSync: true})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestFilterMatches(t *testing.T) {
+	t.Parallel()
 	q := func(dir, session, owner string) *pending.Question {
 		return &pending.Question{ID: "que_1", Directory: dir, SessionID: session, Owner: owner}
 	}

@@ -61,6 +61,7 @@ func waitAsync(ctx context.Context, m *pending.Store, id string) <-chan settled 
 // the check and the commit. Without them the loser closes done a second time
 // (a panic) and OnEnd runs twice.
 func TestFirstEndingWins(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct{ parked, rival pending.Outcome }{
 		"reply vs reply":        {replied("first"), replied("second")},
 		"reject vs withdraw":    {cancelled(pending.EndRejected), cancelled(pending.EndWithdrawn)},
@@ -142,6 +143,7 @@ func TestFirstEndingWins(t *testing.T) {
 // closes done a second time. (timer.Stop in end only saves the late callback
 // a trip through that check; this test cannot see it.)
 func TestReplyRacesTimeout(t *testing.T) {
+	t.Parallel()
 	t.Run("timer parked, reply wins", func(t *testing.T) {
 		ctx, m, ends := recording(t)
 		g := newGate()
@@ -193,6 +195,7 @@ func TestReplyRacesTimeout(t *testing.T) {
 // the question, and end's check-and-set keeps the loser from reporting.
 // Without the skip SettleAll fails when a rival got there first.
 func TestSettleRacesSettleAll(t *testing.T) {
+	t.Parallel()
 	t.Run("settle parked, settle all wins", func(t *testing.T) {
 		ctx, m, ends := recording(t)
 		for _, id := range []string{"que_1", "que_2", "que_3"} {
@@ -257,6 +260,7 @@ func TestSettleRacesSettleAll(t *testing.T) {
 // parked settle ends a question of a closed store and reports it; without
 // the wait Close returns while a callback is still inside the store.
 func TestSettleRacesClose(t *testing.T) {
+	t.Parallel()
 	t.Run("settle parked, close wins", func(t *testing.T) {
 		ctx, m, ends := recording(t)
 		mustCreate(t, m, ask("que_1"))
@@ -310,6 +314,7 @@ func TestSettleRacesClose(t *testing.T) {
 // select picks at random), and this test, which repeats the race, fails.
 // The second half guards that a leaving waiter ends nothing.
 func TestWaitCancelRacesSettle(t *testing.T) {
+	t.Parallel()
 	t.Run("ended while the waiter gave up", func(t *testing.T) {
 		ctx, m, ends := recording(t)
 		const rounds = 64

@@ -52,6 +52,7 @@ func (s *boltStore) stop() {
 }
 
 func TestRestartKeepsQuestions(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "questions.db")
 	first := startBoltStore(t, path, pending.Options{})
@@ -138,6 +139,7 @@ func (n *notifyEnds) record(q *pending.Question) {
 }
 
 func TestRestartKeepsDeadlines(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "questions.db")
 	first := startBoltStore(t, path, pending.Options{})
@@ -189,6 +191,7 @@ func TestRestartKeepsDeadlines(t *testing.T) {
 }
 
 func TestRestartForgetsExpiredResults(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	const retention = 200 * time.Millisecond
 	path := filepath.Join(t.TempDir(), "questions.db")

@@ -58,6 +58,7 @@ func readable(t *testing.T, m *pending.Store, ids ...string) []string {
 }
 
 func TestMaxRetainedEvictsInEndingOrder(t *testing.T) {
+	t.Parallel()
 	for kind, build := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := t.Context()
@@ -91,6 +92,7 @@ func TestMaxRetainedEvictsInEndingOrder(t *testing.T) {
 }
 
 func TestMaxRetainedDefault(t *testing.T) {
+	t.Parallel()
 	m := newStore(t, pending.Options{})
 	ids := make([]string, pending.DefaultMaxRetained+1)
 	for i := range ids {
@@ -108,6 +110,7 @@ func TestMaxRetainedDefault(t *testing.T) {
 // An evicted question fails Get, Wait, Settle and a second Create of its id
 // exactly as one past retention does: same sentinel, same message.
 func TestEvictedReadsLikeExpired(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		expiring := newStore(t, pending.Options{Retention: time.Hour})
@@ -137,6 +140,7 @@ func TestEvictedReadsLikeExpired(t *testing.T) {
 // question is evicted before the waiter wakes; one that starts after the
 // eviction gets ErrNotFound.
 func TestWaitOnEvictedQuestion(t *testing.T) {
+	t.Parallel()
 	for kind, build := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := t.Context()
@@ -176,6 +180,7 @@ func TestWaitOnEvictedQuestion(t *testing.T) {
 // The janitor deletes an evicted record at once, not when its retention
 // would have run out.
 func TestEvictionDeletesRecords(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		_, j, m := journaled(t, pending.Options{Retention: time.Hour, MaxRetained: 2})
 		mustCreate(t, m, ask("que_pending"))
@@ -195,6 +200,7 @@ func TestEvictionDeletesRecords(t *testing.T) {
 // results read as gone. A batch that reaches a megabyte of charged weight
 // is deleted at once, so evicted entries never hold much memory.
 func TestEvictionsAreDeletedInBatches(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		j := newFakeJournal()
 		var deletes [][]string
@@ -244,6 +250,7 @@ func TestEvictionsAreDeletedInBatches(t *testing.T) {
 // eviction; a store stopped before the deletion (a crash) leaves the records,
 // and the next Open evicts them again. Pending questions are never touched.
 func TestEvictionSurvivesFailedDeletionAndRestart(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, j, first := journaled(t, pending.Options{Retention: time.Hour, MaxRetained: 2})
 		mustCreate(t, first, ask("que_pending"))
@@ -289,6 +296,7 @@ func TestEvictionSurvivesFailedDeletionAndRestart(t *testing.T) {
 // order in the journal, deletes the rest, and counts questions that time out
 // at Open against the bound like any other ending.
 func TestOpenAppliesTheBound(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		j := newFakeJournal()
@@ -327,6 +335,7 @@ func TestOpenAppliesTheBound(t *testing.T) {
 // On a real file: evicted records leave the file while the store runs, and a
 // restart finds only what was kept.
 func TestEvictionOnBoltFile(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	path := filepath.Join(t.TempDir(), "questions.db")
 	opts := pending.Options{MaxRetained: 2}
@@ -363,6 +372,7 @@ func TestEvictionOnBoltFile(t *testing.T) {
 // being deleted. Without the wait the deletion lands after, and erases, the
 // new record.
 func TestCreateWaitsForDeletionOfEvictedID(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, j, m := journaled(t, pending.Options{MaxRetained: 1})
 		endAll(t, m, "que_1")
@@ -382,6 +392,7 @@ func TestCreateWaitsForDeletionOfEvictedID(t *testing.T) {
 // committing; the stale entry is dropped at a later sweep. Without the guard
 // the deletion of the old record lands after, and erases, the new one.
 func TestEvictionSparesIDBeingCreated(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, j, m := journaled(t, pending.Options{MaxRetained: 1})
 		busy, deletingOld, creating := newGate(), newGate(), newGate()
@@ -425,6 +436,7 @@ func TestEvictionSparesIDBeingCreated(t *testing.T) {
 // store never holds more than the bound once the janitor has caught up, and
 // nothing pending is lost.
 func TestEvictionRaces(t *testing.T) {
+	t.Parallel()
 	for kind, build := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			ctx := t.Context()
@@ -496,6 +508,7 @@ func TestEvictionRaces(t *testing.T) {
 // A retained result keeps no parsed form: it is most of what a question
 // costs, and only a reply needs it.
 func TestEndedQuestionDropsForm(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	form, err := elicit.NewForm("Pick one", []byte(`{"type":"object","properties":{"pick":{"type":"string","enum":["Red","Blue"]}}}`), elicit.Options{})
 	if err != nil {

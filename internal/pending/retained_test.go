@@ -47,6 +47,7 @@ func retained(t *testing.T, m *pending.Store, ids ...string) []string {
 // beyond MaxRetained the agent holding the most does, so an agent with few
 // results keeps them whoever churns.
 func TestRetentionIsBoundedPerAgent(t *testing.T) {
+	t.Parallel()
 	m := newStore(t, pending.Options{MaxRetained: 5, MaxRetainedPerAgent: 3})
 	alpha := endAs(t, m, "alpha", "a", 1)
 	beta := endAs(t, m, "beta", "b", 10)
@@ -75,6 +76,7 @@ func TestRetentionIsBoundedPerAgent(t *testing.T) {
 // oldest results, but only when that makes room: one refused anyway
 // (ErrOverBudget, naming the budget) leaves them.
 func TestByteBudgetForgetsOwnResultsOnlyToMakeRoom(t *testing.T) {
+	t.Parallel()
 	m := newStore(t, pending.Options{MaxBytesPerAgent: 64 << 10})
 	sized := func(n int) func(*pending.Question) {
 		return func(q *pending.Question) { q.Owner, q.Message = "alpha", strings.Repeat("m", n) }

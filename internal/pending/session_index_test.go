@@ -13,6 +13,7 @@ import (
 // what filtering the whole store's list says, in the same order, through
 // creations, endings in any order, evictions and (durable kinds) a restart.
 func TestListBySessionIsTheFilteredList(t *testing.T) {
+	t.Parallel()
 	for kind, build := range storeKinds {
 		t.Run(kind, func(t *testing.T) {
 			m, j := build(t, pending.Options{MaxRetained: 7})

@@ -17,6 +17,7 @@ import (
 // Whatever wins, each question must end exactly once, every waiter must see
 // that ending, and a journal must hold it.
 func TestStress(t *testing.T) {
+	t.Parallel()
 	for kind, newStore := range storeKinds {
 		t.Run(kind, func(t *testing.T) { stress(t, newStore) })
 	}

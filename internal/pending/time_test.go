@@ -15,6 +15,7 @@ import (
 )
 
 func TestRetention(t *testing.T) {
+	t.Parallel()
 	for name, tt := range map[string]struct {
 		option, want time.Duration
 	}{
@@ -57,6 +58,7 @@ func TestRetention(t *testing.T) {
 }
 
 func TestJanitorForgetsEndedQuestions(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		m := newStore(t, pending.Options{Retention: time.Hour})
@@ -80,6 +82,7 @@ func TestJanitorForgetsEndedQuestions(t *testing.T) {
 // Guard: the janitor deletes by entry identity, not by id. Without it, the
 // sweep of an expired question removes the newer question that took its id.
 func TestJanitorSparesNewerQuestionWithSameID(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		m := newStore(t, pending.Options{Retention: time.Hour})
@@ -104,6 +107,7 @@ func TestJanitorSparesNewerQuestionWithSameID(t *testing.T) {
 }
 
 func TestDeadlineTimesOut(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, m, ends := recording(t)
 		deadline := time.Now().Add(10 * time.Minute)
@@ -145,6 +149,7 @@ func TestDeadlineTimesOut(t *testing.T) {
 }
 
 func TestDeadlineInThePast(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, m, ends := recording(t)
 		mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(-time.Minute) }))
@@ -159,6 +164,7 @@ func TestDeadlineInThePast(t *testing.T) {
 }
 
 func TestEndingDisarmsDeadline(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, m, ends := recording(t)
 		mustCreate(t, m, ask("que_1", func(q *pending.Question) { q.Deadline = time.Now().Add(10 * time.Minute) }))
@@ -178,6 +184,7 @@ func TestEndingDisarmsDeadline(t *testing.T) {
 }
 
 func TestWaitWakesEveryWaiter(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		m := newStore(t, pending.Options{})
@@ -211,6 +218,7 @@ func TestWaitWakesEveryWaiter(t *testing.T) {
 // A waiter giving up gets its ctx's error and leaves the question, and every
 // other waiter on it, as they were.
 func TestWaitGivesUpAlone(t *testing.T) {
+	t.Parallel()
 	cause := errors.New("agent went away")
 	// giveUp returns the waiter's ctx, a func that makes it end now (or
 	// nothing, when its deadline will end it), and a func releasing it.
@@ -287,6 +295,7 @@ func TestWaitGivesUpAlone(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, m, ends := recording(t)
 		mustCreate(t, m, ask("que_timed", func(q *pending.Question) { q.Deadline = time.Now().Add(time.Minute) }))
@@ -336,6 +345,7 @@ func sameOutcome(got *pending.Outcome, want pending.Outcome) bool {
 // (a durable store's next start times it out, and announces that), while
 // replies still work and a closed store refuses the call.
 func TestStopTimeoutsLeavesOverdueQuestionsPending(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, m, ends := recording(t)
 		for _, id := range []string{"que_1", "que_2"} {
@@ -370,6 +380,7 @@ func TestStopTimeoutsLeavesOverdueQuestionsPending(t *testing.T) {
 // A timeout that is already ending when StopTimeouts is called has ended,
 // and been reported, by the time StopTimeouts returns.
 func TestStopTimeoutsWaitsForATimeoutUnderWay(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		entered, release := make(chan struct{}), make(chan struct{})

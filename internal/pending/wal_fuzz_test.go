@@ -59,6 +59,7 @@ func FuzzReadFrames(f *testing.F) {
 // The frame a commit writes is the frame appendFrame makes of the encoded
 // ops, byte for byte, and its size is what the commit reserved.
 func TestOpsFrameEncoding(t *testing.T) {
+	t.Parallel()
 	ops := []walOp{
 		{bucket: []byte("questions"), key: []byte("que_1"), value: make([]byte, 300)},
 		{bucket: []byte("sessions"), key: []byte("ses_1"), del: true},

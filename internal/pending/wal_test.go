@@ -120,6 +120,7 @@ func frameEnds(t *testing.T, path string) []int {
 // A crash leaves the commits in the log, not in the database: reopening
 // replays them, deletes included, and a clean close leaves no log behind.
 func TestWALReplaysAfterCrash(t *testing.T) {
+	t.Parallel()
 	b := openWAL(t, filepath.Join(t.TempDir(), "q.db"), 0)
 	tb, _ := b.Table("kv")
 	tablePut(t, tb, "a", "1")
@@ -148,6 +149,7 @@ func TestWALReplaysAfterCrash(t *testing.T) {
 // The frame a crash tore (cut short, or a byte that never reached the disk)
 // is ignored and the frames before it are replayed.
 func TestWALIgnoresTornTail(t *testing.T) {
+	t.Parallel()
 	for name, damage := range map[string]func(t *testing.T, wal string, start, end int){
 		"cut mid-frame": func(t *testing.T, wal string, start, end int) {
 			if err := os.Truncate(wal, int64(start+(end-start)/2)); err != nil {
@@ -190,6 +192,7 @@ func TestWALIgnoresTornTail(t *testing.T) {
 // use of the segment left there (valid frames of an older epoch) nor a
 // newer segment, which would build a state that never was.
 func TestWALStopsAtDamage(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "q.db")
 	b := openWAL(t, path, 0)
 	if err := b.Close(); err != nil {
@@ -219,6 +222,7 @@ func TestWALStopsAtDamage(t *testing.T) {
 // A file where the log should be that this build did not write is refused
 // by name, and nothing is changed.
 func TestWALRefusesForeignLog(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "q.db")
 	b := openWAL(t, path, 0)
 	if err := b.Close(); err != nil {
@@ -246,6 +250,7 @@ func TestWALRefusesForeignLog(t *testing.T) {
 // after the log is applied and cut off, so a crash after it cannot replay
 // an older value over it. Nothing acknowledged is lost at any point.
 func TestWALSegmentsCheckpointAndOversizedWrites(t *testing.T) {
+	t.Parallel()
 	const segment = 16 << 10
 	b := openWAL(t, filepath.Join(t.TempDir(), "q.db"), segment)
 	tb, _ := b.Table("kv")
@@ -280,6 +285,7 @@ func TestWALSegmentsCheckpointAndOversizedWrites(t *testing.T) {
 // A frame that fails to write fails its commit, Ping says so, and the next
 // commit cuts the log off first, so a crash cannot replay the failed frame.
 func TestWALFailedWrite(t *testing.T) {
+	t.Parallel()
 	b := openWAL(t, filepath.Join(t.TempDir(), "q.db"), 0)
 	tb, _ := b.Table("kv")
 	tablePut(t, tb, "a", "1")
@@ -334,6 +340,7 @@ func TestWALCheckpointerStopsAtClose(t *testing.T) {
 // everything acknowledged after the restart, although the torn frame of the
 // first run is still in its file.
 func TestWALCrashAfterCrash(t *testing.T) {
+	t.Parallel()
 	const segment = 16 << 10
 	b := openWAL(t, filepath.Join(t.TempDir(), "q.db"), segment)
 	tb, _ := b.Table("kv")
@@ -361,6 +368,7 @@ func TestWALCrashAfterCrash(t *testing.T) {
 // a retry succeeds, commits and Ping recover, and nothing acknowledged is
 // lost.
 func TestWALFailingCheckpoint(t *testing.T) {
+	t.Parallel()
 	const segment = 16 << 10
 	b, err := OpenBolt(filepath.Join(t.TempDir(), "q.db"), BoltOptions{NoSync: true, walSegment: segment, idleCheckpoint: time.Millisecond})
 	if err != nil {

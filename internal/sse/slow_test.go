@@ -59,9 +59,13 @@ func TestStalledClientIsCutOffWithoutSlowingAnyone(t *testing.T) {
 	// stalled client gets no such favour.
 	// Each publish, with the read of one event, gets the watchdog's whole
 	// period: one held up by the stalled client waits for writeTimeout,
-	// while the run as a whole (64 MiB through the race detector) takes as
+	// while the run as a whole (MiBs through the race detector) takes as
 	// long as the machine makes it.
-	const total, window = 1000, 8
+	// Publishing goes on until the stalled client is cut off (its socket
+	// buffers and its queue full: about 5 MiB here) and `after` events
+	// more, up to `total` (64 MiB), which is far more than any socket
+	// buffers hold.
+	const total, window, after = 1000, 8, 64
 	watchdog := time.AfterFunc(writeTimeout/2, func() {
 		t.Errorf("publishing is stuck behind the stalled client")
 		stalled.Close()
@@ -69,20 +73,25 @@ func TestStalledClientIsCutOffWithoutSlowingAnyone(t *testing.T) {
 	defer watchdog.Stop()
 	start := time.Now()
 	var slowest time.Duration
-	for i := range total {
+	published, cutAt := 0, -1
+	for i := 0; i < total && (cutAt < 0 || i < cutAt+after); i++ {
 		watchdog.Reset(writeTimeout / 2)
 		t0 := time.Now()
 		if err := h.b.Publish(context.Background(), bigEvent(i)); err != nil {
 			t.Fatalf("publish %d: %v", i, err)
 		}
 		slowest = max(slowest, time.Since(t0))
+		published++
+		if cutAt < 0 && h.b.Stats().CutOff > 0 {
+			cutAt = i
+		}
 		if i >= window {
 			if got := seqOf(t, fast.next(t)); got != i-window {
 				t.Fatalf("fast client got event %d, want %d", got, i-window)
 			}
 		}
 	}
-	for i := total - window; i < total; i++ {
+	for i := max(published-window, 0); i < published; i++ {
 		if got := seqOf(t, fast.next(t)); got != i {
 			t.Fatalf("fast client got event %d, want %d", got, i)
 		}
@@ -93,7 +102,7 @@ func TestStalledClientIsCutOffWithoutSlowingAnyone(t *testing.T) {
 	if n := h.b.Subscribers(); n != 1 {
 		t.Fatalf("%d subscribers after the cut-off, want 1", n)
 	}
-	if got, want := h.b.Stats(), (sse.Stats{Subscribers: 1, Published: total, CutOff: 1}); got != want {
+	if got, want := h.b.Stats(), (sse.Stats{Subscribers: 1, Published: uint64(published), CutOff: 1}); got != want {
 		t.Errorf("stats %+v, want %+v", got, want)
 	}
 	if slowest >= writeTimeout/2 {
@@ -102,7 +111,7 @@ func TestStalledClientIsCutOffWithoutSlowingAnyone(t *testing.T) {
 	if logs.FilterMessage("event subscriber cut off").FilterField(zap.String("reason", "queue full: the client does not read fast enough")).Len() != 1 {
 		t.Errorf("want one cut-off log line, got %v", logs.All())
 	}
-	t.Logf("%d events of 64 KiB in %v, slowest publish %v", total, elapsed, slowest)
+	t.Logf("%d events of 64 KiB in %v, cut off after %d, slowest publish %v", published, elapsed, cutAt+1, slowest)
 }
 
 func TestCloseCutsOffWhatCannotDrainInTime(t *testing.T) {
@@ -113,9 +122,9 @@ func TestCloseCutsOffWhatCannotDrainInTime(t *testing.T) {
 	})
 	dialStalled(t, h, "/event?directory=/p")
 	h.waitJoined(t, 1)
-	// Enough to fill the socket buffers, so the writer is stuck in a write
-	// and frames wait in the queue.
-	for i := range 300 {
+	// Enough to fill the socket buffers (6 MiB, as in the other close
+	// tests), so the writer is stuck in a write and frames wait in the queue.
+	for i := range 100 {
 		if err := h.b.Publish(context.Background(), bigEvent(i)); err != nil {
 			t.Fatal(err)
 		}

@@ -33,6 +33,7 @@ func runChild(t *testing.T, mode string, env []string, args ...string) (string, 
 }
 
 func TestHeavySkipsOnlyUnderShort(t *testing.T) {
+	t.Parallel()
 	out, err := runChild(t, "heavy", nil, "-test.short")
 	if err != nil || !strings.Contains(out, "--- SKIP: TestChild") {
 		t.Fatalf("with -short: err %v, output:\n%s", err, out)
@@ -44,6 +45,7 @@ func TestHeavySkipsOnlyUnderShort(t *testing.T) {
 }
 
 func TestMissingFailsInCIAndSkipsElsewhere(t *testing.T) {
+	t.Parallel()
 	out, err := runChild(t, "missing", []string{"CI=true"})
 	if err == nil || !strings.Contains(out, "--- FAIL: TestChild") || !strings.Contains(out, "install it") {
 		t.Fatalf("CI=true: err %v, output:\n%s", err, out)

@@ -37,12 +37,7 @@ const wantResult = "released v2.3: target=prd replicas=3 confirm=true note=none"
 // result for a decline.
 func TestOpencodeAnswersAnElicitationThroughTheBridge(t *testing.T) {
 	testenv.Heavy(t, "runs the real OpenCode, questiond bridge and an MCP server as processes")
-	srv := testkit.Serve(t, testserver.Config{
-		Events:      sse.Options{Heartbeat: time.Hour},
-		Logger:      zaptest.NewLogger(t),
-		DatabaseURL: testkit.DatabaseURL(t),
-		API:         daemon.APIOptions{Auth: daemon.APIAuth{AgentTokens: map[string]string{"opencode": agentToken}}},
-	})
+	srv := questiond(t)
 	key, section := bridged(t, testkit.Binary(t), upstream(), srv.URL, agentToken)
 	oc := startOpencode(t, key, section)
 	ops := testkit.Watch(t, srv.URL)
@@ -102,12 +97,7 @@ func TestOpencodeCannotElicitWithoutTheBridge(t *testing.T) {
 // the deadline still completes the call.
 func TestOpencodeWaitsForAnOperatorSlowerThanItsTimeout(t *testing.T) {
 	testenv.Heavy(t, "runs the real OpenCode, questiond bridge and an MCP server as processes")
-	srv := testkit.Serve(t, testserver.Config{
-		Events:      sse.Options{Heartbeat: time.Hour},
-		Logger:      zaptest.NewLogger(t),
-		DatabaseURL: testkit.DatabaseURL(t),
-		API:         daemon.APIOptions{Auth: daemon.APIAuth{AgentTokens: map[string]string{"opencode": agentToken}}},
-	})
+	srv := questiond(t)
 	key, section := bridged(t, testkit.Binary(t), upstream(), srv.URL, agentToken)
 	entry := section[key].(map[string]any)
 	const deadline = 4 * time.Second
@@ -124,4 +114,16 @@ func TestOpencodeWaitsForAnOperatorSlowerThanItsTimeout(t *testing.T) {
 	if call.Status != "completed" || !strings.Contains(call.Output, wantResult) {
 		t.Fatalf("OpenCode's history holds the call %v; want it completed with %q after the operator's slow answer", call, wantResult)
 	}
+}
+
+// questiond is the daemon OpenCode's bridge asks: it takes questions only
+// from an agent with agentToken.
+func questiond(t *testing.T) *testserver.Server {
+	t.Helper()
+	return testkit.Serve(t, testserver.Config{
+		Events:      sse.Options{Heartbeat: time.Hour},
+		Logger:      zaptest.NewLogger(t),
+		DatabaseURL: testkit.DatabaseURL(t),
+		API:         daemon.APIOptions{Auth: daemon.APIAuth{AgentTokens: map[string]string{"opencode": agentToken}}},
+	})
 }

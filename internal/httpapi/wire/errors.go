@@ -174,9 +174,7 @@ func WriteError(log *zap.Logger, w http.ResponseWriter, r *http.Request, err err
 	case errors.As(err, &status):
 		WriteStatus(w, status)
 	case errors.As(err, new(SessionsUnavailableError)):
-		ref := errorRef()
-		log.Error("session records failed", zap.String("ref", ref), zap.String("method", r.Method),
-			zap.String("path", r.URL.Path), zap.Error(err))
+		ref := logFailure(log, r, "session records failed", err)
 		WriteJSON(w, http.StatusServiceUnavailable, namedError{"ServiceUnavailable", namedErrorData{
 			Message: unavailable("Session records are", "session records", err), Ref: ref}})
 	case errors.Is(err, pending.ErrFull):
@@ -184,17 +182,13 @@ func WriteError(log *zap.Logger, w http.ResponseWriter, r *http.Request, err err
 		WriteStatus(w, NewStatus(http.StatusTooManyRequests, "TooManyRequests",
 			"questiond holds as many pending questions as its limits allow; try again once some are answered"))
 	case errors.Is(err, pending.ErrUnavailable):
-		ref := errorRef()
-		log.Error("question store failed", zap.String("ref", ref), zap.String("method", r.Method),
-			zap.String("path", r.URL.Path), zap.Error(err))
+		ref := logFailure(log, r, "question store failed", err)
 		WriteJSON(w, http.StatusServiceUnavailable, namedError{"ServiceUnavailable", namedErrorData{
 			Message: unavailable("The question store is", "questions", err), Ref: ref}})
 	case errors.Is(err, pending.ErrClosed):
 		WriteStatus(w, ErrShuttingDown)
 	default:
-		ref := errorRef()
-		log.Error("request failed", zap.String("ref", ref), zap.String("method", r.Method),
-			zap.String("path", r.URL.Path), zap.Error(err))
+		ref := logFailure(log, r, "request failed", err)
 		WriteJSON(w, http.StatusInternalServerError, namedError{"UnknownError", namedErrorData{
 			Message: "Unexpected server error. Check server logs for details.", Ref: ref}})
 	}
@@ -262,4 +256,12 @@ func unavailable(what, records string, err error) string {
 		return store + " is unavailable, so questiond cannot read or write " + records + "; nothing was changed. Try again later."
 	}
 	return what + " unavailable; nothing was changed. Try again later."
+}
+
+// logFailure logs a request that failed on the server's side under a new
+// reference, which the answer gives the client to quote.
+func logFailure(log *zap.Logger, r *http.Request, msg string, err error) string {
+	ref := errorRef()
+	log.Error(msg, zap.String("ref", ref), zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+	return ref
 }

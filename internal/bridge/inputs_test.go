@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/questiond/questiond/internal/bridge"
-	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testkit/mcptest"
 )
 
@@ -54,9 +53,7 @@ func host2026(t *testing.T, hostEnd mcp.Transport) *mcp.ClientSession {
 // operator, sends the call again with the answers and the requestState as
 // it came, and the host, which cannot elicit, gets the final result.
 func TestInputRequestsAreAskedAndTheCallSentAgain(t *testing.T) {
-	base, c := questiond(t)
-	ops := testkit.Watch(t, base)
-	hostEnd, upstreamEnd, _ := relay(t, bridge.Options{Asker: c, Server: base})
+	_, ops, hostEnd, upstreamEnd, _ := rigUp(t, bridge.Options{})
 	server, received := inputServer()
 	serve(t, server, upstreamEnd)
 	cs := host2026(t, hostEnd)
@@ -79,9 +76,7 @@ func TestInputRequestsAreAskedAndTheCallSentAgain(t *testing.T) {
 // The host cancelling a call whose input is being asked withdraws the
 // question.
 func TestCancellingACallWaitingForInputWithdrawsIt(t *testing.T) {
-	base, c := questiond(t)
-	ops := testkit.Watch(t, base)
-	hostEnd, upstreamEnd, _ := relay(t, bridge.Options{Asker: c, Server: base})
+	_, ops, hostEnd, upstreamEnd, _ := rigUp(t, bridge.Options{})
 	server, _ := inputServer()
 	serve(t, server, upstreamEnd)
 	cs := host2026(t, hostEnd)

@@ -18,9 +18,7 @@ import (
 // progress on the call's token, each value above the last, the upstream's
 // own included.
 func TestTheHostHearsProgressWhileTheOperatorThinks(t *testing.T) {
-	base, c := questiond(t)
-	ops := testkit.Watch(t, base)
-	hostEnd, upstreamEnd, _ := relay(t, bridge.Options{Asker: c, Server: base, ProgressInterval: 20 * time.Millisecond})
+	_, ops, hostEnd, upstreamEnd, _ := rigUp(t, bridge.Options{ProgressInterval: 20 * time.Millisecond})
 	server := mcp.NewServer(&mcp.Implementation{Name: "upstream-server", Version: "1"}, nil)
 	mcp.AddTool(server, &mcp.Tool{Name: "deploy"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: 7}); err != nil {

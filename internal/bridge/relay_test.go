@@ -11,7 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/questiond/questiond/internal/bridge"
-	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testkit/mcptest"
 )
 
@@ -39,9 +38,7 @@ func upstreamServer() (*mcp.Server, <-chan *mcp.ElicitResult) {
 // Everything else passes as it is: the upstream's server info and
 // instructions, its other tools.
 func TestTheOperatorAnswersAnUpstreamsElicitation(t *testing.T) {
-	base, c := questiond(t)
-	ops := testkit.Watch(t, base)
-	hostEnd, upstreamEnd, r := relay(t, bridge.Options{Asker: c, Server: base, Name: "deployer", SessionID: "ses_bridge_test", Directory: "/srv/app"})
+	base, ops, hostEnd, upstreamEnd, r := rigUp(t, bridge.Options{Name: "deployer", SessionID: "ses_bridge_test", Directory: "/srv/app"})
 	server, received := upstreamServer()
 	serve(t, server, upstreamEnd)
 	cs := host(t, hostEnd, nil)
@@ -92,9 +89,7 @@ func TestTheOperatorAnswersAnUpstreamsElicitation(t *testing.T) {
 func TestDeclineAndCancelReachTheUpstream(t *testing.T) {
 	for _, action := range []string{"decline", "cancel"} {
 		t.Run(action, func(t *testing.T) {
-			base, c := questiond(t)
-			ops := testkit.Watch(t, base)
-			hostEnd, upstreamEnd, _ := relay(t, bridge.Options{Asker: c, Server: base})
+			_, ops, hostEnd, upstreamEnd, _ := rigUp(t, bridge.Options{})
 			server, received := upstreamServer()
 			serve(t, server, upstreamEnd)
 			cs := host(t, hostEnd, nil)
@@ -113,9 +108,7 @@ func TestDeclineAndCancelReachTheUpstream(t *testing.T) {
 // The host cancelling its only call in flight withdraws the question the
 // upstream asked for it: operators see it rejected.
 func TestTheHostCancellingTheCallWithdrawsTheQuestion(t *testing.T) {
-	base, c := questiond(t)
-	ops := testkit.Watch(t, base)
-	hostEnd, upstreamEnd, _ := relay(t, bridge.Options{Asker: c, Server: base})
+	_, ops, hostEnd, upstreamEnd, _ := rigUp(t, bridge.Options{})
 	server, _ := upstreamServer()
 	serve(t, server, upstreamEnd)
 	cs := host(t, hostEnd, nil)
@@ -138,9 +131,7 @@ func TestTheHostCancellingTheCallWithdrawsTheQuestion(t *testing.T) {
 // The upstream ending ends the relay with ErrUpstreamEnded, and what it
 // asked is withdrawn before Run returns.
 func TestTheUpstreamEndingEndsTheRelayAndWithdraws(t *testing.T) {
-	base, c := questiond(t)
-	ops := testkit.Watch(t, base)
-	hostEnd, upstreamEnd, r := relay(t, bridge.Options{Asker: c, Server: base})
+	_, ops, hostEnd, upstreamEnd, r := rigUp(t, bridge.Options{})
 	server, _ := upstreamServer()
 	cut := serve(t, server, upstreamEnd)
 	cs := host(t, hostEnd, nil)
@@ -162,9 +153,7 @@ func TestTheUpstreamEndingEndsTheRelayAndWithdraws(t *testing.T) {
 // A schema questiond does not serve gets a JSON-RPC error naming the
 // problem, and nothing reaches the operators.
 func TestAnInvalidSchemaIsRefusedAndNobodyIsAsked(t *testing.T) {
-	base, c := questiond(t)
-	ops := testkit.Watch(t, base)
-	hostEnd, upstreamEnd, _ := relay(t, bridge.Options{Asker: c, Server: base})
+	_, ops, hostEnd, upstreamEnd, _ := rigUp(t, bridge.Options{})
 	server := mcp.NewServer(&mcp.Implementation{Name: "upstream-server", Version: "1"}, nil)
 	errs := make(chan error, 1)
 	mcp.AddTool(server, &mcp.Tool{Name: "nested"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
@@ -190,9 +179,7 @@ func TestAnInvalidSchemaIsRefusedAndNobodyIsAsked(t *testing.T) {
 // With PreferHost, a host that declared elicitation answers it itself and
 // questiond is not asked.
 func TestPreferHostHandsElicitationsToAHostThatElicits(t *testing.T) {
-	base, c := questiond(t)
-	ops := testkit.Watch(t, base)
-	hostEnd, upstreamEnd, _ := relay(t, bridge.Options{Asker: c, Server: base, PreferHost: true})
+	_, ops, hostEnd, upstreamEnd, _ := rigUp(t, bridge.Options{PreferHost: true})
 	server, received := upstreamServer()
 	serve(t, server, upstreamEnd)
 	cs := host(t, hostEnd, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -228,9 +215,7 @@ func sessionTitle(t *testing.T, base, id string) string {
 // upstream, which lives on until it is closed, is answered cancel, so that
 // its handler ends (an HTTP server closes a session only once they have).
 func TestTheHostLeavingCancelsTheUpstreamsElicitation(t *testing.T) {
-	base, c := questiond(t)
-	ops := testkit.Watch(t, base)
-	hostEnd, upstreamEnd, r := relay(t, bridge.Options{Asker: c, Server: base})
+	_, ops, hostEnd, upstreamEnd, r := rigUp(t, bridge.Options{})
 	server, _ := upstreamServer()
 	serve(t, server, upstreamEnd)
 	kept := &keptTransport{Transport: hostEnd}

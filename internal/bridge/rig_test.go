@@ -144,3 +144,14 @@ var deploySchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"confirm":{"type":"boolean","title":"Confirm"},` +
 	`"note":{"type":"string","title":"Note","default":"none"}},` +
 	`"required":["target","replicas","confirm"]}`)
+
+// rigUp is a questiond watched by an operator, and a relay that asks it as
+// opts say (its Asker and Server filled in).
+func rigUp(t *testing.T, opts bridge.Options) (base string, ops *testkit.Operator, hostEnd, upstreamEnd mcp.Transport, r *rig) {
+	t.Helper()
+	base, c := questiond(t)
+	ops = testkit.Watch(t, base)
+	opts.Asker, opts.Server = c, base
+	hostEnd, upstreamEnd, r = relay(t, opts)
+	return base, ops, hostEnd, upstreamEnd, r
+}

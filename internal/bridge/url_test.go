@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/questiond/questiond/internal/bridge"
-	"github.com/questiond/questiond/internal/testkit"
 	"github.com/questiond/questiond/internal/testkit/mcptest"
 )
 
@@ -44,9 +43,7 @@ func urlServer(complete <-chan struct{}) (*mcp.Server, <-chan *mcp.ElicitResult)
 func TestAURLElicitationAsksTheOperatorToOpenIt(t *testing.T) {
 	for _, tc := range []struct{ pick, want string }{{"Open", "accept"}, {"Decline", "decline"}} {
 		t.Run(tc.pick, func(t *testing.T) {
-			base, c := questiond(t)
-			ops := testkit.Watch(t, base)
-			hostEnd, upstreamEnd, _ := relay(t, bridge.Options{Asker: c, Server: base})
+			_, ops, hostEnd, upstreamEnd, _ := rigUp(t, bridge.Options{})
 			server, received := urlServer(nil)
 			serve(t, server, upstreamEnd)
 			cs := host(t, hostEnd, nil)
@@ -70,9 +67,7 @@ func TestAURLElicitationAsksTheOperatorToOpenIt(t *testing.T) {
 // The server's notifications/elicitation/complete ends the question (the
 // operators see it go) and the server's request gets accept.
 func TestElicitationCompleteEndsTheURLQuestion(t *testing.T) {
-	base, c := questiond(t)
-	ops := testkit.Watch(t, base)
-	hostEnd, upstreamEnd, _ := relay(t, bridge.Options{Asker: c, Server: base})
+	_, ops, hostEnd, upstreamEnd, _ := rigUp(t, bridge.Options{})
 	complete := make(chan struct{})
 	server, received := urlServer(complete)
 	serve(t, server, upstreamEnd)
@@ -102,9 +97,7 @@ func TestAURLElicitationRequiredErrorIsAskedAndTheCallSentAgain(t *testing.T) {
 		ok   bool
 	}{{"Open", true}, {"Decline", false}} {
 		t.Run(tc.pick, func(t *testing.T) {
-			base, c := questiond(t)
-			ops := testkit.Watch(t, base)
-			hostEnd, upstreamEnd, _ := relay(t, bridge.Options{Asker: c, Server: base})
+			_, ops, hostEnd, upstreamEnd, _ := rigUp(t, bridge.Options{})
 			server := mcp.NewServer(&mcp.Implementation{Name: "upstream-server", Version: "1"}, nil)
 			sessions := make(chan *mcp.ServerSession, 1)
 			calls := 0

@@ -31,8 +31,8 @@ type Endpoint struct {
 	questions *ask.Service
 	meter     Meter
 	log       *zap.Logger
-	handler   http.Handler // today's stateful MCP (protocols up to 2025-11-25)
-	stateless http.Handler // MCP 2026-07-28 (see statelessRequest)
+	handler   http.Handler     // today's stateful MCP (protocols up to 2025-11-25)
+	stateless http.Handler     // MCP 2026-07-28 (see statelessRequest)
 	schemas   *mcp.SchemaCache // tool schemas are inferred once, not per session
 	versions  *mcp.Server      // answers the SDK's protocol-version lookups
 	input     *jsonschema.Schema

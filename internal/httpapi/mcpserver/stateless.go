@@ -78,4 +78,3 @@ func (m *Endpoint) serveStateless(w http.ResponseWriter, r *http.Request, agent 
 	m.stateless.ServeHTTP(sw, r)
 	sw.finish(m, r)
 }
-

@@ -378,3 +378,20 @@ func TestMCPStatelessRequestsAreAuthenticated(t *testing.T) {
 		t.Errorf("with alpha's token: %d %s", res.StatusCode, body)
 	}
 }
+
+// Statelessly, methods of capabilities questiond does not declare (prompts,
+// resources, completion) are unknown: 404 with -32601 and the request's id,
+// as 2026-07-28 has it, and so are the methods it removed.
+func TestMCPStatelessUndeclaredMethodsAreNotFound(t *testing.T) {
+	h := newHarness(t, httpapi.Options{})
+	for i, method := range []string{"prompts/list", "resources/list", "resources/templates/list", "completion/complete", "initialize", "ping", "logging/setLevel", "no/such"} {
+		res := statelessPost(context.Background(), t, h, "/mcp",
+			`{"jsonrpc":"2.0","id":`+string(rune('1'+i))+`,"method":"`+method+`","params":{"_meta":`+statelessMeta(protocol2026, "")+`}}`)
+		body := firstMessage(t, res)
+		var got rpcError
+		if err := json.Unmarshal(body, &got); err != nil || got.Error == nil || res.StatusCode != http.StatusNotFound ||
+			got.Error.Code != -32601 || got.ID != float64(i+1) {
+			t.Errorf("%s: %d %s, want 404 with -32601 for id %d", method, res.StatusCode, body, i+1)
+		}
+	}
+}

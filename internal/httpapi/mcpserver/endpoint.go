@@ -58,6 +58,7 @@ type mcpConnection struct {
 	agent      string             // the agent that connected
 	server     *mcp.Server        // built by serverFor, once
 	settled    bool               // the room roomForSession took is its live session's or given back (guarded by mu)
+	stateless  bool               // a 2026-07-28 request's, not a session's
 	// beat, set for a stateless request, keeps its response stream alive
 	// while a tool call waits without a progress token (a server may send
 	// a stateless client no ping).
@@ -437,6 +438,9 @@ func (m *Endpoint) newServer(conn *mcpConnection) *mcp.Server {
 		opts.Instructions = "Nobody can be asked questions in this session: continue with your best judgment."
 	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "questiond", Version: m.opts.Version}, opts)
+	if conn.stateless {
+		server.AddReceivingMiddleware(offeredOnly)
+	}
 	switch conn.capability {
 	case session.User:
 		mcp.AddTool(server, &mcp.Tool{Name: toolAskUser, Title: "Ask the user", Description: askUserDescription,

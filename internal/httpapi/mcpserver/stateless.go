@@ -3,8 +3,10 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -72,9 +74,29 @@ func (m *Endpoint) serveStateless(w http.ResponseWriter, r *http.Request, agent 
 			m.writeError(w, r, err)
 			return
 		}
-		conn.beat = sw.comment
+		conn.stateless, conn.beat = true, sw.comment
 		r = r.WithContext(context.WithValue(r.Context(), mcpConnectingKey{}, conn))
 	}
 	m.stateless.ServeHTTP(sw, r)
 	sw.finish(m, r)
+}
+
+// notOffered are the methods go-sdk answers (with empty lists) although
+// questiond's server declares neither prompts nor resources nor completion.
+var notOffered = map[string]bool{
+	"prompts/list": true, "prompts/get": true,
+	"resources/list": true, "resources/read": true, "resources/templates/list": true,
+	"completion/complete": true,
+}
+
+// offeredOnly refuses, on a stateless request, the methods of capabilities
+// questiond does not declare, as 2026-07-28 asks: -32601, which the SDK
+// sends with 404. (Sessions keep their answers as before.)
+func offeredOnly(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if notOffered[method] {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("Method not found: %q is not a method questiond's MCP server offers", method)}
+		}
+		return next(ctx, method, req)
+	}
 }

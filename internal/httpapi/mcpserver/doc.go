@@ -32,10 +32,14 @@
 // so the MCP session limits and the idle timeout do not apply to it; and
 // since the server may send it no request, a tool call waiting without a
 // progress token is kept alive with SSE comments (sdkErrorWriter.comment)
-// instead of pings.
+// instead of pings. It is refused the methods of capabilities questiond does
+// not declare (prompts, resources, completion), which the SDK would answer
+// with empty lists: 2026-07-28 asks for -32601 there (offeredOnly).
 //
 // Locks: Endpoint.mu guards the live sessions and their room, streamMu the
-// GET /mcp streams' slots. They are never held together, and neither is
+// GET /mcp streams' slots, and each response's sdkErrorWriter.mu its writes;
+// a new session's answer takes Endpoint.mu under its writer's mu (onHeader),
+// never the other way round. Endpoint.mu and streamMu are never held together, and neither is
 // held while a session closes (Close collects the servers under mu and
 // closes their sessions after releasing it) or while the service is called.
 package mcpserver

@@ -17,7 +17,8 @@ import (
 type sdkErrorWriter struct {
 	http.ResponseWriter
 	// mu orders the SDK's writes with comment's, which come from a tool
-	// call's goroutine.
+	// call's goroutine. onHeader runs under it and takes Endpoint.mu: mu is
+	// always taken first, and nothing holding Endpoint.mu writes.
 	mu     sync.Mutex
 	status int          // a refusal being captured; 0 while passing through
 	text   bytes.Buffer // its message

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/pgtest"
 )
 
@@ -393,5 +394,34 @@ func TestMCPStatelessUndeclaredMethodsAreNotFound(t *testing.T) {
 			got.Error.Code != -32601 || got.ID != float64(i+1) {
 			t.Errorf("%s: %d %s, want 404 with -32601 for id %d", method, res.StatusCode, body, i+1)
 		}
+	}
+}
+
+// A shutdown lets a waiting stateless call go as it does a session's: its
+// question ends by the shutdown before Release returns, the call hears an
+// error, and later stateless requests get a JSON 503.
+func TestMCPStatelessReleaseWithdrawsWaitingCalls(t *testing.T) {
+	h := newHarness(t, httpapi.Options{})
+	events := h.openStream("/event")
+	events.expect(t, "server.connected")
+	cs := statelessClient(t, h, "/mcp?session=ses_waiting", nil, nil)
+	done := callAsync(context.Background(), cs, "ask_user_question", twoPrompts())
+	id, _ := askedProps(t, events.expect(t, "question.asked"))
+	if err := h.api.Questions().Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := h.store.Get(context.Background(), id); err != nil || q.Ended == nil || q.Ended.Ending != pending.EndShutdown {
+		t.Fatalf("when Release returned the call's question was %+v %v, want ended by the shutdown", q, err)
+	}
+	if got := ended(t, done); got.err == nil && !got.res.IsError {
+		t.Errorf("a call let go by Release returned %+v", got.res)
+	}
+	wantEndedEvent(t, events, "question.rejected", id)
+	res := statelessPost(context.Background(), t, h, "/mcp",
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":`+statelessMeta(protocol2026, "")+`}}`)
+	defer res.Body.Close()
+	var named struct{ Name string }
+	if err := json.NewDecoder(res.Body).Decode(&named); err != nil || res.StatusCode != http.StatusServiceUnavailable || named.Name != "ServiceUnavailable" {
+		t.Errorf("a stateless request after Release: %d %+v %v", res.StatusCode, named, err)
 	}
 }

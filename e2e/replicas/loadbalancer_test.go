@@ -65,7 +65,7 @@ func TestReadmeLoadBalancerKeepsMCPSessionsOnTheirReplica(t *testing.T) {
 		c := mcp.NewClient(&mcp.Implementation{Name: "lb-test", Version: "1"}, nil)
 		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{
 			Endpoint: fmt.Sprintf("%s/mcp?session=ses_lb%d", lb, i), HTTPClient: agent,
-		}, nil)
+		}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // stateful sessions, which stick to a replica
 		if err != nil {
 			t.Fatalf("session %d: connect through the balancer: %v", i, err)
 		}

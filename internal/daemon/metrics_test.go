@@ -231,7 +231,7 @@ func askOverMCP(t *testing.T, d *daemon.Daemon, base string, events <-chan sseEv
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   base + "/mcp?session=" + metricsMCPSess + "&directory=" + metricsDir,
 		HTTPClient: &http.Client{Transport: bearer{http.DefaultTransport}},
-	}, nil)
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // a stateful session, which counts
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func askThroughMCP(t *testing.T, h *harness, client *mcp.Implementation, token, 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	transport := &mcp.StreamableClientTransport{Endpoint: h.URL + "/mcp?session=" + session, HTTPClient: &http.Client{Transport: headerTransport(headers)}}
-	cs, err := mcp.NewClient(client, nil).Connect(ctx, transport, nil)
+	cs, err := mcp.NewClient(client, nil).Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}) // a stateful session
 	if err != nil {
 		t.Fatalf("connecting as %s: %v", client.Name, err)
 	}

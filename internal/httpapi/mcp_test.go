@@ -26,7 +26,9 @@ func mcpConnect(t *testing.T, h *harness, path string, headers map[string]string
 	transport := &mcp.StreamableClientTransport{Endpoint: h.URL + path, HTTPClient: &http.Client{Transport: headerTransport(headers)}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, transport, nil)
+	// A stateful MCP session: go-sdk's default, 2026-07-28, is stateless
+	// (mcp_stateless_test.go).
+	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connecting to %s: %v", path, err)
 	}

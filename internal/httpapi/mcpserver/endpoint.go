@@ -31,7 +31,8 @@ type Endpoint struct {
 	questions *ask.Service
 	meter     Meter
 	log       *zap.Logger
-	handler   http.Handler
+	handler   http.Handler     // today's stateful MCP (protocols up to 2025-11-25)
+	stateless http.Handler     // MCP 2026-07-28 (see statelessRequest)
 	schemas   *mcp.SchemaCache // tool schemas are inferred once, not per session
 	versions  *mcp.Server      // answers the SDK's protocol-version lookups
 	input     *jsonschema.Schema
@@ -57,6 +58,11 @@ type mcpConnection struct {
 	agent      string             // the agent that connected
 	server     *mcp.Server        // built by serverFor, once
 	settled    bool               // the room roomForSession took is its live session's or given back (guarded by mu)
+	stateless  bool               // a 2026-07-28 request's, not a session's
+	// beat, set for a stateless request, keeps its response stream alive
+	// while a tool call waits without a progress token (a server may send
+	// a stateless client no ping).
+	beat func()
 }
 
 // liveMCP is the server of a live MCP session and the agent it counts for.
@@ -110,6 +116,14 @@ func New(opts Options) *Endpoint {
 		}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}
 	m.handler = h
+	m.stateless = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		MaxRequestBodyBytes: opts.MaxBodyBytes,
+		// The call is the POST: a client that hangs up cancels its tool
+		// call, which withdraws its question.
+		PropagateRequestCancellation: true,
+		DisableLocalhostProtection:   true, // as above
+	})
 	return m
 }
 
@@ -135,6 +149,17 @@ func (m *Endpoint) Serve(w http.ResponseWriter, r *http.Request, agent string) {
 		return
 	}
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{}) // tool calls wait for people
+	var (
+		post    *mcpPost
+		refused *rpcRefusal
+	)
+	if r.Method == http.MethodPost {
+		post, refused = checkMCPBody(r, m.opts.MaxBodyBytes)
+	}
+	if statelessRequest(r, post) {
+		m.serveStateless(w, r, agent, post, refused)
+		return
+	}
 	var onHeader func()
 	var conn *mcpConnection // a connecting request's, holding room for its session
 	switch {
@@ -147,7 +172,7 @@ func (m *Endpoint) Serve(w http.ResponseWriter, r *http.Request, agent string) {
 		defer release()
 	case r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "":
 		var err error
-		if conn, err = m.connecting(r, agent); err == nil {
+		if conn, err = m.connecting(r, agent, false); err == nil {
 			err = m.roomForSession(conn)
 		}
 		if err != nil {
@@ -158,16 +183,12 @@ func (m *Endpoint) Serve(w http.ResponseWriter, r *http.Request, agent string) {
 		r = r.WithContext(context.WithValue(r.Context(), mcpConnectingKey{}, conn))
 		onHeader = func() { m.connected(conn, w.Header().Get("Mcp-Session-Id")) }
 	}
-	var post *mcpPost
-	if r.Method == http.MethodPost {
-		var refused *rpcRefusal
-		if post, refused = checkMCPBody(r, m.opts.MaxBodyBytes); refused != nil {
-			if conn != nil {
-				m.settle(conn) // before the refusal goes out, as below
-			}
-			writeRPCRefusal(w, refused)
-			return
+	if refused != nil {
+		if conn != nil {
+			m.settle(conn) // before the refusal goes out, as below
 		}
+		writeRPCRefusal(w, refused)
+		return
 	}
 	sw := &sdkErrorWriter{ResponseWriter: w, onHeader: onHeader, post: post}
 	m.handler.ServeHTTP(sw, r)
@@ -180,9 +201,13 @@ func (m *Endpoint) Serve(w http.ResponseWriter, r *http.Request, agent string) {
 	}
 }
 
-// connecting reads the questiond session a new MCP session asks for and the
-// capability it has now.
-func (m *Endpoint) connecting(r *http.Request, agent string) (*mcpConnection, error) {
+// connecting reads the questiond session a new MCP session (or a stateless
+// request) asks for and the capability it has now. One that names none gets
+// a session of its own when it is stateful, and its agent's inbox, where its
+// HTTP questions without a session go too, when it is stateless: a stateless
+// request is one call, and a session per call would scatter an agent's
+// questions over as many sessions.
+func (m *Endpoint) connecting(r *http.Request, agent string, stateless bool) (*mcpConnection, error) {
 	sessionID, err := sessionParam(r)
 	if err != nil {
 		return nil, err
@@ -191,7 +216,10 @@ func (m *Endpoint) connecting(r *http.Request, agent string) (*mcpConnection, er
 	if err != nil {
 		return nil, err
 	}
-	if sessionID == "" {
+	switch {
+	case sessionID == "" && stateless:
+		sessionID = ask.Inbox(agent)
+	case sessionID == "":
 		sessionID = ident.Descending(ident.Session)
 	}
 	rec, err := m.questions.Sessions().Get(r.Context(), sessionID)
@@ -410,6 +438,9 @@ func (m *Endpoint) newServer(conn *mcpConnection) *mcp.Server {
 		opts.Instructions = "Nobody can be asked questions in this session: continue with your best judgment."
 	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "questiond", Version: m.opts.Version}, opts)
+	if conn.stateless {
+		server.AddReceivingMiddleware(offeredOnly)
+	}
 	switch conn.capability {
 	case session.User:
 		mcp.AddTool(server, &mcp.Tool{Name: toolAskUser, Title: "Ask the user", Description: askUserDescription,

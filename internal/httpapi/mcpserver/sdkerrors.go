@@ -2,8 +2,10 @@ package mcpserver
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/questiond/questiond/internal/httpapi/wire"
 )
@@ -14,9 +16,15 @@ import (
 // JSON-RPC answers, event streams — passes through untouched.
 type sdkErrorWriter struct {
 	http.ResponseWriter
+	// mu orders the SDK's writes with comment's, which come from a tool
+	// call's goroutine. onHeader runs under it and takes Endpoint.mu: mu is
+	// always taken first, and nothing holding Endpoint.mu writes.
+	mu     sync.Mutex
 	status int          // a refusal being captured; 0 while passing through
 	text   bytes.Buffer // its message
 	sent   int          // the status passed through, once written
+	events bool         // what passed through is an event stream
+	over   bool         // the SDK is done with the response: nothing more goes out
 	// onHeader, when set, runs once, just before a passed-through answer's
 	// header goes out: the client cannot act on the answer before it ran.
 	onHeader func()
@@ -24,11 +32,18 @@ type sdkErrorWriter struct {
 }
 
 func (w *sdkErrorWriter) WriteHeader(status int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writeHeader(status)
+}
+
+func (w *sdkErrorWriter) writeHeader(status int) {
 	if status >= 400 && status < 500 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
 		w.status = status
 		return
 	}
 	w.sent = status
+	w.events = strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream")
 	if w.onHeader != nil {
 		w.onHeader()
 		w.onHeader = nil
@@ -37,16 +52,20 @@ func (w *sdkErrorWriter) WriteHeader(status int) {
 }
 
 func (w *sdkErrorWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.status != 0 {
 		return w.text.Write(p)
 	}
 	if w.sent == 0 {
-		w.WriteHeader(http.StatusOK)
+		w.writeHeader(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(p)
 }
 
 func (w *sdkErrorWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.status == 0 {
 		_ = http.NewResponseController(w.ResponseWriter).Flush()
 	}
@@ -54,8 +73,35 @@ func (w *sdkErrorWriter) Flush() {
 
 func (w *sdkErrorWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// comment sends an SSE comment on an event stream that is passing through,
+// between the SDK's events (each is one Write): every SSE reader skips it,
+// and it keeps idle-timeout proxies and clients (Node's fetch) from ending
+// a response that waits for a person. The SDK sends an event stream's
+// header with its first event; a tool call runs only after the SDK set that
+// header, so comment may send it first. It does nothing on an answer that is
+// not an event stream or once the SDK is done.
+func (w *sdkErrorWriter) comment() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.over {
+		return
+	}
+	if w.sent == 0 && w.status == 0 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+		w.writeHeader(http.StatusOK)
+	}
+	if w.status != 0 || w.sent != http.StatusOK || !w.events {
+		return
+	}
+	if _, err := io.WriteString(w.ResponseWriter, ": waiting for an answer\n\n"); err == nil {
+		_ = http.NewResponseController(w.ResponseWriter).Flush()
+	}
+}
+
 // finish writes a captured refusal as questiond's JSON error.
 func (w *sdkErrorWriter) finish(m *Endpoint, r *http.Request) {
+	w.mu.Lock()
+	w.over = true
+	w.mu.Unlock()
 	if w.status == 0 {
 		return
 	}

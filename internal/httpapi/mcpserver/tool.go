@@ -97,7 +97,7 @@ func (m *Endpoint) askTool(conn *mcpConnection, capability session.Capability) m
 		if err != nil {
 			return nil, askOutput{}, toolError(err)
 		}
-		ended, err := m.waitForTool(ctx, req, q.ID)
+		ended, err := m.waitForTool(ctx, req, q.ID, conn.beat)
 		if err != nil {
 			return nil, askOutput{}, err
 		}
@@ -128,11 +128,15 @@ func mcpClientName(ss *mcp.ServerSession) string {
 // proxies with idle timeouts keep the call open. If the call ends first (the client
 // cancelled it, its session closed, or questiond is stopping), the question is
 // withdrawn: nobody could collect its answer.
-func (m *Endpoint) waitForTool(ctx context.Context, req *mcp.CallToolRequest, id string) (*pending.Question, error) {
+//
+// beat, for a stateless request, replaces the ping: a server may send no
+// request to a stateless client.
+func (m *Endpoint) waitForTool(ctx context.Context, req *mcp.CallToolRequest, id string, beat func()) (*pending.Question, error) {
 	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := m.questions.WaitInBackground(waitCtx, id)
 	keepAlive := m.toolKeepAlive(ctx, req, id)
+	keepAlive.beat = beat
 	defer keepAlive.stop()
 	ticker := time.NewTicker(m.opts.KeepAlive)
 	defer ticker.Stop()
@@ -179,6 +183,7 @@ type toolKeepAlive struct {
 	id    string
 	token any
 	start time.Time
+	beat  func() // sent instead of a ping, when set
 
 	cancel  context.CancelFunc
 	pinging sync.WaitGroup
@@ -194,7 +199,7 @@ func (m *Endpoint) toolKeepAlive(ctx context.Context, req *mcp.CallToolRequest, 
 }
 
 // send sends a progress notification when the client gave a progress token,
-// and a ping otherwise: progress may only name a token the client chose, and
+// and a ping (or, statelessly, the beat) otherwise: progress may only name a token the client chose, and
 // a ping is the one message the server may send about nothing. Either goes
 // on the call's own response stream.
 func (k *toolKeepAlive) send() {
@@ -206,6 +211,10 @@ func (k *toolKeepAlive) send() {
 			Message:       fmt.Sprintf("waiting for an answer (%s so far)", waited.Round(time.Second)),
 		})
 		k.sent(err)
+		return
+	}
+	if k.beat != nil {
+		k.beat()
 		return
 	}
 	if !k.busy.CompareAndSwap(false, true) {

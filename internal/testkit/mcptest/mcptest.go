@@ -18,11 +18,12 @@ import (
 
 // Connect opens an MCP session with the server at endpoint (questiond's
 // /mcp, with its query) over the streamable HTTP transport; the session is
-// closed when the test ends.
+// closed when the test ends. It is a stateful session, protocol 2025-11-25:
+// go-sdk's default protocol, 2026-07-28, has none.
 func Connect(tb testing.TB, ctx context.Context, endpoint string) *mcp.ClientSession {
 	tb.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "questiond-test", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		tb.Fatalf("MCP connect: %v", err)
 	}

@@ -191,7 +191,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	c.maxMCPStreamsAgent = daemon.DefaultMaxMCPStreamsPerAgent
 	fs.Var(intValue[int]{&c.maxMCPStreamsAgent}, "max-mcp-streams-per-agent", "most open MCP event streams (`n`) of one agent token (429 beyond); without agent tokens only --max-mcp-streams applies")
 	c.maxMCPSessionAgent = daemon.DefaultMaxMCPSessionsPerAgent
-	fs.Var(intValue[int]{&c.maxMCPSessionAgent}, "max-mcp-sessions-per-agent", "most live MCP sessions (`n`) of one agent token on /mcp (429 beyond); without agent tokens only --max-mcp-sessions applies")
+	fs.Var(intValue[int]{&c.maxMCPSessionAgent}, "max-mcp-sessions-per-agent", "most live MCP sessions (`n`) of one agent token on /mcp (429 beyond); without agent tokens only --max-mcp-sessions applies; stateless (2026-07-28) requests hold no session")
 	c.rateLimit = daemon.DefaultRequestsPerMinute
 	fs.Var(intValue[int]{&c.rateLimit}, "rate-limit", "most requests (`n`) per minute from one client (an agent token, the operator, or else an IP on one kind of route: operators', agents' or other; health probes without credentials are not counted); 0 means no limit")
 	fs.StringVar(&c.defaultCapability, "default-question-capability", string(daemon.DefaultCapability), "question capability, `user|none`, of sessions nobody set with PUT /sessions/{id}: user may ask the operator, none may ask nobody")
@@ -200,9 +200,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	c.sessionsPerAgent = daemon.DefaultMaxSessionsPerAgent
 	fs.Var(intValue[int]{&c.sessionsPerAgent}, "max-sessions-per-agent", "most session records (`n`) one agent token keeps by PUT /sessions/{id} (429 beyond); --max-sessions stays the total")
 	c.maxMCPSessions = daemon.DefaultMaxMCPSessions
-	fs.Var(intValue[int]{&c.maxMCPSessions}, "max-mcp-sessions", "most live MCP sessions (`n`) on /mcp (503 beyond)")
+	fs.Var(intValue[int]{&c.maxMCPSessions}, "max-mcp-sessions", "most live MCP sessions (`n`) on /mcp (503 beyond); stateless (2026-07-28) requests hold no session")
 	c.mcpIdleTimeout = daemon.DefaultMCPIdle
-	fs.Var(durationValue{&c.mcpIdleTimeout}, "mcp-idle-timeout", "close an MCP session (/mcp) after this `duration` without requests; a tool call in progress keeps it open")
+	fs.Var(durationValue{&c.mcpIdleTimeout}, "mcp-idle-timeout", "close an MCP session (/mcp) after this `duration` without requests; a tool call in progress keeps it open; stateless (2026-07-28) requests hold no session")
 	fs.StringVar(&c.publicURL, "public-url", "", "`url` operators reach questiond at, for the link to its /ui page in notifications; by default http(s):// and the address questiond listens on, localhost for an unspecified host")
 	fs.Var(boolValue{&c.notifyIncludeText}, "notify-include-text", "put the agent's message, the questions and the answers in webhook notifications (without it they name who asks where, not what)")
 	c.notifyMaxAge = daemon.DefaultNotifyMaxAge

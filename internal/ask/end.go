@@ -3,8 +3,6 @@ package ask
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	"go.uber.org/zap"
 
@@ -38,26 +36,9 @@ func (s *Service) Reply(ctx context.Context, q *pending.Question, answers [][]st
 		Ending:  pending.EndReplied,
 		Result:  pending.Result{Action: pending.ActionAccept, Content: content},
 		Answers: answers,
-		Filled:  filledByDefaults(form, answers, content),
+		Filled:  form.Filled(answers, content),
 	})
 	return err
-}
-
-// filledByDefaults is what the schema's defaults gave the agent for the
-// answers left blank (pending.Outcome.Filled), or nil.
-func filledByDefaults(form *elicit.Form, answers [][]string, content elicit.Content) [][]string {
-	var filled [][]string
-	received := form.Received(content)
-	for i, answer := range answers {
-		if i >= len(received) || len(received[i]) == 0 || slices.ContainsFunc(answer, func(s string) bool { return strings.TrimSpace(s) != "" }) {
-			continue
-		}
-		if filled == nil {
-			filled = make([][]string, len(answers))
-		}
-		filled[i] = received[i]
-	}
-	return filled
 }
 
 // Reject ends question id as the operator dismissed it: action is

@@ -3,25 +3,46 @@ package elicit
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
-// Received is what the agent received for each question, as the operator
-// reads it: the labels of the choices it got, Yes or No, the number or the
-// text; nil for a property its content leaves out. A history shows it, so
-// that an answer the schema's default filled in shows as what the agent
-// got, not as no answer.
-func (f *Form) Received(content Content) [][]string {
+// Filled is what the schema's defaults gave the agent for the answers the
+// operator left blank (answers[i] answers Questions[i]), as the operator
+// reads it: the labels of the choices, Yes or No, the number or the text.
+// Filled[i] is nil where the operator answered; Filled is nil when no
+// default filled anything. A history shows it, so that such an answer reads
+// as what the agent got, not as no answer.
+func (f *Form) Filled(answers [][]string, content Content) [][]string {
 	if f == nil || f.Schema == nil {
 		return nil
 	}
-	out := make([][]string, len(f.Schema.Properties))
+	var filled [][]string
 	for i := range f.Schema.Properties {
+		if i >= len(answers) || !blank(answers[i]) {
+			continue
+		}
 		p := &f.Schema.Properties[i]
-		if v, ok := content[p.Key]; ok {
-			out[i] = p.shown(v)
+		v, ok := content[p.Key]
+		if !ok {
+			continue
+		}
+		if filled == nil {
+			filled = make([][]string, len(answers))
+		}
+		filled[i] = p.shown(v)
+	}
+	return filled
+}
+
+// blank says an answer has nothing in it: how an operator leaves a
+// question unanswered (see nonBlank).
+func blank(answer []string) bool {
+	for _, s := range answer {
+		if strings.TrimSpace(s) != "" {
+			return false
 		}
 	}
-	return out
+	return true
 }
 
 // shown is value as the operator would have answered it.

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync"
@@ -198,6 +199,9 @@ func (r *Relay) respondHost(ctx context.Context, id jsonrpc.ID, err error) {
 // withElicitationMeta adds form-mode elicitation to the client capabilities
 // a 2026-07-28 request carries in its _meta, when it carries them.
 func withElicitationMeta(params json.RawMessage) json.RawMessage {
+	if !bytes.Contains(params, []byte(mcp.MetaKeyClientCapabilities)) {
+		return params // every request before 2026-07-28: not decoded on the way
+	}
 	var p map[string]json.RawMessage
 	if json.Unmarshal(params, &p) != nil || p == nil {
 		return params

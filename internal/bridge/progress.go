@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math"
@@ -28,6 +29,9 @@ const methodProgress = "notifications/progress"
 
 // progressToken reads params._meta.progressToken, or nil.
 func progressToken(params json.RawMessage) json.RawMessage {
+	if !bytes.Contains(params, []byte(`"progressToken"`)) {
+		return nil // most requests: not decoded on the way
+	}
 	var p struct {
 		Meta struct {
 			Token json.RawMessage `json:"progressToken"`

@@ -68,6 +68,9 @@ func Spans(s string) []Span {
 
 // Plain is s as the page shows it, without styles: the markers gone.
 func Plain(s string) string {
+	if !strings.ContainsAny(s, "*`") {
+		return s // no marker: most titles, on the console's publish path
+	}
 	var b strings.Builder
 	for _, sp := range Spans(s) {
 		b.WriteString(sp.Text)

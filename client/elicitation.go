@@ -18,12 +18,21 @@ type Params struct {
 	Directory       string          // optional: the project directory the question is listed in
 	Timeout         time.Duration   // 0: the server's default; when it runs out the result is cancel
 	Tool            *Tool           // optional: the assistant message and tool call that asked
+	MCPTool         *MCPTool        // optional: the MCP tool call that was waiting when a bridged server asked
 	Meta            map[string]any  // MCP _meta, optional
 }
 
 // Tool names the assistant message and tool call that asked, as OpenCode
 // clients show it.
 type Tool struct{ MessageID, CallID string }
+
+// MCPTool names the MCP tool whose call was waiting when an MCP server
+// asked through `questiond bridge`: Server is the name the host knows the
+// server by (the bridge's --name), Name the tool's name on that server.
+type MCPTool struct {
+	Server string `json:"server"`
+	Name   string `json:"name"`
+}
 
 // Elicitation is the agent's view of a question (POST, GET and DELETE
 // /elicitations).
@@ -32,7 +41,8 @@ type Elicitation struct {
 	// AskingSessionID is the session that asked when its capability is
 	// "parent": SessionID is then the parent's, where operators see it.
 	AskingSessionID string
-	Tool            *Tool // as given when it was created
+	Tool            *Tool    // as given when it was created
+	MCPTool         *MCPTool // as given when it was created
 	CreatedAt       time.Time
 	Deadline        *time.Time
 	Result          *Result // set once Status is "resolved"
@@ -61,6 +71,7 @@ type createBody struct {
 	Directory       string          `json:"directory,omitempty"`
 	Timeout         string          `json:"timeout,omitempty"`
 	Tool            *wireTool       `json:"tool,omitempty"`
+	MCPTool         *MCPTool        `json:"mcpTool,omitempty"`
 }
 
 type wireTool struct {
@@ -76,6 +87,7 @@ func newCreateBody(p Params) createBody {
 		SessionID:       p.SessionID,
 		Title:           p.Title,
 		Directory:       p.Directory,
+		MCPTool:         p.MCPTool,
 	}
 	if p.Timeout != 0 {
 		b.Timeout = p.Timeout.String()
@@ -93,6 +105,7 @@ type wireElicitation struct {
 	SessionID string     `json:"sessionID"`
 	Asking    string     `json:"askingSessionID"`
 	Tool      *wireTool  `json:"tool"`
+	MCPTool   *MCPTool   `json:"mcpTool"`
 	Directory string     `json:"directory"`
 	CreatedAt time.Time  `json:"createdAt"`
 	Deadline  *time.Time `json:"deadline"`
@@ -114,7 +127,7 @@ func decodeElicitation(what string, body []byte) (*Elicitation, error) {
 	}
 	return &Elicitation{
 		ID: w.ID, Status: w.Status, SessionID: w.SessionID, AskingSessionID: w.Asking, Directory: w.Directory,
-		Ending: w.Ending, Tool: tool, CreatedAt: w.CreatedAt, Deadline: w.Deadline, Result: w.Result,
+		Ending: w.Ending, Tool: tool, MCPTool: w.MCPTool, CreatedAt: w.CreatedAt, Deadline: w.Deadline, Result: w.Result,
 	}, nil
 }
 

@@ -27,6 +27,7 @@ type Request struct {
 	Message   string
 	Schema    json.RawMessage
 	Tool      *pending.Tool
+	MCPTool   *pending.MCPTool // the bridged MCP tool call that asked, if known
 	Timeout   time.Duration
 	// Key is the request's Idempotency-Key ("": none) and Fingerprint what
 	// it asks, as its adapter fingerprints it: the same key with another
@@ -144,6 +145,7 @@ func (s *Service) create(ctx context.Context, r Request) (*pending.Question, err
 		Schema:          r.Schema,
 		Questions:       questions,
 		Tool:            r.Tool,
+		MCPTool:         r.MCPTool,
 		CreatedAt:       now,
 		Deadline:        now.Add(r.Timeout),
 		IdempotencyKey:  r.Key,

@@ -52,6 +52,7 @@ func (r *Relay) question(raw json.RawMessage) (asked, error) {
 		Title:     r.sessionTitle(),
 		Directory: r.opts.Directory,
 		Timeout:   r.opts.Timeout,
+		MCPTool:   r.callInFlight(),
 	}}
 	if len(p.Meta) > 0 {
 		a.params.Meta = p.Meta
@@ -186,6 +187,33 @@ func invalidParams(message string) error {
 
 func internalError(message string) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: message}
+}
+
+// callInFlight names the tool call an elicitation/create belongs to: the
+// only tools/call waiting for the upstream's response. Nil with none or
+// several: nothing in a 2025 elicitation ties it to one call.
+func (r *Relay) callInFlight() *client.MCPTool {
+	calls := r.toUpstream.inFlight(methodCallTool)
+	if len(calls) != 1 {
+		return nil
+	}
+	return r.mcpTool(calls[0])
+}
+
+// mcpTool names the tool of the call s for questiond (so that, in front of
+// OpenCode, it can find the session whose tool call waits); nil when s is
+// not a tools/call or the bridge has no --name.
+func (r *Relay) mcpTool(s sent) *client.MCPTool {
+	if s.method != methodCallTool || r.opts.Name == "" {
+		return nil
+	}
+	var call struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(s.params, &call) != nil || call.Name == "" {
+		return nil
+	}
+	return &client.MCPTool{Server: r.opts.Name, Name: call.Name}
 }
 
 // sessionTitle is "<name> via <host>", so operators see which server of

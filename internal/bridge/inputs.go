@@ -67,7 +67,7 @@ func (r *Relay) inputsToAsk(s sent, m *jsonrpc.Response) (map[string]inputReques
 // the answers. The host cancelling its call withdraws the questions.
 func (r *Relay) fulfil(ctx context.Context, s sent, inputs map[string]inputRequest, state json.RawMessage) {
 	r.retryAfter(ctx, s, func(qctx context.Context) (json.RawMessage, error) {
-		responses, err := r.askInputs(qctx, inputs)
+		responses, err := r.askInputs(qctx, s, inputs)
 		if err != nil {
 			return nil, err
 		}
@@ -115,9 +115,9 @@ func (r *Relay) retryAfter(ctx context.Context, s sent, gather func(context.Cont
 	})
 }
 
-// askInputs asks each elicitation at once and waits for every answer; the
-// first failure withdraws the others.
-func (r *Relay) askInputs(ctx context.Context, inputs map[string]inputRequest) (map[string]json.RawMessage, error) {
+// askInputs asks each elicitation the call s needs at once and waits for
+// every answer; the first failure withdraws the others.
+func (r *Relay) askInputs(ctx context.Context, s sent, inputs map[string]inputRequest) (map[string]json.RawMessage, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -131,6 +131,7 @@ func (r *Relay) askInputs(ctx context.Context, inputs map[string]inputRequest) (
 		if err != nil {
 			return nil, err
 		}
+		a.params.MCPTool = r.mcpTool(s)
 		wg.Go(func() {
 			res, err := r.opts.Asker.Elicit(ctx, a.params)
 			result, err := r.answer(a, res, err)

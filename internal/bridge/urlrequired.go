@@ -47,6 +47,7 @@ func (r *Relay) openURLs(ctx context.Context, s sent, elicitations []json.RawMes
 			if a.elicitationID == "" {
 				return nil, invalidParams("a URLElicitationRequiredError names an elicitation that is not URL mode")
 			}
+			a.params.MCPTool = r.mcpTool(s)
 			asks[i] = a
 		}
 		ctx, cancel := context.WithCancel(qctx)

@@ -36,7 +36,7 @@ func (s *Server) ask(ctx context.Context, owner string, p *createParams, only se
 			if err != nil {
 				return err
 			}
-			r.SessionID, r.Title, r.Directory, r.Message, r.Schema, r.Tool, r.Timeout = v.sessionID, v.title, v.directory, v.message, v.schema, v.tool, v.timeout
+			r.SessionID, r.Title, r.Directory, r.Message, r.Schema, r.Tool, r.MCPTool, r.Timeout = v.sessionID, v.title, v.directory, v.message, v.schema, v.tool, v.mcpTool, v.timeout
 			return nil
 		},
 	})

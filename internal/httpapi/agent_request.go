@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/questiond/questiond/internal/duration"
@@ -19,15 +20,16 @@ import (
 // createParams is the body of POST /elicitations and POST /elicit: the params
 // of MCP's elicitation/create, plus questiond's routing fields.
 type createParams struct {
-	Message         *string         `json:"message"`
-	RequestedSchema json.RawMessage `json:"requestedSchema"`
-	Mode            string          `json:"mode"`
-	Meta            json.RawMessage `json:"_meta"`
-	SessionID       string          `json:"sessionID"`
-	Title           string          `json:"title,omitempty"` // omitempty: an untitled request's fingerprint stays what it was
-	Directory       string          `json:"directory"`
-	Timeout         json.RawMessage `json:"timeout"`
-	Tool            *pending.Tool   `json:"tool"`
+	Message         *string          `json:"message"`
+	RequestedSchema json.RawMessage  `json:"requestedSchema"`
+	Mode            string           `json:"mode"`
+	Meta            json.RawMessage  `json:"_meta"`
+	SessionID       string           `json:"sessionID"`
+	Title           string           `json:"title,omitempty"` // omitempty: an untitled request's fingerprint stays what it was
+	Directory       string           `json:"directory"`
+	Timeout         json.RawMessage  `json:"timeout"`
+	Tool            *pending.Tool    `json:"tool"`
+	MCPTool         *pending.MCPTool `json:"mcpTool,omitempty"` // omitempty: the fingerprint of a request without one stays what it was
 
 	key     requestKey   // from the Idempotency-Key header, not the body
 	client  string       // the MCP client that asks (see pending.Question.Client), not from the body
@@ -105,7 +107,7 @@ func parseCreateBody(body []byte) (params *createParams, rpc *rpcRequest, err er
 // (MCP adds params over time), unless it is a near miss of one of these: a
 // misspelled "timout" would otherwise be ignored, and the question would
 // wait the default hour.
-var createFields = []string{"message", "requestedSchema", "mode", "_meta", "sessionID", "title", "directory", "timeout", "tool"}
+var createFields = []string{"message", "requestedSchema", "mode", "_meta", "sessionID", "title", "directory", "timeout", "tool", "mcpTool"}
 
 // checkNearMisses refuses a key of the params object raw that is not one of
 // createFields but is within two edits of one (or differs only in case). It
@@ -208,6 +210,7 @@ type validated struct {
 	directory string
 	timeout   time.Duration
 	tool      *pending.Tool
+	mcpTool   *pending.MCPTool
 }
 
 // validate checks the fields elicit does not: everything but the schema.
@@ -251,12 +254,37 @@ func (s *Server) validate(p *createParams) (*validated, error) {
 			return nil, wire.NewBadRequest(wire.KindPayload, "callID must not be empty\n  at [\"tool\"][\"callID\"]")
 		}
 	}
+	if p.MCPTool != nil {
+		if err := checkMCPTool(p.MCPTool); err != nil {
+			return nil, err
+		}
+		v.mcpTool = p.MCPTool
+	}
 	timeout, err := s.parseTimeout(p.Timeout)
 	if err != nil {
 		return nil, err
 	}
 	v.timeout = timeout
 	return v, nil
+}
+
+// maxMCPToolRunes bounds each name of mcpTool: MCP tool names have at most
+// 128 characters, and a host's server names are config keys.
+const maxMCPToolRunes = 128
+
+// checkMCPTool checks the bridged tool call a request names.
+func checkMCPTool(t *pending.MCPTool) error {
+	for _, f := range []struct{ key, value string }{{"server", t.Server}, {"name", t.Name}} {
+		switch n := utf8.RuneCountInString(f.value); {
+		case strings.TrimSpace(f.value) == "":
+			return wire.NewBadRequest(wire.KindPayload, "%s must not be empty\n  at [\"mcpTool\"][%q]", f.key, f.key)
+		case n > maxMCPToolRunes:
+			return wire.NewBadRequest(wire.KindPayload, "%s is %d characters long; at most %d\n  at [\"mcpTool\"][%q]", f.key, n, maxMCPToolRunes, f.key)
+		case strings.ContainsFunc(f.value, unicode.IsControl):
+			return wire.NewBadRequest(wire.KindPayload, "%s must not contain control characters\n  at [\"mcpTool\"][%q]", f.key, f.key)
+		}
+	}
+	return nil
 }
 
 // parseTimeout reads "timeout": a Go duration string ("90s", "1h30m") or a

@@ -75,3 +75,33 @@ func TestACreateRequestsTitleNamesItsSession(t *testing.T) {
 		t.Errorf("a 201-character title: %d %s; want 400 naming title", res.Status, res.Body)
 	}
 }
+
+// A create request may name the bridged MCP tool call that asks: agents
+// read it back; an empty or oversized name is refused naming the field.
+func TestACreateRequestsMCPToolIsKept(t *testing.T) {
+	c := newConsole(t, tuning{})
+	form := seedForm()
+	form["mcpTool"] = map[string]string{"server": "github", "name": "create_issue"}
+	res := c.h.do(http.MethodPost, "/elicitations", form, "Authorization", bearerAuth(alphaToken))
+	var e struct {
+		ID      string            `json:"id"`
+		MCPTool map[string]string `json:"mcpTool"`
+	}
+	if res.Status != http.StatusCreated || json.Unmarshal(res.Body, &e) != nil {
+		t.Fatalf("create: %d %s", res.Status, res.Body)
+	}
+	got := c.h.do(http.MethodGet, "/elicitations/"+e.ID, nil, "Authorization", bearerAuth(alphaToken))
+	if err := json.Unmarshal(got.Body, &e); err != nil || e.MCPTool["server"] != "github" || e.MCPTool["name"] != "create_issue" {
+		t.Fatalf("GET /elicitations/%s: %s", e.ID, got.Body)
+	}
+	for field, bad := range map[string]map[string]string{
+		"name":   {"server": "github", "name": ""},
+		"server": {"server": strings.Repeat("s", 129), "name": "x"},
+	} {
+		form["mcpTool"] = bad
+		res := c.h.do(http.MethodPost, "/elicitations", form, "Authorization", bearerAuth(alphaToken))
+		if res.Status != http.StatusBadRequest || !strings.Contains(string(res.Body), `[\"mcpTool\"][\"`+field+`\"]`) {
+			t.Errorf("mcpTool %v: %d %s; want 400 naming %s", bad, res.Status, res.Body, field)
+		}
+	}
+}

@@ -23,6 +23,7 @@ type elicitation struct {
 	AskingSessionID string                `json:"askingSessionID,omitempty"`
 	Directory       string                `json:"directory,omitempty"`
 	Tool            *pending.Tool         `json:"tool,omitempty"`
+	MCPTool         *pending.MCPTool      `json:"mcpTool,omitempty"`
 	CreatedAt       time.Time             `json:"createdAt"`
 	Deadline        *time.Time            `json:"deadline,omitempty"`
 	EndedAt         *time.Time            `json:"endedAt,omitempty"`
@@ -39,6 +40,7 @@ func toElicitation(q *pending.Question) elicitation {
 		AskingSessionID: q.AskingSessionID,
 		Directory:       q.Directory,
 		Tool:            q.Tool,
+		MCPTool:         q.MCPTool,
 		CreatedAt:       q.CreatedAt.UTC(),
 		Questions:       q.Questions,
 	}

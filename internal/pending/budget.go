@@ -59,6 +59,9 @@ func (e *BudgetError) Unwrap() error { return ErrOverBudget }
 func weigh(q *Question) int64 {
 	n := questionOverhead + len(q.ID) + len(q.SessionID) + len(q.AskingSessionID) + len(q.Directory) +
 		len(q.Owner) + len(q.Client) + len(q.Title) + len(q.Schema) + len(q.IdempotencyKey) + len(q.RequestHash)
+	if q.MCPTool != nil {
+		n += len(q.MCPTool.Server) + len(q.MCPTool.Name)
+	}
 	shared := false
 	for i, info := range q.Questions {
 		text := len(info.Question) + len(info.Header)

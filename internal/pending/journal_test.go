@@ -42,11 +42,14 @@ func fullQuestion(id string) *pending.Question {
 	multiple := true
 	return &pending.Question{
 		ID: id, SessionID: "ses_1", Directory: "/work", Owner: "agent-1", Client: "Claude Code", Message: "Pick colours",
-		Schema:    json.RawMessage(`{"type":"object","properties":{"c":{"type":"string"}}}`),
-		Questions: []elicit.QuestionInfo{{Question: "Colours?", Header: "Colours", Options: []elicit.QuestionOption{{Label: "Red", Description: "warm"}}, Multiple: &multiple}},
-		Tool:      &pending.Tool{MessageID: "msg_1", CallID: "call_1"},
-		CreatedAt: time.Date(2026, 3, 4, 5, 6, 7, 891, time.UTC),
-		Deadline:  time.Date(2026, 3, 4, 6, 6, 7, 0, time.UTC),
+		Schema:          json.RawMessage(`{"type":"object","properties":{"c":{"type":"string"}}}`),
+		Questions:       []elicit.QuestionInfo{{Question: "Colours?", Header: "Colours", Options: []elicit.QuestionOption{{Label: "Red", Description: "warm"}}, Multiple: &multiple}},
+		Tool:            &pending.Tool{MessageID: "msg_1", CallID: "call_1"},
+		MCPTool:         &pending.MCPTool{Server: "github", Name: "create_issue"},
+		Title:           "github via opencode",
+		AskingSessionID: "ses_child",
+		CreatedAt:       time.Date(2026, 3, 4, 5, 6, 7, 891, time.UTC),
+		Deadline:        time.Date(2026, 3, 4, 6, 6, 7, 0, time.UTC),
 	}
 }
 

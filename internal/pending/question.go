@@ -20,6 +20,14 @@ type Tool struct {
 	CallID    string `json:"callID"`
 }
 
+// MCPTool names the MCP tool whose call was waiting when a bridged MCP
+// server asked (see `questiond bridge`): Server is the name its host knows
+// the server by, Name the tool's name on that server.
+type MCPTool struct {
+	Server string `json:"server"`
+	Name   string `json:"name"`
+}
+
 // Result is an MCP ElicitResult.
 type Result struct {
 	Action  string         `json:"action"` // accept | decline | cancel
@@ -81,6 +89,7 @@ type Question struct {
 	Schema    json.RawMessage       `json:"requestedSchema"`
 	Questions []elicit.QuestionInfo `json:"questions"`
 	Tool      *Tool                 `json:"tool,omitempty"`
+	MCPTool   *MCPTool              `json:"mcpTool,omitempty"`
 	CreatedAt time.Time             `json:"createdAt"`
 	Deadline  time.Time             `json:"deadline,omitzero"` // zero: no timeout
 	Ended     *Outcome              `json:"ended,omitempty"`
@@ -176,6 +185,10 @@ func cloneForStore(q *Question) *Question {
 	if q.Tool != nil {
 		tool := *q.Tool
 		c.Tool = &tool
+	}
+	if q.MCPTool != nil {
+		mcpTool := *q.MCPTool
+		c.MCPTool = &mcpTool
 	}
 	c.Ended = nil
 	return &c

@@ -101,8 +101,9 @@ func (d *daemon) waitBridged(oc *opencodeserve.Server, session, tool string) pen
 }
 
 // pendingTitle matches the session title the TUI's sidebar shows at its
-// top right, behind questiond's pending marker.
-var pendingTitle = regexp.MustCompile(`^\s{20,}\[\?\] (\S.*?)\s*$`)
+// top right, behind questiond's pending marker: words apart by single
+// spaces (the scroll bar may show further right).
+var pendingTitle = regexp.MustCompile(`^\s{20,}\[\?\] (\S+(?: \S+)*)`)
 
 // sessionTitle is the title of the session the TUI shows while a question
 // is pending in it ("" when the screen shows none).

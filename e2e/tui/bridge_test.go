@@ -25,6 +25,8 @@ import (
 // picked title, the integer as a number, the boolean as a boolean, the
 // note's default. The TUI shows the question's session titled "<name> via
 // <host>", the host being the name OpenCode gives itself in initialize.
+// The host is the pinned OpenCode even when QUESTIOND_TUI_VERSION tries
+// another release of the TUI.
 func TestBridgedElicitationAnsweredInTheTUI(t *testing.T) {
 	testenv.Heavy(t, "runs questiond, the OpenCode TUI, OpenCode as a host, questiond bridge and an MCP server")
 	const agentToken, key = "tui-bridge-agent-token-0123456789", "deploy"
@@ -41,7 +43,7 @@ func TestBridgedElicitationAnsweredInTheTUI(t *testing.T) {
 	}})
 	tool := key + "_" + opencodeserve.ReleaseTool
 	session := oc.Prompt("Release v2.3, please.")
-	q := d.waitBridged(oc, session, tool)
+	q := oc.Asked(testkit.Watch(t, d.URL), session, tool)
 
 	u := attach(t, "tui", d.URL, "--session", q.SessionID)
 	screen := u.waitFor("panel", "Release v2.3?", "Production", panelHint)
@@ -78,26 +80,6 @@ func TestBridgedElicitationAnsweredInTheTUI(t *testing.T) {
 	if status, body := d.call(http.MethodGet, "/question", nil); status != http.StatusOK || string(body) != "[]" {
 		t.Fatalf("GET /question after the answer: %d %s", status, body)
 	}
-}
-
-// waitBridged waits until questiond lists one pending question, the one
-// the bridge asks for OpenCode's call of tool in session, and returns it;
-// it fails at once if that call ends first.
-func (d *daemon) waitBridged(oc *opencodeserve.Server, session, tool string) pendingQuestion {
-	d.t.Helper()
-	var pending []pendingQuestion
-	testkit.Eventually(d.t, opencodeserve.TurnTimeout, "the bridged question in GET /question", func() bool {
-		oc.ToolEndedEarly(session, tool)
-		status, body := d.call(http.MethodGet, "/question", nil)
-		if status != http.StatusOK || json.Unmarshal(body, &pending) != nil {
-			d.t.Fatalf("GET /question: %d %s", status, body)
-		}
-		return len(pending) > 0
-	})
-	if len(pending) != 1 {
-		d.t.Fatalf("questiond lists %d questions, want the bridge's one: %+v", len(pending), pending)
-	}
-	return pending[0]
 }
 
 // pendingTitle matches the session title the TUI's sidebar shows at its

@@ -1,7 +1,6 @@
 package opencode
 
 import (
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,14 +11,11 @@ import (
 	"github.com/questiond/questiond/internal/sse"
 	"github.com/questiond/questiond/internal/testenv"
 	"github.com/questiond/questiond/internal/testkit"
+	"github.com/questiond/questiond/internal/testkit/opencodeserve"
 	"github.com/questiond/questiond/internal/testserver"
 )
 
 const agentToken = "opencode-bridge-agent-token-0123456789"
-
-// upstream is the command that runs this test binary as the upstream MCP
-// server.
-func upstream() []string { return []string{os.Args[0], upstreamFlag} }
 
 // wantResult is the upstream tool's text for the operator's answer below:
 // the title "Production" typed as its const, "3" as an integer, "Yes" as
@@ -38,11 +34,11 @@ const wantResult = "released v2.3: target=prd replicas=3 confirm=true note=none"
 func TestOpencodeAnswersAnElicitationThroughTheBridge(t *testing.T) {
 	testenv.Heavy(t, "runs the real OpenCode, questiond bridge and an MCP server as processes")
 	srv := questiond(t)
-	key, section := bridged(t, testkit.Binary(t), upstream(), srv.URL, agentToken)
-	oc := startOpencode(t, key, section)
+	key, section := bridged(t, testkit.Binary(t), opencodeserve.Upstream(), srv.URL, agentToken)
+	oc := opencodeserve.Start(t, opencodeserve.Binary(t), key, section)
 	ops := testkit.Watch(t, srv.URL)
-	session := oc.prompt("Release v2.3, please.")
-	q := oc.asked(ops, session, key+"_release")
+	session := oc.Prompt("Release v2.3, please.")
+	q := oc.Asked(ops, session, key+"_release")
 	var headers []string
 	for _, info := range q.Questions {
 		headers = append(headers, info.Header)
@@ -51,19 +47,19 @@ func TestOpencodeAnswersAnElicitationThroughTheBridge(t *testing.T) {
 		t.Fatalf("operators see %+v; want the upstream's message, its properties in its order", q)
 	}
 	ops.Reply(q, map[string][]string{"Target": {"Production"}, "Replicas": {"3"}, "Confirm": {"Yes"}, "Note": {}})
-	call := oc.toolEnded(session, key+"_release")
+	call := oc.ToolEnded(session, key+"_release")
 	t.Logf("OpenCode's history: %v", call)
 	if call.Status != "completed" || !strings.Contains(call.Output, wantResult) || !strings.Contains(string(call.Input), `"v2.3"`) {
 		t.Fatalf("OpenCode's history holds the call %v; want it completed with %q", call, wantResult)
 	}
-	if !oc.toolResultSent(wantResult) {
+	if !oc.ToolResultSent(wantResult) {
 		t.Fatalf("OpenCode did not send its model the tool's result %q", wantResult)
 	}
 
 	// Declined: the upstream hears "decline", and says so in its result.
-	session = oc.prompt("Release v2.3 again.")
-	ops.Reject(oc.asked(ops, session, key+"_release").ID, "decline")
-	call = oc.toolEnded(session, key+"_release")
+	session = oc.Prompt("Release v2.3 again.")
+	ops.Reject(oc.Asked(ops, session, key+"_release").ID, "decline")
+	call = oc.ToolEnded(session, key+"_release")
 	if call.Status != "completed" || !strings.Contains(call.Output, "not released: decline") {
 		t.Fatalf("OpenCode's history holds the declined call %v", call)
 	}
@@ -77,16 +73,16 @@ func TestOpencodeAnswersAnElicitationThroughTheBridge(t *testing.T) {
 // its error, and that is what OpenCode's history and its model get.
 func TestOpencodeCannotElicitWithoutTheBridge(t *testing.T) {
 	testenv.Heavy(t, "runs the real OpenCode and an MCP server as processes")
-	key, section := direct(t, upstream())
-	oc := startOpencode(t, key, section)
-	session := oc.prompt("Release v2.3, please.")
-	call := oc.toolEnded(session, key+"_release")
+	key, section := direct(t, opencodeserve.Upstream())
+	oc := opencodeserve.Start(t, opencodeserve.Binary(t), key, section)
+	session := oc.Prompt("Release v2.3, please.")
+	call := oc.ToolEnded(session, key+"_release")
 	t.Logf("OpenCode's history: %v", call)
 	failure := call.Output + call.Error
 	if strings.Contains(failure, "released v2.3") || !strings.Contains(failure, "elicitation failed: client does not support elicitation") {
 		t.Fatalf("OpenCode's history holds the call %v; want the elicitation to fail", call)
 	}
-	if !oc.toolResultSent("client does not support elicitation") {
+	if !oc.ToolResultSent("client does not support elicitation") {
 		t.Fatal("OpenCode did not send its model the tool's failure")
 	}
 }
@@ -98,19 +94,19 @@ func TestOpencodeCannotElicitWithoutTheBridge(t *testing.T) {
 func TestOpencodeWaitsForAnOperatorSlowerThanItsTimeout(t *testing.T) {
 	testenv.Heavy(t, "runs the real OpenCode, questiond bridge and an MCP server as processes")
 	srv := questiond(t)
-	key, section := bridged(t, testkit.Binary(t), upstream(), srv.URL, agentToken)
+	key, section := bridged(t, testkit.Binary(t), opencodeserve.Upstream(), srv.URL, agentToken)
 	entry := section[key].(map[string]any)
 	const deadline = 4 * time.Second
 	entry["timeout"] = deadline.Milliseconds()
 	command := entry["command"].([]string)
 	entry["command"] = append([]string{command[0], command[1], "--keep-alive", "1s"}, command[2:]...)
-	oc := startOpencode(t, key, section)
+	oc := opencodeserve.Start(t, opencodeserve.Binary(t), key, section)
 	ops := testkit.Watch(t, srv.URL)
-	session := oc.prompt("Release v2.3, please.")
-	q := oc.asked(ops, session, key+"_release")
+	session := oc.Prompt("Release v2.3, please.")
+	q := oc.Asked(ops, session, key+"_release")
 	time.Sleep(deadline + 3*time.Second) // the operator thinks past OpenCode's deadline
 	ops.Reply(q, map[string][]string{"Target": {"Production"}, "Replicas": {"3"}, "Confirm": {"Yes"}, "Note": {}})
-	call := oc.toolEnded(session, key+"_release")
+	call := oc.ToolEnded(session, key+"_release")
 	if call.Status != "completed" || !strings.Contains(call.Output, wantResult) {
 		t.Fatalf("OpenCode's history holds the call %v; want it completed with %q after the operator's slow answer", call, wantResult)
 	}

@@ -1,4 +1,4 @@
-package opencode
+package opencodeserve
 
 import (
 	"bytes"
@@ -22,14 +22,18 @@ import (
 	"github.com/questiond/questiond/internal/testkit/launch"
 )
 
-// turnTimeout bounds one wait on OpenCode: its start, its MCP server
+// TurnTimeout bounds one wait on OpenCode: its start, its MCP server
 // connecting, a model turn with a tool call (seconds on an idle machine,
 // many more on one shared with other work).
-const turnTimeout = 90 * time.Second
+const TurnTimeout = 90 * time.Second
 
-// opencodeBinary is the pinned OpenCode, installed from npm into the
-// user's cache on first use.
-func opencodeBinary(t *testing.T) string {
+// Answer is the fake model's text in the turn after the tool's result.
+const Answer = "The release is done."
+
+// Binary is the pinned OpenCode, installed from npm into the user's cache
+// on first use; without npm the test is missing a dependency (a failure
+// under CI=true).
+func Binary(t *testing.T) string {
 	t.Helper()
 	bin, err := opencodenpm.Install(opencodenpm.Pinned, t.Logf)
 	if err != nil {
@@ -41,24 +45,24 @@ func opencodeBinary(t *testing.T) string {
 	return bin
 }
 
-// opencode is a running `opencode serve` and the fake model it talks to.
-type opencode struct {
+// Server is a running `opencode serve` and the fake model it talks to.
+type Server struct {
 	t    *testing.T
-	base string
+	URL  string
 	llm  *fakellm.Server
 	proc *launch.Process
 }
 
-// startOpencode runs `opencode serve` offline on loopback in a project (a
-// git repository) of its own whose opencode.json has mcpSection as its "mcp" section and the
-// fake model as its only model; that model calls the upstream's tool
-// "release" of the MCP server named key (OpenCode names it key_release)
-// with version v2.3 on the user's prompt and answers the turn after with
-// text. It returns once that MCP server is connected.
-func startOpencode(t *testing.T, key string, mcpSection map[string]any) *opencode {
+// Start runs bin (OpenCode) as `opencode serve` offline on loopback in a
+// project (a git repository) of its own whose opencode.json has mcpSection
+// as its "mcp" section and the fake model as its only model; that model
+// calls the tool ReleaseTool of the MCP server named key (OpenCode names
+// it key_release) with version v2.3 on the user's prompt and answers the
+// turn after with Answer. It returns once that MCP server is connected;
+// OpenCode is stopped when the test ends.
+func Start(t *testing.T, bin, key string, mcpSection map[string]any) *Server {
 	t.Helper()
-	bin := opencodeBinary(t)
-	llm, err := fakellm.Start(fakellm.CallThenAnswer(key+"_release", map[string]string{"version": "v2.3"}, "The release is done."))
+	llm, err := fakellm.Start(fakellm.CallThenAnswer(key+"_"+ReleaseTool, map[string]string{"version": "v2.3"}, Answer))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,14 +94,14 @@ func startOpencode(t *testing.T, key string, mcpSection map[string]any) *opencod
 	cmd := exec.Command(bin, "serve", "--port", "0", "--hostname", "127.0.0.1")
 	cmd.Dir, cmd.Env = project, env
 	listening := regexp.MustCompile(`opencode server listening on http://(\S+)`)
-	p := testkit.Launch(t, cmd, launch.Options{Name: "opencode", StartTimeout: turnTimeout, StopTimeout: 15 * time.Second,
+	p := testkit.Launch(t, cmd, launch.Options{Name: "opencode", StartTimeout: TurnTimeout, StopTimeout: 15 * time.Second,
 		AddrIn: func(line string) string {
 			if m := listening.FindStringSubmatch(line); m != nil {
 				return m[1]
 			}
 			return ""
 		}})
-	oc := &opencode{t: t, base: p.URL, llm: llm, proc: p}
+	oc := &Server{t: t, URL: p.URL, llm: llm, proc: p}
 	t.Cleanup(func() {
 		// SIGTERM first, so that OpenCode closes its MCP servers' stdin;
 		// it then ends by the signal, which Stop reports as an error.
@@ -107,7 +111,7 @@ func startOpencode(t *testing.T, key string, mcpSection map[string]any) *opencod
 			logTails(t, filepath.Join(root, "data"))
 		}
 	})
-	testkit.Eventually(t, turnTimeout, "OpenCode's MCP server "+key+" connected", func() bool {
+	testkit.Eventually(t, TurnTimeout, "OpenCode's MCP server "+key+" connected", func() bool {
 		var status map[string]struct{ Status, Error string }
 		oc.get("/mcp", &status)
 		if s := status[key]; s.Status == "failed" {
@@ -131,19 +135,19 @@ func logTails(t *testing.T, dir string) {
 }
 
 // get decodes the JSON answer to GET path on OpenCode into out.
-func (oc *opencode) get(path string, out any) {
+func (oc *Server) get(path string, out any) {
 	oc.t.Helper()
-	status, body := testkit.SendJSON(oc.t, http.MethodGet, oc.base+path, "")
+	status, body := testkit.SendJSON(oc.t, http.MethodGet, oc.URL+path, "")
 	if status != http.StatusOK || json.Unmarshal([]byte(body), out) != nil {
 		oc.t.Fatalf("GET %s: %d %.500s", path, status, body)
 	}
 }
 
-// prompt opens a session, prompts it once and returns its id; the fake
-// model then calls releaseTool.
-func (oc *opencode) prompt(text string) string {
+// Prompt opens a session, prompts it once and returns its id; the fake
+// model then calls the release tool.
+func (oc *Server) Prompt(text string) string {
 	oc.t.Helper()
-	status, body := testkit.SendJSON(oc.t, http.MethodPost, oc.base+"/session", `{"title":"release"}`)
+	status, body := testkit.SendJSON(oc.t, http.MethodPost, oc.URL+"/session", `{"title":"release"}`)
 	var session struct{ ID string }
 	if status != http.StatusOK || json.Unmarshal([]byte(body), &session) != nil || session.ID == "" {
 		oc.t.Fatalf("POST /session: %d %.500s", status, body)
@@ -152,7 +156,7 @@ func (oc *opencode) prompt(text string) string {
 		"parts": []map[string]string{{"type": "text", "text": text}},
 		"model": map[string]string{"providerID": "fake", "modelID": fakellm.ModelID},
 	})
-	res, err := http.Post(oc.base+"/session/"+session.ID+"/prompt_async", "application/json", bytes.NewReader(prompt))
+	res, err := http.Post(oc.URL+"/session/"+session.ID+"/prompt_async", "application/json", bytes.NewReader(prompt))
 	if err != nil {
 		oc.t.Fatal(err)
 	}
@@ -164,21 +168,21 @@ func (oc *opencode) prompt(text string) string {
 	return session.ID
 }
 
-// toolState is a tool part's state in OpenCode's session history.
-type toolState struct {
+// ToolState is a tool part's state in OpenCode's session history.
+type ToolState struct {
 	Status string          `json:"status"`
 	Input  json.RawMessage `json:"input"`
 	Output string          `json:"output"`
 	Error  string          `json:"error"`
 }
 
-func (s toolState) String() string {
+func (s ToolState) String() string {
 	return fmt.Sprintf("%s call %s: %s%s", s.Status, s.Input, s.Output, s.Error)
 }
 
-// message is one message of OpenCode's session history
+// Message is one message of OpenCode's session history
 // (GET /session/{id}/message).
-type message struct {
+type Message struct {
 	Info struct {
 		Role string `json:"role"`
 	} `json:"info"`
@@ -186,22 +190,22 @@ type message struct {
 		Type  string    `json:"type"`
 		Tool  string    `json:"tool"`
 		Text  string    `json:"text"`
-		State toolState `json:"state"`
+		State ToolState `json:"state"`
 	} `json:"parts"`
 }
 
-// history is session's history as OpenCode serves it.
-func (oc *opencode) history(session string) []message {
+// History is session's history as OpenCode serves it.
+func (oc *Server) History(session string) []Message {
 	oc.t.Helper()
-	var history []message
+	var history []Message
 	oc.get("/session/"+session+"/message", &history)
 	return history
 }
 
 // ended is the state of the last call of tool in history that has ended
 // (completed or error), or nil.
-func ended(history []message, tool string) *toolState {
-	var state *toolState
+func ended(history []Message, tool string) *ToolState {
+	var state *ToolState
 	for _, m := range history {
 		for _, p := range m.Parts {
 			if p.Type == "tool" && p.Tool == tool && (p.State.Status == "completed" || p.State.Status == "error") {
@@ -212,27 +216,37 @@ func ended(history []message, tool string) *toolState {
 	return state
 }
 
-// toolEnded waits until session's history holds a call of tool that has
+// ToolEnded waits until session's history holds a call of tool that has
 // ended and the model's turn after it, and returns the call's state.
-func (oc *opencode) toolEnded(session, tool string) toolState {
+func (oc *Server) ToolEnded(session, tool string) ToolState {
 	oc.t.Helper()
-	deadline := time.Now().Add(turnTimeout)
+	deadline := time.Now().Add(TurnTimeout)
 	for {
-		history := oc.history(session)
+		history := oc.History(session)
 		call := ended(history, tool)
 		if call != nil && len(history) > 0 && history[len(history)-1].Info.Role == "assistant" &&
-			hasText(history[len(history)-1], "The release is done.") {
+			hasText(history[len(history)-1], Answer) {
 			return *call
 		}
 		if time.Now().After(deadline) {
 			data, _ := json.MarshalIndent(history, "", " ")
-			oc.t.Fatalf("no ended call of %s in session %s within %v; its history:\n%s", tool, session, turnTimeout, data)
+			oc.t.Fatalf("no ended call of %s in session %s within %v; its history:\n%s", tool, session, TurnTimeout, data)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 }
 
-func hasText(m message, text string) bool {
+// ToolEndedEarly fails the test at once when session's history already
+// holds an ended call of tool: a wait for the tool's question ends with
+// it.
+func (oc *Server) ToolEndedEarly(session, tool string) {
+	oc.t.Helper()
+	if call := ended(oc.History(session), tool); call != nil {
+		oc.t.Fatalf("the call of %s ended before the operator's answer: %v", tool, call)
+	}
+}
+
+func hasText(m Message, text string) bool {
 	for _, p := range m.Parts {
 		if p.Type == "text" && strings.Contains(p.Text, text) {
 			return true
@@ -241,9 +255,9 @@ func hasText(m message, text string) bool {
 	return false
 }
 
-// toolResultSent reports whether OpenCode sent its model a tool result
+// ToolResultSent reports whether OpenCode sent its model a tool result
 // holding text.
-func (oc *opencode) toolResultSent(text string) bool {
+func (oc *Server) ToolResultSent(text string) bool {
 	for _, r := range oc.llm.Requests() {
 		for _, m := range r.Messages {
 			if m.Role == "tool" && strings.Contains(string(m.Content), text) {
@@ -254,16 +268,14 @@ func (oc *opencode) toolResultSent(text string) bool {
 	return false
 }
 
-// asked waits for the question the upstream's tool asks in session through
+// Asked waits for the question the upstream's tool asks in session through
 // the bridge, as an operator lists it (GET /question, questiond's only
 // one), failing at once if OpenCode's call of tool ends first.
-func (oc *opencode) asked(ops *testkit.Operator, session, tool string) testkit.Question {
+func (oc *Server) Asked(ops *testkit.Operator, session, tool string) testkit.Question {
 	oc.t.Helper()
 	var asked []testkit.Question
-	testkit.Eventually(oc.t, turnTimeout, "the upstream's question in GET /question", func() bool {
-		if call := ended(oc.history(session), tool); call != nil {
-			oc.t.Fatalf("the call of %s ended before anyone asked: %v", tool, call)
-		}
+	testkit.Eventually(oc.t, TurnTimeout, "the upstream's question in GET /question", func() bool {
+		oc.ToolEndedEarly(session, tool)
 		asked = ops.Pending("")
 		return len(asked) > 0
 	})

@@ -598,6 +598,8 @@ async function runCase(t, { direct, bridged, listChanged }) {
   try {
     const bridgedRun = await runScript(b);
     compareTranscripts(directRun, bridgedRun, { listChanged });
+    // questiond's token is for questiond: nothing the host receives carries it.
+    assert.ok(!JSON.stringify(bridgedRun).includes(AGENT_TOKEN), "the host received questiond's token");
     await elicitThroughQuestiond(b);
   } catch (err) {
     err.message += `\nbridge stderr:\n${b.stderr()}`;

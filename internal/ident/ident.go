@@ -65,12 +65,47 @@ func (g *Generator) make(prefix string, descending bool) string {
 		b.WriteByte(hex[by>>4])
 		b.WriteByte(hex[by&0x0f])
 	}
-	var rnd [14]byte
+	var rnd [randomChars]byte
 	_, _ = rand.Read(rnd[:]) // crypto/rand.Read never fails on supported platforms
 	for _, r := range rnd {
 		b.WriteByte(base62[int(r)%len(base62)])
 	}
+	b.WriteString(tag(b.String()))
 	return b.String()
+}
+
+// The 14 base62 characters of an Ascending or Descending id are 8 random
+// ones and a tag of 6 computed from everything before it, so that Issued
+// knows questiond's ids from another OpenCode server's (in front of one,
+// questiond answers its own replies and forwards the rest) without a store.
+// The 12 hex digits already make ids unique; 8 random characters keep
+// them unguessable; another server's id passes for one of questiond's once
+// in 62^6 (5.7e10).
+const (
+	randomChars = 8
+	tagChars    = 6
+)
+
+// tag is the tag of an id that begins with head.
+func tag(head string) string {
+	sum := sha256.Sum256([]byte("questiond\x00" + head))
+	var t [tagChars]byte
+	for i := range t {
+		t[i] = base62[int(sum[i])%len(base62)]
+	}
+	return string(t[:])
+}
+
+// Issued reports whether id was made by Ascending or Descending, by this
+// process or any other questiond (replicas, earlier runs): its tag matches.
+// Ids questiond made before tags existed, Derived ids and other servers'
+// ids are not.
+func Issued(id string) bool {
+	if len(id) < 1+12+randomChars+tagChars {
+		return false
+	}
+	cut := len(id) - tagChars
+	return id[cut:] == tag(id[:cut])
 }
 
 // Derived returns the identifier that name stands for: the same on every

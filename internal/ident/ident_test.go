@@ -75,3 +75,51 @@ func TestDerivedIsStableAndShaped(t *testing.T) {
 		t.Errorf("Derived(ses, \"\") = %q, which changed", got)
 	}
 }
+
+// questiond knows its own ids by their tag, whichever process made them;
+// ids of the same shape made otherwise (another OpenCode server's, a
+// changed character, Derived ones) are not its.
+func TestIssuedKnowsQuestiondsIDs(t *testing.T) {
+	var g, other Generator
+	for range 1000 {
+		for _, id := range []string{g.Ascending(Question), other.Descending(Session)} {
+			if !Issued(id) {
+				t.Fatalf("Issued(%s) = false", id)
+			}
+		}
+	}
+	id := g.Ascending(Question)
+	for i := len("que_"); i < len(id); i++ {
+		changed := []byte(id)
+		changed[i] = "01"[boolIndex(changed[i] == '0')]
+		if Issued(string(changed)) {
+			t.Errorf("%s, %s with byte %d changed, passes as issued", changed, id, i)
+		}
+	}
+	opencode := []string{"que_2293ecb0c001wcsvcRc0Za0QXr", "ses_dd6c15ce1ffeeAKnUvWtxecA38", "que_", "", Derived(Session, "x")}
+	for _, id := range opencode {
+		if Issued(id) {
+			t.Errorf("Issued(%q) = true", id)
+		}
+	}
+}
+
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// FuzzIssued checks that Issued takes any string without panicking, and
+// that a tagged id keeps its tag only as it was made.
+func FuzzIssued(f *testing.F) {
+	f.Add(Ascending(Question))
+	f.Add("que_2293ecb0c001wcsvcRc0Za0QXr")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, id string) {
+		if Issued(id) && len(id) < 1+12+randomChars+tagChars {
+			t.Fatalf("Issued(%q): too short to carry a tag", id)
+		}
+	})
+}

@@ -79,12 +79,14 @@ type config struct {
 
 	// Secrets come from the environment only, never from flags that any
 	// local user can read in the process list.
-	operatorUsername string
-	operatorPassword string
-	agentTokens      map[string]string
-	notifyURLs       []string // webhook URLs hold tokens too
-	notifySecret     string
-	databaseURL      string // --store postgres: a libpq URL, which may hold a password
+	operatorUsername                   string
+	operatorPassword                   string
+	upstream                           string // --upstream
+	upstreamUsername, upstreamPassword string // the upstream server's own credentials
+	agentTokens                        map[string]string
+	notifyURLs                         []string // webhook URLs hold tokens too
+	notifySecret                       string
+	databaseURL                        string // --store postgres: a libpq URL, which may hold a password
 }
 
 const usageHeader = `questiond lets AI agents ask a human structured questions.
@@ -175,6 +177,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	c.operatorReserve = daemon.DefaultOperatorReserve
 	fs.Var(intValue[int]{&c.operatorReserve}, "operator-reserved-connections", "connections (`n`) of --max-connections that agents can never take, kept for operators (0 for none)")
 	fs.StringVar(&c.allowedHosts, "allowed-hosts", "", "extra names this server is reached by, a comma-separated `list`; other Host headers get 421 (DNS-rebinding guard)")
+	fs.StringVar(&c.upstream, "upstream", "", "`url` of an OpenCode server (opencode serve) to stand in front of: its routes are forwarded, and OpenCode clients attached to questiond see its sessions and questions with questiond's (see docs/overlay.md); its password, if any, in OPENCODE_SERVER_PASSWORD")
 	fs.Var(boolValue{&c.consoleFollow}, "console-follow", "after the operator answers a session's last question, move every attached OpenCode TUI to the next session with a pending question")
 	fs.Var(boolValue{&c.insecure}, "insecure", "allow listening beyond loopback without operator and agent credentials (dangerous)")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "TLS certificate `file` (PEM); with --tls-key, serve HTTPS")
@@ -311,6 +314,7 @@ listens on 0.0.0.0, gets them with docker run -e QUESTIOND_OPERATOR_PASSWORD -e 
 func (c *config) readSecrets(getenv func(string) string) error {
 	c.operatorPassword = firstOf(getenv, "QUESTIOND_OPERATOR_PASSWORD", "OPENCODE_SERVER_PASSWORD")
 	c.operatorUsername = firstOf(getenv, "QUESTIOND_OPERATOR_USERNAME", "OPENCODE_SERVER_USERNAME")
+	c.upstreamPassword, c.upstreamUsername = getenv("OPENCODE_SERVER_PASSWORD"), getenv("OPENCODE_SERVER_USERNAME")
 	c.notifySecret = getenv("QUESTIOND_NOTIFY_SECRET")
 	c.databaseURL = getenv("QUESTIOND_DATABASE_URL")
 	if c.notifySecret != "" && len(c.notifySecret) < 16 {
@@ -381,6 +385,11 @@ func (c *config) check() error {
 	}
 	if err := c.checkMetricsAddr(); err != nil {
 		return err
+	}
+	if c.upstream != "" {
+		if err := daemon.CheckUpstreamURL(c.upstream); err != nil {
+			return fmt.Errorf("--upstream: %w", err)
+		}
 	}
 	positive := map[string]time.Duration{
 		"heartbeat": c.heartbeat, "default-timeout": c.defaultTimeout, "max-timeout": c.maxTimeout,

@@ -9,6 +9,7 @@ import (
 	"github.com/questiond/questiond/internal/httpapi/console"
 	"github.com/questiond/questiond/internal/httpapi/middleware"
 	"github.com/questiond/questiond/internal/httpapi/wire"
+	"github.com/questiond/questiond/internal/overlay"
 	"github.com/questiond/questiond/internal/ui"
 )
 
@@ -25,18 +26,25 @@ func (s *Server) routes(hosts func(http.Handler) http.Handler, cors *middleware.
 	// Operators: OpenCode's question API.
 	r.Group(func(r chi.Router) {
 		r.Use(s.guard.OperatorsOnly)
-		r.Get("/question", s.handleQuestionList)
-		r.Post("/question/{requestID}/reply", s.handleQuestionReply)
-		r.Post("/question/{requestID}/reject", s.handleQuestionReject)
+		if s.upstream != nil {
+			s.overlayOperatorRoutes(r)
+		} else {
+			r.Get("/question", s.handleQuestionList)
+			r.Post("/question/{requestID}/reply", s.handleQuestionReply)
+			r.Post("/question/{requestID}/reject", s.handleQuestionReject)
+		}
 		r.Get("/event", s.handleEvent)
 		r.Get("/events", s.handleEvent)
 		r.Get("/global/event", s.handleGlobalEvent)
 		// questiond's own: the operator's web page and what it needs beyond
 		// OpenCode's shapes.
 		r.Get("/questiond/question/{requestID}/form", s.handleQuestionForm)
-		r.Get("/", handleRoot)
 		r.Get(ui.Prefix, page.ServeHTTP)
 		r.Get(ui.Prefix+"/*", page.ServeHTTP)
+		if s.upstream != nil {
+			return // the server answers the rest: its web app at /, the TUI's routes
+		}
+		r.Get("/", handleRoot)
 
 		// The operator console: what the OpenCode TUI needs to attach.
 		r.Get("/config", s.console.Config)
@@ -50,10 +58,14 @@ func (s *Server) routes(hosts func(http.Handler) http.Handler, cors *middleware.
 		r.Get("/session/{sessionID}/message", s.console.SessionMessages)
 		r.Post("/session/{sessionID}/message", s.console.PromptRefused)
 	})
-	// Anyone: probes (Docker, Kubernetes) carry no credentials.
-	r.Get(healthPath, s.handleHealth)
-	r.Head(healthPath, s.handleHealth)
-	r.With(s.guard.AnyRole).Get("/doc", s.handleDoc)
+	// Anyone: probes (Docker, Kubernetes) carry no credentials. In front
+	// of a server, these are the server's (the TUI checks its health when it
+	// starts); probes use /readyz.
+	if s.upstream == nil {
+		r.Get(healthPath, s.handleHealth)
+		r.Head(healthPath, s.handleHealth)
+		r.With(s.guard.AnyRole).Get("/doc", s.handleDoc)
+	}
 
 	// Anyone: readiness probes carry no credentials.
 	ready := s.ready.Handler(s.questions.Draining)
@@ -81,6 +93,15 @@ func (s *Server) routes(hosts func(http.Handler) http.Handler, cors *middleware.
 	mcp := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mcp.Serve(w, r, middleware.CallerFrom(r.Context()).Agent)
 	})
+	if s.upstream != nil {
+		// The server has a /mcp of its own (its MCP servers' status and
+		// configuration): a request shaped as MCP is questiond's.
+		forward := s.guard.OperatorsOnly(s.upstream)
+		r.Handle("/mcp", overlay.MCPOr(s.opts.MaxBodyBytes, s.guard.AgentsOnly(mcp), forward))
+		r.NotFound(forward.ServeHTTP)
+		r.MethodNotAllowed(forward.ServeHTTP)
+		return r
+	}
 	r.Handle("/mcp", console.MCPStatusOr(s.guard.IsOperator, s.guard.AgentsOnly(mcp)))
 	return r
 }

@@ -48,6 +48,7 @@ import (
 	"github.com/questiond/questiond/internal/httpapi/mcpserver"
 	"github.com/questiond/questiond/internal/httpapi/middleware"
 	"github.com/questiond/questiond/internal/httpapi/wire"
+	"github.com/questiond/questiond/internal/overlay"
 	"github.com/questiond/questiond/internal/session"
 )
 
@@ -64,6 +65,10 @@ const (
 
 // Auth is who may use questiond (see middleware.Auth).
 type Auth = middleware.Auth
+
+// UpstreamOptions name the OpenCode server questiond is in front of (see
+// overlay.Options).
+type UpstreamOptions = overlay.Options
 
 // MinAgentTokenLength is the shortest agent token accepted.
 const MinAgentTokenLength = middleware.MinAgentTokenLength
@@ -124,6 +129,12 @@ type Options struct {
 	// Ready says whether the store can serve, for GET /readyz; nil means
 	// the store's own Ping when it has one, and always ready otherwise.
 	Ready Pinger
+	// Upstream, when its URL is set, puts questiond in front of that
+	// OpenCode server (--upstream): routes questiond does not own are
+	// forwarded to it, and the operators' question list and event streams
+	// carry both servers' questions. The console is off then: the server
+	// answers the TUI.
+	Upstream UpstreamOptions
 	// ConsoleFollow moves every attached OpenCode TUI to the next session
 	// with a pending question after the operator answers the last one of a
 	// session (tui.session.select).
@@ -148,6 +159,7 @@ type Server struct {
 	lists     listCache // GET /question bodies per directory scope (see listing.go)
 	mcp       *mcpserver.Endpoint
 	console   *console.Console
+	upstream  *overlay.Upstream // nil unless Options.Upstream names a server
 	streams   atomic.Int64 // open event streams
 }
 
@@ -234,7 +246,12 @@ func New(questions *ask.Service, events *Events, opts Options) (*Server, error) 
 	s.console = console.New(console.Options{
 		Questions: questions, Streams: consoleStreams{events}, Version: opts.Version, Follow: opts.ConsoleFollow, Logger: s.log,
 	})
-	events.console.Store(s.console)
+	if s.upstream, err = s.newUpstream(opts.Upstream); err != nil {
+		return nil, fmt.Errorf("httpapi: %w", err)
+	}
+	if s.upstream == nil {
+		events.console.Store(s.console)
+	}
 	s.router = s.routes(middleware.HostGuard(opts.ListenAddr, opts.AllowedHosts), cors)
 	// Tool calls see the release and withdraw their questions; then their
 	// sessions close (see mcpserver.Endpoint.Release).

@@ -43,7 +43,7 @@ func (s *Server) handleGlobalEvent(w http.ResponseWriter, r *http.Request) {
 // OpenCode TUI gets the console's view (see console.Console), every other client
 // every pending question of its scope.
 func (s *Server) streamView(r *http.Request, dir string) (sse.Audience, func() []sse.Message) {
-	if console.IsConsole(r) {
+	if s.upstream == nil && console.IsConsole(r) {
 		return sse.Console, s.console.Replay
 	}
 	return sse.Standard, s.pendingAsked(dir)

@@ -24,6 +24,12 @@ type Auth struct {
 	OperatorUsername string            // default "opencode", as OpenCode
 	OperatorPassword string            // "" leaves operator routes without credentials
 	AgentTokens      map[string]string // agent name → token; empty leaves agent routes open
+	// UpstreamUsername and UpstreamPassword are the credentials of the
+	// OpenCode server questiond is in front of (--upstream): they admit
+	// operators too, so that an OpenCode client logs in once, with the
+	// server's own. Ignored without OperatorPassword (questiond's
+	// configuration sets that to the server's when it has none of its own).
+	UpstreamUsername, UpstreamPassword string
 }
 
 // MinAgentTokenLength is the shortest agent token accepted: shorter ones are
@@ -61,22 +67,29 @@ func CallerFrom(ctx context.Context) Caller {
 // digest is a SHA-256 preimage). Comparing with every token in turn cost
 // 6–9 % of the server's CPU with 512 agents, twice per request.
 type Authenticator struct {
-	operator     bool
-	operatorUser [32]byte
-	operatorPass [32]byte
-	agents       map[[32]byte]string // token digest → agent name
+	operator  bool
+	operators []login             // every pair is compared, so timing tells which matched none
+	agents    map[[32]byte]string // token digest → agent name
+}
+
+// login is an operator's user name and password, as SHA-256 digests.
+type login struct{ user, pass [32]byte }
+
+func newLogin(user, pass string) login {
+	if user == "" {
+		user = "opencode"
+	}
+	return login{sha256.Sum256([]byte(user)), sha256.Sum256([]byte(pass))}
 }
 
 func NewAuthenticator(a Auth) (*Authenticator, error) {
 	au := &Authenticator{agents: make(map[[32]byte]string, len(a.AgentTokens))}
 	if a.OperatorPassword != "" {
-		user := a.OperatorUsername
-		if user == "" {
-			user = "opencode"
-		}
 		au.operator = true
-		au.operatorUser = sha256.Sum256([]byte(user))
-		au.operatorPass = sha256.Sum256([]byte(a.OperatorPassword))
+		au.operators = append(au.operators, newLogin(a.OperatorUsername, a.OperatorPassword))
+		if a.UpstreamPassword != "" {
+			au.operators = append(au.operators, newLogin(a.UpstreamUsername, a.UpstreamPassword))
+		}
 	}
 	for name, token := range a.AgentTokens {
 		switch {
@@ -130,7 +143,10 @@ func (a *Authenticator) basic(encoded string) (Caller, error) {
 	}
 	user, pass, ok := strings.Cut(string(raw), ":")
 	uh, ph := sha256.Sum256([]byte(user)), sha256.Sum256([]byte(pass))
-	match := subtle.ConstantTimeCompare(uh[:], a.operatorUser[:]) & subtle.ConstantTimeCompare(ph[:], a.operatorPass[:])
+	match := 0
+	for _, l := range a.operators {
+		match |= subtle.ConstantTimeCompare(uh[:], l.user[:]) & subtle.ConstantTimeCompare(ph[:], l.pass[:])
+	}
 	if !ok || match != 1 {
 		return Caller{}, errBadCredentials
 	}

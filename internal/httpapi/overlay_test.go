@@ -1,0 +1,204 @@
+package httpapi_test
+
+import (
+	"encoding/base64"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/ident"
+)
+
+// fakeOpenCode is an OpenCode server as far as the overlay can tell: it
+// lists one question of its own and records every request it gets.
+type fakeOpenCode struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []seenRequest
+}
+
+type seenRequest struct {
+	Method, Path, Query, Authorization, Body string
+}
+
+const (
+	upstreamQuestionID = "que_0000000000010000000000000a" // an OpenCode id: older than questiond's, untagged
+	upstreamPassword   = "upstream-password-123"
+	overlayOperatorPassword   = "questiond-operator-456"
+)
+
+func newFakeOpenCode(t *testing.T) *fakeOpenCode {
+	f := &fakeOpenCode{}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		f.seen = append(f.seen, seenRequest{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization"), string(body)})
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/question":
+			_, _ = io.WriteString(w, `[{"id":"`+upstreamQuestionID+`","sessionID":"ses_upstream","questions":[{"question":"Theirs?","header":"Theirs","options":[]}]}]`)
+		case r.URL.Path == "/session":
+			_, _ = io.WriteString(w, `[{"id":"ses_upstream","title":"upstream's"}]`)
+		default:
+			_, _ = io.WriteString(w, `{"path":"`+r.URL.Path+`"}`)
+		}
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+func (f *fakeOpenCode) requests() []seenRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]seenRequest(nil), f.seen...)
+}
+
+func basic(user, pass string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
+}
+
+func overlayHarness(t *testing.T) (*harness, *fakeOpenCode) {
+	up := newFakeOpenCode(t)
+	h := newHarness(t, httpapi.Options{
+		Upstream: httpapi.UpstreamOptions{URL: up.URL, Password: upstreamPassword},
+		Auth: httpapi.Auth{
+			OperatorPassword: overlayOperatorPassword, UpstreamPassword: upstreamPassword,
+			AgentTokens: map[string]string{"alpha": alphaToken},
+		},
+	})
+	return h, up
+}
+
+// Routes questiond does not own reach the server with the server's own
+// credentials, whichever password the operator logged in with; questiond's
+// credentials never reach it, and agents never reach it at all.
+func TestTheOverlayForwardsWhatItDoesNotOwn(t *testing.T) {
+	h, up := overlayHarness(t)
+	for _, pass := range []string{overlayOperatorPassword, upstreamPassword} {
+		res := h.do(http.MethodGet, "/session?start=1", nil, "Authorization", basic("opencode", pass))
+		if res.Status != http.StatusOK || !strings.Contains(string(res.Body), "upstream's") {
+			t.Fatalf("GET /session with password %q: %d %s", pass, res.Status, res.Body)
+		}
+	}
+	res := h.do(http.MethodGet, "/config?auth_token="+base64.StdEncoding.EncodeToString([]byte("opencode:"+overlayOperatorPassword)), nil)
+	if res.Status != http.StatusOK {
+		t.Fatalf("GET /config with auth_token: %d %s", res.Status, res.Body)
+	}
+	if res := h.do(http.MethodGet, "/session", nil, "Authorization", bearerAuth(alphaToken)); res.Status != http.StatusForbidden {
+		t.Errorf("an agent's GET /session: %d %s, want 403", res.Status, res.Body)
+	}
+	if res := h.do(http.MethodGet, "/session", nil); res.Status != http.StatusUnauthorized {
+		t.Errorf("GET /session without credentials: %d, want 401", res.Status)
+	}
+	seen := up.requests()
+	if len(seen) != 3 {
+		t.Fatalf("the server got %d requests, want 3 (two sessions, one config): %+v", len(seen), seen)
+	}
+	for _, r := range seen {
+		if r.Authorization != basic("opencode", upstreamPassword) || strings.Contains(r.Query, "auth_token") {
+			t.Errorf("%s %s?%s reached the server with Authorization %q", r.Method, r.Path, r.Query, r.Authorization)
+		}
+	}
+	if seen[0].Query != "start=1" {
+		t.Errorf("the query reached the server as %q", seen[0].Query)
+	}
+}
+
+// GET /question lists both servers' questions, oldest first; a reply to
+// questiond's own is answered by questiond, one to the server's goes to
+// the server with its body.
+func TestTheOverlayMergesQuestionsAndRoutesReplies(t *testing.T) {
+	h, up := overlayHarness(t)
+	op := basic("opencode", upstreamPassword)
+	res := h.do(http.MethodPost, "/elicitations", seedForm(), "Authorization", bearerAuth(alphaToken))
+	var ours created
+	res.json(t, &ours)
+	list := h.do(http.MethodGet, "/question?directory=%2Fwork", nil, "Authorization", op)
+	var listed []struct{ ID string }
+	list.json(t, &listed)
+	if len(listed) != 2 || listed[0].ID != upstreamQuestionID || listed[1].ID != ours.ID {
+		t.Fatalf("GET /question: %s; want the server's then questiond's", list.Body)
+	}
+	if q := up.requests()[0]; q.Path != "/question" || q.Query != "directory=%2Fwork" {
+		t.Errorf("the server was asked %s?%s", q.Path, q.Query)
+	}
+
+	reply := `{"answers":[["SY215C"],[]]}`
+	if res := h.do(http.MethodPost, "/question/"+ours.ID+"/reply", reply, "Authorization", op); res.Status != http.StatusOK {
+		t.Fatalf("reply to questiond's question: %d %s", res.Status, res.Body)
+	}
+	if res := h.do(http.MethodPost, "/question/"+upstreamQuestionID+"/reply", `{"answers":[["x"]]}`, "Authorization", op); res.Status != http.StatusOK {
+		t.Fatalf("reply to the server's question: %d %s", res.Status, res.Body)
+	}
+	var forwarded []seenRequest
+	for _, r := range up.requests() {
+		if r.Method == http.MethodPost {
+			forwarded = append(forwarded, r)
+		}
+	}
+	if len(forwarded) != 1 || forwarded[0].Path != "/question/"+upstreamQuestionID+"/reply" || forwarded[0].Body != `{"answers":[["x"]]}` {
+		t.Fatalf("the server got %+v; want only the reply to its own question, body intact", forwarded)
+	}
+	// An id questiond issued but does not have (forgotten, or from a
+	// replica's lost disk) is still questiond's: 404 here, never forwarded.
+	if res := h.do(http.MethodPost, "/question/"+ident.Ascending(ident.Question)+"/reject", nil, "Authorization", op); res.Status != http.StatusNotFound {
+		t.Errorf("reject of a question questiond does not have: %d %s, want 404", res.Status, res.Body)
+	}
+	if n := len(up.requests()); n != 2 {
+		t.Errorf("the server got %d requests, want 2", n)
+	}
+}
+
+// /mcp is questiond's for MCP-shaped requests and the server's for
+// OpenCode's own (its MCP servers' status and configuration).
+func TestTheOverlaySplitsMCPByShape(t *testing.T) {
+	h, up := overlayHarness(t)
+	op := basic("opencode", upstreamPassword)
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	res := h.do(http.MethodPost, "/mcp", initialize, "Authorization", bearerAuth(alphaToken), "Accept", "application/json, text/event-stream")
+	if res.Status != http.StatusOK || !strings.Contains(string(res.Body), "questiond") {
+		t.Fatalf("an agent's MCP initialize: %d %s", res.Status, res.Body)
+	}
+	res = h.do(http.MethodPost, "/mcp", initialize, "Authorization", bearerAuth(alphaToken))
+	if res.Status == http.StatusForbidden || strings.Contains(string(res.Body), `"path"`) {
+		t.Fatalf("a JSON-RPC body without MCP's Accept went to the server: %d %s", res.Status, res.Body)
+	}
+	if res := h.do(http.MethodGet, "/mcp", nil, "Authorization", op); res.Status != http.StatusOK || string(res.Body) != `{"path":"/mcp"}` {
+		t.Errorf("the TUI's GET /mcp: %d %s, want the server's", res.Status, res.Body)
+	}
+	add := `{"name":"github","config":{"type":"remote","url":"https://example.com/mcp"}}`
+	if res := h.do(http.MethodPost, "/mcp", add, "Authorization", op); res.Status != http.StatusOK || string(res.Body) != `{"path":"/mcp"}` {
+		t.Errorf("OpenCode's POST /mcp: %d %s, want the server's", res.Status, res.Body)
+	}
+	var bodies []string
+	for _, r := range up.requests() {
+		bodies = append(bodies, r.Method+" "+r.Body)
+	}
+	if len(bodies) != 2 || bodies[1] != "POST "+add {
+		t.Errorf("the server got %q", bodies)
+	}
+}
+
+// A server that does not answer is a 502 naming it.
+func TestTheOverlayWithoutItsServer(t *testing.T) {
+	h, up := overlayHarness(t)
+	up.Close()
+	res := h.do(http.MethodGet, "/session", nil, "Authorization", basic("opencode", overlayOperatorPassword))
+	var body struct {
+		Name string
+		Data struct{ Message string }
+	}
+	res.json(t, &body)
+	if res.Status != http.StatusBadGateway || !strings.Contains(body.Data.Message, up.URL) {
+		t.Fatalf("GET /session with the server down: %d %s", res.Status, res.Body)
+	}
+	res = h.do(http.MethodGet, "/question", nil, "Authorization", basic("opencode", overlayOperatorPassword))
+	if res.Status != http.StatusBadGateway {
+		t.Fatalf("GET /question with the server down: %d %s", res.Status, res.Body)
+	}
+}

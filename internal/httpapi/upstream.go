@@ -1,0 +1,102 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"go.uber.org/zap"
+
+	"github.com/questiond/questiond/internal/httpapi/wire"
+	"github.com/questiond/questiond/internal/ident"
+	"github.com/questiond/questiond/internal/overlay"
+)
+
+// In front of an OpenCode server (Options.Upstream), questiond answers
+// only what is its own: the agents' routes, the operators' question routes
+// for its own questions (merged with the server's where a client lists or
+// watches them), its page and /mcp for agents. Everything else goes to the
+// server as it is, for operators only: an agent never reaches it.
+
+// overlayOperatorRoutes wires the operators' question routes over the
+// server's: lists merged, replies to questiond's own ids answered here and
+// the rest forwarded.
+func (s *Server) overlayOperatorRoutes(r chi.Router) {
+	r.Get("/question", s.handleOverlayQuestionList)
+	r.Post("/question/{requestID}/reply", s.ownQuestionOr(s.handleQuestionReply))
+	r.Post("/question/{requestID}/reject", s.ownQuestionOr(s.handleQuestionReject))
+}
+
+// handleOverlayQuestionList serves GET /question: the server's pending
+// questions and questiond's, each filtered by the caller's directory as its
+// server filters them, oldest first.
+func (s *Server) handleOverlayQuestionList(w http.ResponseWriter, r *http.Request) {
+	dir, err := wire.RequestDirectory(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	theirs, err := s.upstream.Questions(r)
+	var refused *overlay.StatusError
+	if errors.As(err, &refused) {
+		refused.Write(w) // the server's own refusal (a bad directory, its credentials): as it came
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, upstreamError(err))
+		return
+	}
+	ours, err := s.questionList(r.Context(), dir)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	merged, err := overlay.MergeLists(theirs, ours)
+	if err != nil {
+		s.writeError(w, r, upstreamError(err))
+		return
+	}
+	wire.WriteJSONBytes(w, http.StatusOK, merged)
+}
+
+// ownQuestionOr answers a request about one of questiond's questions with
+// own, and forwards every other to the server. questiond knows its ids by
+// their tag (ident.Issued), so a late reply to a question it has forgotten
+// is still answered here (404) instead of going to a server that never
+// knew it; ids from before tags are found in the store.
+func (s *Server) ownQuestionOr(own http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := chi.URLParam(r, "requestID")
+		if ident.Issued(id) {
+			own(w, r)
+			return
+		}
+		if _, err := s.store.Get(r.Context(), id); err == nil {
+			own(w, r)
+			return
+		}
+		s.upstream.ServeHTTP(w, r)
+	}
+}
+
+// upstreamError is the one place the overlay's errors become HTTP errors:
+// a server that did not answer is a 502 naming it.
+func upstreamError(err error) error {
+	if errors.Is(err, overlay.ErrUnreachable) {
+		return wire.NewStatus(http.StatusBadGateway, "BadGateway", err.Error())
+	}
+	return err
+}
+
+// newUpstream builds the server questiond is in front of, or nil without one.
+func (s *Server) newUpstream(opts overlay.Options) (*overlay.Upstream, error) {
+	if opts.URL == "" {
+		return nil, nil
+	}
+	opts.Logger = s.log
+	opts.Failed = func(w http.ResponseWriter, r *http.Request, err error) {
+		s.log.Warn("forwarding to the OpenCode server failed", zap.Error(err))
+		s.writeError(w, r, upstreamError(err))
+	}
+	return overlay.New(opts)
+}

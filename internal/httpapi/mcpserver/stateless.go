@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/questiond/questiond/internal/mcptasks"
 )
 
 // Stateless requests: MCP 2026-07-28 (SEP-2575) has no initialize and no
@@ -17,6 +19,10 @@ import (
 // from a handler with StreamableHTTPOptions.Stateless, and serves the older
 // protocols only from a stateful one, so Endpoint.Serve routes each request
 // to one of the two by statelessRequest. See doc.go for the rule.
+
+// codeHeaderMismatch is SEP-2243's error for routing headers that are
+// missing or differ from the body (go-sdk's mcp.CodeHeaderMismatch).
+const codeHeaderMismatch = mcp.CodeHeaderMismatch
 
 // protocolStateless is the first MCP protocol version without sessions.
 // Versions are dates, compared as strings, as the SDK compares them.
@@ -65,6 +71,11 @@ func hasMetaVersion(params json.RawMessage) bool {
 func (m *Endpoint) serveStateless(w http.ResponseWriter, r *http.Request, agent string, post *mcpPost, refused *rpcRefusal) {
 	sw := &sdkErrorWriter{ResponseWriter: w, post: post}
 	if r.Method == http.MethodPost {
+		if refused == nil && post != nil && post.request != nil {
+			if err := mcptasks.CheckRoutingHeader(post.request.Method, post.request.Params, r.Header); err != nil {
+				refused = &rpcRefusal{http.StatusBadRequest, post.request.ID, codeHeaderMismatch, err.Error()}
+			}
+		}
 		if refused != nil {
 			writeRPCRefusal(w, refused)
 			return

@@ -71,7 +71,7 @@ func CheckRoutingHeader(method string, params json.RawMessage, header http.Heade
 	}
 	_ = json.Unmarshal(params, &p)
 	var id string
-	if json.Unmarshal(p.TaskID, &id) != nil {
+	if json.Unmarshal(p.TaskID, &id) != nil || id == "" {
 		return nil // the method refuses the params themselves, naming the field
 	}
 	values := header.Values("Mcp-Name")

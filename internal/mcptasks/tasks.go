@@ -256,9 +256,9 @@ func notFound(id string) error {
 // missingCapability is SEP-2575's refusal of a tasks method from a request
 // that did not declare the extension.
 func missingCapability(method string) error {
-	data, _ := json.Marshal(mcp.MissingRequiredClientCapabilityData{
-		RequiredCapabilities: &mcp.ClientCapabilities{Extensions: Capability()},
-	})
+	// As mcp.MissingRequiredClientCapabilityData, whose ClientCapabilities
+	// would add an empty "roots" the client need not declare.
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": Capability()}})
 	return &jsonrpc.Error{
 		Code:    mcp.CodeMissingRequiredClientCapabilities,
 		Message: fmt.Sprintf("%s needs the %s extension: declare it in _meta[%q].extensions", method, Extension, mcp.MetaKeyClientCapabilities),

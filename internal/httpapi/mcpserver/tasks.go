@@ -32,17 +32,14 @@ func (t taskQuestions) Withdraw(id string, ending pending.Ending) (*pending.Ques
 
 // taskResult is what the question tool would have returned for q, had its
 // call waited: the same text and structured result, rebuilt from the
-// stored question (the questions it showed, the answer's content).
+// stored question (the questions it showed, the answer's content, which
+// every store gives back with the types elicit produced).
 func taskResult(q *pending.Question) (*mcp.CallToolResult, error) {
 	prompts := make([]elicit.Prompt, len(q.Questions))
 	for i, info := range q.Questions {
 		prompts[i] = elicit.Prompt{Question: info.Question, Header: info.Header}
 	}
-	ended := *q
-	outcome := *q.Ended
-	outcome.Result.Content = storedContent(outcome.Result.Content)
-	ended.Ended = &outcome
-	res, out, err := toolResult(&ended, prompts)
+	res, out, err := toolResult(q, prompts)
 	if err != nil {
 		return nil, err
 	}
@@ -52,24 +49,4 @@ func taskResult(q *pending.Question) (*mcp.CallToolResult, error) {
 	}
 	res.StructuredContent = json.RawMessage(structured)
 	return res, nil
-}
-
-// storedContent is content as the tools read it: a store that keeps
-// questions as JSON (bolt after a restart, PostgreSQL) gives several picks
-// back as []any, which become []string again.
-func storedContent(content elicit.Content) elicit.Content {
-	out := make(elicit.Content, len(content))
-	for k, v := range content {
-		if list, ok := v.([]any); ok {
-			picks := make([]string, 0, len(list))
-			for _, item := range list {
-				if s, ok := item.(string); ok {
-					picks = append(picks, s)
-				}
-			}
-			v = picks
-		}
-		out[k] = v
-	}
-	return out
 }

@@ -68,7 +68,11 @@ func tasksRPC(t *testing.T, h *harness, path, method, params string, headers ...
 	if id, ok := named.TaskID.(string); ok {
 		headers = append([]string{"Mcp-Name", id}, headers...)
 	}
-	res := statelessPost(context.Background(), t, h, path,
+	// Bounded: a tools/call that does not become a task waits for an
+	// answer nobody gives.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res := statelessPost(ctx, t, h, path,
 		fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, nextRPCID(), method, params), headers...)
 	reply := rpcReply{status: res.StatusCode, raw: firstMessage(t, res)}
 	if err := json.Unmarshal(reply.raw, &reply); err != nil {

@@ -132,7 +132,7 @@ var isoTime = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$
 // the operator answers; then tasks/get inlines exactly the result the tool
 // returns when it waits, and the task stays readable.
 func TestMCPTaskAskRoundTrip(t *testing.T) {
-	h := newHarness(t, httpapi.Options{})
+	h := newHarness(t, httpapi.Options{Retention: 10 * time.Minute})
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")
 
@@ -157,8 +157,8 @@ func TestMCPTaskAskRoundTrip(t *testing.T) {
 	var ttl, poll json.Number
 	_ = json.Unmarshal(created.Result["ttlMs"], &ttl)
 	_ = json.Unmarshal(created.Result["pollIntervalMs"], &poll)
-	if n, err := ttl.Int64(); err != nil || n < time.Hour.Milliseconds() {
-		t.Errorf("ttlMs %s, want at least the store's retention (1 h) as integer milliseconds", created.Result["ttlMs"])
+	if n, err := ttl.Int64(); err != nil || n < (10*time.Minute).Milliseconds() || n > (11*time.Minute).Milliseconds() {
+		t.Errorf("ttlMs %s, want the store's retention (10 min) and the time waited so far, as integer milliseconds", created.Result["ttlMs"])
 	}
 	if n, err := poll.Int64(); err != nil || n <= 0 {
 		t.Errorf("pollIntervalMs %s", created.Result["pollIntervalMs"])

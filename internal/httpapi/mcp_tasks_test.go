@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/questiond/questiond/internal/httpapi"
+	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/testserver"
 )
 
@@ -132,7 +133,7 @@ var isoTime = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$
 // the operator answers; then tasks/get inlines exactly the result the tool
 // returns when it waits, and the task stays readable.
 func TestMCPTaskAskRoundTrip(t *testing.T) {
-	h := newHarness(t, httpapi.Options{Retention: 10 * time.Minute})
+	h := newHarnessWith(t, tuning{store: pending.Options{Retention: 10 * time.Minute}}, zaptest.NewLogger(t))
 	events := h.openStream("/event")
 	events.expect(t, "server.connected")
 

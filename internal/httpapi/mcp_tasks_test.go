@@ -15,6 +15,7 @@ import (
 
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/pending"
+	"github.com/questiond/questiond/internal/pgtest"
 	"github.com/questiond/questiond/internal/testserver"
 )
 
@@ -380,5 +381,38 @@ func TestMCPTaskSurvivesARestart(t *testing.T) {
 	if got.str("status") != "completed" || !strings.Contains(string(got.Result["result"]), `"structuredContent":{"action":"accept","answers":[["eu","ap"]]}`) ||
 		!strings.Contains(string(got.Result["result"]), `\"Which regions?\"=\"eu, ap\"`) {
 		t.Errorf("tasks/get of a task answered before a restart: %s", got.raw)
+	}
+}
+
+// Any replica answers for a task: created on one PostgreSQL replica, it is
+// read, answered and cancelled through the other, and still another
+// agent's on neither.
+func TestMCPTaskOnAnyReplica(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	tu := tuning{api: httpapi.Options{Auth: authAlphaBravo()}, database: url}
+	a, b := newHarnessWith(t, tu, zaptest.NewLogger(t)), newHarnessWith(t, tu, zaptest.NewLogger(t))
+	alpha, bravo := []string{"Authorization", bearerAuth(alphaToken)}, []string{"Authorization", bearerAuth(bravoToken)}
+	answered := createTask(t, a, "/mcp", alpha...).str("taskId")
+	cancelled := createTask(t, a, "/mcp", alpha...).str("taskId")
+	if got := getTask(t, b, answered, alpha...); got.str("status") != "working" {
+		t.Fatalf("the other replica's tasks/get: %s", got.raw)
+	}
+	if got := tasksRPC(t, b, "/mcp", "tasks/get", taskParams(answered), bravo...); got.Error == nil || got.Error.Code != -32602 {
+		t.Errorf("bravo's tasks/get of alpha's task on the other replica: %s", got.raw)
+	}
+	if res := b.do(http.MethodPost, "/question/"+answered+"/reply", map[string]any{"answers": [][]string{{"SQLite"}, {"soon"}}},
+		"Authorization", basicAuth("opencode", operatorPassword)); res.Status != http.StatusOK {
+		t.Fatalf("reply on the other replica: %d %s", res.Status, res.Body)
+	}
+	wantAck(t, "tasks/cancel on the other replica", tasksRPC(t, b, "/mcp", "tasks/cancel", taskParams(cancelled), alpha...))
+	for _, c := range []struct{ id, status string }{{answered, "completed"}, {cancelled, "cancelled"}} {
+		got := getTask(t, a, c.id, alpha...)
+		for deadline := time.Now().Add(10 * time.Second); got.str("status") == "working" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			got = getTask(t, a, c.id, alpha...)
+		}
+		if got.str("status") != c.status {
+			t.Errorf("the first replica's tasks/get of %s: %s, want %s", c.id, got.raw, c.status)
+		}
 	}
 }

@@ -20,10 +20,6 @@ import (
 // protocols only from a stateful one, so Endpoint.Serve routes each request
 // to one of the two by statelessRequest. See doc.go for the rule.
 
-// codeHeaderMismatch is SEP-2243's error for routing headers that are
-// missing or differ from the body (go-sdk's mcp.CodeHeaderMismatch).
-const codeHeaderMismatch = mcp.CodeHeaderMismatch
-
 // protocolStateless is the first MCP protocol version without sessions.
 // Versions are dates, compared as strings, as the SDK compares them.
 const protocolStateless = "2026-07-28"
@@ -73,7 +69,8 @@ func (m *Endpoint) serveStateless(w http.ResponseWriter, r *http.Request, agent 
 	if r.Method == http.MethodPost {
 		if refused == nil && post != nil && post.request != nil {
 			if err := mcptasks.CheckRoutingHeader(post.request.Method, post.request.Params, r.Header); err != nil {
-				refused = &rpcRefusal{http.StatusBadRequest, post.request.ID, codeHeaderMismatch, err.Error()}
+				// The SDK checks Mcp-Name only for the methods it knows.
+				refused = &rpcRefusal{http.StatusBadRequest, post.request.ID, mcp.CodeHeaderMismatch, err.Error()}
 			}
 		}
 		if refused != nil {

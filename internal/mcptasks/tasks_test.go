@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
 
 	"github.com/questiond/questiond/internal/pending"
 )
@@ -139,6 +140,7 @@ func TestCheckRoutingHeader(t *testing.T) {
 // without the extension (-32021), another agent's task exactly like a
 // missing one (-32602), and tasks/cancel withdraws only a pending question.
 func TestMethods(t *testing.T) {
+	defer goleak.VerifyNone(t) // after the sessions' closes, deferred below
 	store := &fakeQuestions{byID: map[string]*pending.Question{
 		"mine":   question("mine", "alpha", nil),
 		"theirs": question("theirs", "bravo", nil),

@@ -100,7 +100,7 @@ compat-postgres:
 # The official MCP conformance suite (@modelcontextprotocol/conformance,
 # pinned, on Node 22 from npm) against questiond's /mcp, scenario by
 # scenario; test/mcp-conformance/expected.txt lists the check ids that must
-# pass (about 50 s). A missing npm or Node 22 binary fails it.
+# pass (about a minute). A missing npm or Node 22 binary fails it.
 conformance:
 	GO="$(GO)" ./test/mcp-conformance/run.sh
 

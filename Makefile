@@ -12,7 +12,7 @@ TUI_ARTIFACTS ?= artifacts/tui
 UI_ARTIFACTS ?= artifacts/ui
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test check quick unit postgres tui ui fuzz compat compat-postgres bench bench-opencode bench-compare lint clean
+.PHONY: all build run test check quick unit postgres tui ui fuzz compat compat-postgres conformance bench bench-opencode bench-compare lint clean
 
 # A bare `make` builds the binary; `make test` is the whole suite.
 .DEFAULT_GOAL := build
@@ -30,8 +30,9 @@ run:
 # detector, a short run of every fuzz target, the OpenCode SDK
 # compatibility tests with the OpenCode SDK and the MCP TypeScript SDK (each
 # installs its npm packages itself) on the suites' own stores and on
-# PostgreSQL, the real OpenCode TUI, and the /ui page in a real browser.
-test: lint unit postgres fuzz compat compat-postgres tui ui
+# PostgreSQL, the official MCP conformance suite against /mcp, the real
+# OpenCode TUI, and the /ui page in a real browser.
+test: lint unit postgres fuzz compat compat-postgres conformance tui ui
 
 # Every package but e2e/tui and e2e/ui, which `make tui` and `make ui` run
 # with their artifacts kept.
@@ -95,6 +96,13 @@ compat-postgres:
 	QUESTIOND_TEST_STORE=postgres ./test/opencode-sdk/run.sh
 	QUESTIOND_TEST_STORE=postgres ./test/mcp-sdk/run.sh
 	QUESTIOND_TEST_STORE=postgres ./test/bridge-everything/run.sh
+
+# The official MCP conformance suite (@modelcontextprotocol/conformance,
+# pinned, on Node 22 from npm) against questiond's /mcp, scenario by
+# scenario; test/mcp-conformance/expected.txt lists the check ids that must
+# pass (about a minute). A missing npm or Node 22 binary fails it.
+conformance:
+	GO="$(GO)" ./test/mcp-conformance/run.sh
 
 # BENCH selects benchmarks (a -bench pattern), PKG the packages, COUNT the runs.
 bench:

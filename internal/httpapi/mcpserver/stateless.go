@@ -8,6 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/questiond/questiond/internal/mcptasks"
 )
 
 // Stateless requests: MCP 2026-07-28 (SEP-2575) has no initialize and no
@@ -65,6 +67,12 @@ func hasMetaVersion(params json.RawMessage) bool {
 func (m *Endpoint) serveStateless(w http.ResponseWriter, r *http.Request, agent string, post *mcpPost, refused *rpcRefusal) {
 	sw := &sdkErrorWriter{ResponseWriter: w, post: post}
 	if r.Method == http.MethodPost {
+		if refused == nil && post != nil && post.request != nil {
+			if err := mcptasks.CheckRoutingHeader(post.request.Method, post.request.Params, r.Header); err != nil {
+				// The SDK checks Mcp-Name only for the methods it knows.
+				refused = &rpcRefusal{http.StatusBadRequest, post.request.ID, mcp.CodeHeaderMismatch, err.Error()}
+			}
+		}
 		if refused != nil {
 			writeRPCRefusal(w, refused)
 			return

@@ -17,6 +17,7 @@ import (
 	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/elicit"
 	"github.com/questiond/questiond/internal/httpapi/wire"
+	"github.com/questiond/questiond/internal/mcptasks"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/session"
 )
@@ -96,6 +97,11 @@ func (m *Endpoint) askTool(conn *mcpConnection, capability session.Capability) m
 		})
 		if err != nil {
 			return nil, askOutput{}, toolError(err)
+		}
+		if mcptasks.Started(ctx, q) {
+			// A task: the middleware answers with it, and tasks/get reads
+			// the answer from the store whenever the client asks.
+			return nil, askOutput{Action: resultTask}, nil
 		}
 		ended, err := m.waitForTool(ctx, req, q.ID, conn.beat)
 		if err != nil {

@@ -189,7 +189,7 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 				UpstreamUsername: cfg.upstreamUsername,
 				UpstreamPassword: cfg.upstreamPassword,
 			},
-			Upstream: daemon.UpstreamOptions{URL: cfg.upstream, Username: cfg.upstreamUsername, Password: cfg.upstreamPassword},
+
 			ListenAddr:    cfg.addr,
 			AllowedHosts:  cfg.splitList(cfg.allowedHosts),
 			ConsoleFollow: cfg.consoleFollow,
@@ -205,6 +205,7 @@ func daemonConfig(cfg *config, getenv func(string) string, log *zap.Logger) (dae
 				MaxMCPSessionsPerAgent: cfg.maxMCPSessionAgent,
 			},
 		},
+		Upstream:       daemon.UpstreamOptions{URL: cfg.upstream, Username: cfg.upstreamUsername, Password: cfg.upstreamPassword},
 		FailureTimeout: cfg.shutdownTimeout,
 		PublicURL:      cfg.publicURL,
 		Notify: daemon.NotifyOptions{

@@ -111,7 +111,7 @@ func (s *Service) create(ctx context.Context, r Request) (*pending.Question, err
 			return nil, err
 		}
 	}
-	route, err := s.route(ctx, r.SessionID, r.Owner, r.Only)
+	route, err := s.place(ctx, &r)
 	if err != nil {
 		return nil, err
 	}

@@ -95,6 +95,10 @@ type Options struct {
 	// OnRefused hears of every question a limit refused, by the limit's
 	// name; nil: nobody does.
 	OnRefused func(limit string)
+	// Hosted, when questiond stands in front of another server, files
+	// questions asked in that server's sessions where its clients show
+	// them; nil: every session is questiond's.
+	Hosted Hosted
 }
 
 // Service is the question's life: one per daemon, shared by every

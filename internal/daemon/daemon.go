@@ -22,6 +22,7 @@ import (
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/metrics"
 	"github.com/questiond/questiond/internal/notify"
+	"github.com/questiond/questiond/internal/overlay"
 	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/pgstore"
 	"github.com/questiond/questiond/internal/session"
@@ -44,6 +45,10 @@ type Config struct {
 	// API configures the HTTP API. Its Logger is Logger; when its Sessions
 	// is nil, the daemon opens a registry with Sessions.
 	API httpapi.Options
+	// Upstream, when its URL is set, is the OpenCode server questiond
+	// stands in front of (API.Upstream, built by the daemon; its Logger is
+	// Logger).
+	Upstream overlay.Options
 	// Events configures the event broker; its Logger is Logger.
 	Events sse.Options
 	// Store configures the question store; its OnEnd, Logger and Journal
@@ -208,6 +213,12 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 			return err
 		}
 		cfg.API.Sessions = sessions
+	}
+	if cfg.Upstream.URL != "" {
+		cfg.Upstream.Logger = d.log
+		if cfg.API.Upstream, err = overlay.New(cfg.Upstream); err != nil {
+			return err
+		}
 	}
 	var store ask.QuestionStore = d.store
 	askOpts := httpapi.AskOptions(cfg.API)

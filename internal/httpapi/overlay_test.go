@@ -11,6 +11,8 @@ import (
 
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/ident"
+	"github.com/questiond/questiond/internal/overlay"
+	"github.com/questiond/questiond/internal/pending"
 )
 
 // fakeOpenCode is an OpenCode server as far as the overlay can tell: it
@@ -31,6 +33,14 @@ const (
 	overlayOperatorPassword   = "questiond-operator-456"
 )
 
+// upstreamSessions are the fake's sessions: a root, its child, the child's
+// child, each in its own directory.
+var upstreamSessions = map[string]string{
+	"ses_root":       `{"id":"ses_root","directory":"/work/root","title":"root"}`,
+	"ses_child":      `{"id":"ses_child","parentID":"ses_root","directory":"/work/child","title":"child"}`,
+	"ses_grandchild": `{"id":"ses_grandchild","parentID":"ses_child","directory":"/work/grandchild","title":"grandchild"}`,
+}
+
 func newFakeOpenCode(t *testing.T) *fakeOpenCode {
 	f := &fakeOpenCode{}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -44,6 +54,14 @@ func newFakeOpenCode(t *testing.T) *fakeOpenCode {
 			_, _ = io.WriteString(w, `[{"id":"`+upstreamQuestionID+`","sessionID":"ses_upstream","questions":[{"question":"Theirs?","header":"Theirs","options":[]}]}]`)
 		case r.URL.Path == "/session":
 			_, _ = io.WriteString(w, `[{"id":"ses_upstream","title":"upstream's"}]`)
+		case strings.HasPrefix(r.URL.Path, "/session/"):
+			info, ok := upstreamSessions[strings.TrimPrefix(r.URL.Path, "/session/")]
+			if !ok {
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = io.WriteString(w, `{"name":"NotFoundError","data":{"message":"Session not found"}}`)
+				return
+			}
+			_, _ = io.WriteString(w, info)
 		default:
 			_, _ = io.WriteString(w, `{"path":"`+r.URL.Path+`"}`)
 		}
@@ -64,8 +82,12 @@ func basic(user, pass string) string {
 
 func overlayHarness(t *testing.T) (*harness, *fakeOpenCode) {
 	up := newFakeOpenCode(t)
+	server, err := overlay.New(overlay.Options{URL: up.URL, Password: upstreamPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := newHarness(t, httpapi.Options{
-		Upstream: httpapi.UpstreamOptions{URL: up.URL, Password: upstreamPassword},
+		Upstream: server,
 		Auth: httpapi.Auth{
 			OperatorPassword: overlayOperatorPassword, UpstreamPassword: upstreamPassword,
 			AgentTokens: map[string]string{"alpha": alphaToken},
@@ -200,5 +222,60 @@ func TestTheOverlayWithoutItsServer(t *testing.T) {
 	res = h.do(http.MethodGet, "/question", nil, "Authorization", basic("opencode", overlayOperatorPassword))
 	if res.Status != http.StatusBadGateway {
 		t.Fatalf("GET /question with the server down: %d %s", res.Status, res.Body)
+	}
+}
+
+// A question asked in one of the server's sessions is filed where the
+// OpenCode TUI shows it — the session itself when it is a root or a
+// root's child, else its ancestor that is a root's child — with that
+// session's directory, and the asking session kept. Any agent may ask
+// there; a session the server does not have is questiond's as ever.
+func TestTheOverlayFilesQuestionsInTheServersSessions(t *testing.T) {
+	h, _ := overlayHarness(t)
+	for asked, want := range map[string]struct{ listed, asking, dir string }{
+		"ses_root":       {"ses_root", "", "/work/root"},
+		"ses_child":      {"ses_child", "", "/work/child"},
+		"ses_grandchild": {"ses_child", "ses_grandchild", "/work/child"},
+	} {
+		form := seedForm()
+		form["sessionID"], form["directory"] = asked, "/elsewhere"
+		res := h.do(http.MethodPost, "/elicitations", form, "Authorization", bearerAuth(alphaToken))
+		var e struct{ SessionID, AskingSessionID, Directory string }
+		res.json(t, &e)
+		if res.Status != http.StatusCreated || e.SessionID != want.listed || e.AskingSessionID != want.asking || e.Directory != want.dir {
+			t.Errorf("asked in %s: %d %s; want filed in %s, asking %q, directory %s", asked, res.Status, res.Body, want.listed, want.asking, want.dir)
+		}
+	}
+	form := seedForm()
+	form["sessionID"] = "ses_questiond_own"
+	res := h.do(http.MethodPost, "/elicitations", form, "Authorization", bearerAuth(alphaToken))
+	var e struct{ SessionID, AskingSessionID string }
+	res.json(t, &e)
+	if res.Status != http.StatusCreated || e.SessionID != "ses_questiond_own" || e.AskingSessionID != "" {
+		t.Errorf("asked in a session the server does not have: %d %s", res.Status, res.Body)
+	}
+	// The operator's record still refuses.
+	put := h.do(http.MethodPut, "/sessions/ses_root", map[string]string{"questionCapability": "none"}, "Authorization", basic("opencode", upstreamPassword))
+	if put.Status != http.StatusCreated && put.Status != http.StatusOK {
+		t.Fatalf("the operator's PUT: %d %s", put.Status, put.Body)
+	}
+	form["sessionID"] = "ses_root"
+	if res := h.do(http.MethodPost, "/elicitations", form, "Authorization", bearerAuth(alphaToken)); res.Status != http.StatusForbidden {
+		t.Errorf("asked in a session whose capability is none: %d %s, want 403", res.Status, res.Body)
+	}
+}
+
+// A server that cannot say where a question goes is a 502: nothing asked.
+func TestTheOverlayRefusesWhenTheServerCannotPlace(t *testing.T) {
+	h, up := overlayHarness(t)
+	up.Close()
+	form := seedForm()
+	form["sessionID"] = "ses_child"
+	res := h.do(http.MethodPost, "/elicitations", form, "Authorization", bearerAuth(alphaToken))
+	if res.Status != http.StatusBadGateway || !strings.Contains(string(res.Body), "nothing was asked") {
+		t.Fatalf("asked with the server down: %d %s", res.Status, res.Body)
+	}
+	if n, _ := h.store.Count(t.Context(), pending.Filter{}); n != 0 {
+		t.Fatalf("%d questions stored", n)
 	}
 }

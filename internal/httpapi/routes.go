@@ -96,10 +96,9 @@ func (s *Server) routes(hosts func(http.Handler) http.Handler, cors *middleware.
 	if s.upstream != nil {
 		// The server has a /mcp of its own (its MCP servers' status and
 		// configuration): a request shaped as MCP is questiond's.
-		forward := s.guard.OperatorsOnly(s.upstream)
-		r.Handle("/mcp", overlay.MCPOr(s.opts.MaxBodyBytes, s.guard.AgentsOnly(mcp), forward))
-		r.NotFound(forward.ServeHTTP)
-		r.MethodNotAllowed(forward.ServeHTTP)
+		r.Handle("/mcp", overlay.MCPOr(s.opts.MaxBodyBytes, s.guard.AgentsOnly(mcp), s.forward))
+		r.NotFound(s.forward.ServeHTTP)
+		r.MethodNotAllowed(s.forward.ServeHTTP)
 		return r
 	}
 	r.Handle("/mcp", console.MCPStatusOr(s.guard.IsOperator, s.guard.AgentsOnly(mcp)))

@@ -66,10 +66,6 @@ const (
 // Auth is who may use questiond (see middleware.Auth).
 type Auth = middleware.Auth
 
-// UpstreamOptions name the OpenCode server questiond is in front of (see
-// overlay.Options).
-type UpstreamOptions = overlay.Options
-
 // MinAgentTokenLength is the shortest agent token accepted.
 const MinAgentTokenLength = middleware.MinAgentTokenLength
 
@@ -134,12 +130,12 @@ type Options struct {
 	// Ready says whether the store can serve, for GET /readyz; nil means
 	// the store's own Ping when it has one, and always ready otherwise.
 	Ready Pinger
-	// Upstream, when its URL is set, puts questiond in front of that
+	// Upstream, when set, puts questiond in front of that
 	// OpenCode server (--upstream): routes questiond does not own are
 	// forwarded to it, and the operators' question list and event streams
 	// carry both servers' questions. The console is off then: the server
 	// answers the TUI.
-	Upstream UpstreamOptions
+	Upstream *overlay.Upstream
 	// ConsoleFollow moves every attached OpenCode TUI to the next session
 	// with a pending question after the operator answers the last one of a
 	// session (tui.session.select).
@@ -164,7 +160,8 @@ type Server struct {
 	lists     listCache // GET /question bodies per directory scope (see listing.go)
 	mcp       *mcpserver.Endpoint
 	console   *console.Console
-	upstream  *overlay.Upstream // nil unless Options.Upstream names a server
+	upstream  *overlay.Upstream // Options.Upstream
+	forward   http.Handler      // to upstream, for operators only
 	streams   atomic.Int64 // open event streams
 }
 
@@ -183,6 +180,7 @@ func AskOptions(opts Options) ask.Options {
 		MaxPending:         opts.Limits.MaxPending,
 		MaxPendingPerAgent: opts.Limits.MaxPendingPerAgent,
 		Agents:             agents,
+		Hosted:             hosted(opts.Upstream),
 	}
 }
 
@@ -251,10 +249,9 @@ func New(questions *ask.Service, events *Events, opts Options) (*Server, error) 
 	s.console = console.New(console.Options{
 		Questions: questions, Streams: consoleStreams{events}, Version: opts.Version, Follow: opts.ConsoleFollow, Logger: s.log,
 	})
-	if s.upstream, err = s.newUpstream(opts.Upstream); err != nil {
-		return nil, fmt.Errorf("httpapi: %w", err)
-	}
-	if s.upstream == nil {
+	if s.upstream = opts.Upstream; s.upstream != nil {
+		s.forward = s.guard.OperatorsOnly(s.upstream.Forwarder(s.upstreamFailed))
+	} else {
 		events.console.Store(s.console)
 	}
 	s.router = s.routes(middleware.HostGuard(opts.ListenAddr, opts.AllowedHosts), cors)

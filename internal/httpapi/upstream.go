@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
 
+	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/ident"
 	"github.com/questiond/questiond/internal/overlay"
@@ -75,7 +76,7 @@ func (s *Server) ownQuestionOr(own http.HandlerFunc) http.HandlerFunc {
 			own(w, r)
 			return
 		}
-		s.upstream.ServeHTTP(w, r)
+		s.forward.ServeHTTP(w, r)
 	}
 }
 
@@ -88,15 +89,17 @@ func upstreamError(err error) error {
 	return err
 }
 
-// newUpstream builds the server questiond is in front of, or nil without one.
-func (s *Server) newUpstream(opts overlay.Options) (*overlay.Upstream, error) {
-	if opts.URL == "" {
-		return nil, nil
+// upstreamFailed answers a request the server did not answer.
+func (s *Server) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.Warn("forwarding to the OpenCode server failed", zap.Error(err))
+	s.writeError(w, r, upstreamError(err))
+}
+
+// hosted is the server as the question service places questions in its
+// sessions, or nil without one.
+func hosted(up *overlay.Upstream) ask.Hosted {
+	if up == nil {
+		return nil // not a nil *Upstream in an interface
 	}
-	opts.Logger = s.log
-	opts.Failed = func(w http.ResponseWriter, r *http.Request, err error) {
-		s.log.Warn("forwarding to the OpenCode server failed", zap.Error(err))
-		s.writeError(w, r, upstreamError(err))
-	}
-	return overlay.New(opts)
+	return up
 }

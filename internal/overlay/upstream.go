@@ -28,10 +28,6 @@ type Options struct {
 	// Transport reaches the server; nil means a transport of its own.
 	Transport http.RoundTripper
 	Logger    *zap.Logger
-	// Failed answers a request that could not be forwarded (the server is
-	// down, the connection broke before its answer): err wraps
-	// ErrUnreachable. Nil means a bare 502.
-	Failed func(w http.ResponseWriter, r *http.Request, err error)
 }
 
 // ErrUnreachable is why a request reached no answer from the server.
@@ -42,8 +38,8 @@ type Upstream struct {
 	base          *url.URL
 	authorization string // the Authorization header the server wants, or ""
 	transport     http.RoundTripper
-	proxy         *httputil.ReverseProxy
 	log           *zap.Logger
+	sessions      sessionCache
 }
 
 // New checks opts and returns the server they name. Nothing is sent yet.
@@ -66,11 +62,17 @@ func New(opts Options) (*Upstream, error) {
 		}
 		u.authorization = "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+opts.Password))
 	}
-	failed := opts.Failed
-	if failed == nil {
-		failed = func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusBadGateway) }
-	}
-	u.proxy = &httputil.ReverseProxy{
+	return u, nil
+}
+
+// Forwarder forwards each request to the server and its answer back,
+// streaming both ways. Hop-by-hop headers stay behind; the client's
+// credentials (meant for questiond) are replaced by the server's. A request
+// that could not be forwarded (the server is down, the connection broke
+// before its answer) is answered by failed, with an error wrapping
+// ErrUnreachable.
+func (u *Upstream) Forwarder(failed func(w http.ResponseWriter, r *http.Request, err error)) http.Handler {
+	return &httputil.ReverseProxy{
 		Rewrite:   u.rewrite,
 		Transport: u.transport,
 		// Every answer goes out as it comes: event streams, and the
@@ -84,7 +86,6 @@ func New(opts Options) (*Upstream, error) {
 			failed(w, r, fmt.Errorf("%w: %s %s at %s: %v", ErrUnreachable, r.Method, r.URL.Path, u.base.Redacted(), err))
 		},
 	}
-	return u, nil
 }
 
 // ParseURL reads an OpenCode server's base URL: absolute, http or https,
@@ -110,13 +111,6 @@ func ParseURL(raw string) (*url.URL, error) {
 
 // URL is the server's base URL.
 func (u *Upstream) URL() *url.URL { c := *u.base; return &c }
-
-// ServeHTTP forwards r to the server and its answer back, streaming both
-// ways. Hop-by-hop headers stay behind; the client's credentials (meant
-// for questiond) are replaced by the server's.
-func (u *Upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	u.proxy.ServeHTTP(w, r)
-}
 
 // rewrite aims a forwarded request at the server.
 func (u *Upstream) rewrite(pr *httputil.ProxyRequest) {

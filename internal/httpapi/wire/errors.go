@@ -71,6 +71,7 @@ func HTTPError(err error) error {
 		limit   *ask.LimitError
 		refused *ask.ForbiddenError
 		sess    *ask.SessionError
+		hosted  *ask.HostedError
 	)
 	switch {
 	case errors.Is(err, ask.ErrShuttingDown):
@@ -85,6 +86,8 @@ func HTTPError(err error) error {
 		return NewStatus(http.StatusForbidden, "Forbidden", refused.Message)
 	case errors.As(err, &sess):
 		return SessionError(sess.Err, sess.ID)
+	case errors.As(err, &hosted):
+		return NewStatus(http.StatusBadGateway, "BadGateway", hosted.Error())
 	}
 	return err
 }

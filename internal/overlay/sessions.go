@@ -1,0 +1,127 @@
+package overlay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+
+	"github.com/questiond/questiond/internal/ask"
+	"github.com/questiond/questiond/internal/pending"
+)
+
+// The OpenCode TUI shows a question only on the screen of the root
+// session it is filed in, or of that root's direct child (its session
+// route lists the questions of the root and its children, and none on a
+// child's own screen). A question asked in a deeper session is filed in
+// its ancestor that is a root's direct child, so it shows on the root's
+// screen, beside what that subtree does.
+
+// maxDepth bounds the walk up a session's parents: a server that answers
+// with a loop of parents cannot hold a question up.
+const maxDepth = 64
+
+// sessionInfo is what questiond reads of an OpenCode Session.
+type sessionInfo struct {
+	ID        string `json:"id"`
+	ParentID  string `json:"parentID"`
+	Directory string `json:"directory"`
+}
+
+// sessionCache keeps the sessions questiond has read: a session's parent
+// and directory never change, so nothing read goes stale, and a deleted
+// session only costs a question filed where nobody looks. Bounded: full,
+// it starts again empty.
+type sessionCache struct {
+	mu   sync.Mutex
+	byID map[string]sessionInfo
+}
+
+const maxCachedSessions = 4096
+
+func (c *sessionCache) get(id string) (sessionInfo, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, ok := c.byID[id]
+	return s, ok
+}
+
+func (c *sessionCache) put(s sessionInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byID == nil || len(c.byID) >= maxCachedSessions {
+		c.byID = make(map[string]sessionInfo)
+	}
+	c.byID[s.ID] = s
+}
+
+// Place implements ask.Hosted: a session the server has is filed in
+// itself when it is a root or a root's child, else in its ancestor that is
+// a root's child, with that session's directory. A session the server does
+// not have is not placed (ok false): questiond files it itself.
+func (u *Upstream) Place(ctx context.Context, sessionID string, tool *pending.MCPTool) (ask.Placement, bool, error) {
+	if sessionID == "" {
+		return ask.Placement{}, false, nil
+	}
+	chain, err := u.ancestry(ctx, sessionID)
+	if err != nil || len(chain) == 0 {
+		return ask.Placement{}, false, err
+	}
+	target := chain[0]
+	if len(chain) > 2 {
+		target = chain[len(chain)-2]
+	}
+	return ask.Placement{SessionID: target.ID, Directory: target.Directory}, true, nil
+}
+
+// ancestry is session id and its ancestors up to its root, or nothing
+// when the server does not have id.
+func (u *Upstream) ancestry(ctx context.Context, id string) ([]sessionInfo, error) {
+	var chain []sessionInfo
+	for next := id; next != ""; {
+		if len(chain) == maxDepth {
+			return nil, fmt.Errorf("session %s has more than %d ancestors", id, maxDepth)
+		}
+		s, found, err := u.session(ctx, next)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			break // id is not the server's; or a parent was deleted meanwhile, and its child is a root now
+		}
+		chain = append(chain, s)
+		next = s.ParentID
+	}
+	return chain, nil
+}
+
+// session reads session id from the server (GET /session/{id}), or from
+// the cache.
+func (u *Upstream) session(ctx context.Context, id string) (sessionInfo, bool, error) {
+	if s, ok := u.sessions.get(id); ok {
+		return s, true, nil
+	}
+	res, err := u.Do(ctx, http.MethodGet, "/session/"+url.PathEscape(id), nil, http.Header{"Accept": {"application/json"}})
+	if err != nil {
+		return sessionInfo{}, false, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	switch {
+	case err != nil:
+		return sessionInfo{}, false, fmt.Errorf("%w: reading GET /session/%s: %v", ErrUnreachable, id, err)
+	case res.StatusCode == http.StatusNotFound:
+		return sessionInfo{}, false, nil
+	case res.StatusCode != http.StatusOK:
+		return sessionInfo{}, false, fmt.Errorf("%w: GET /session/%s answered %d: %.200s", ErrUnreachable, id, res.StatusCode, body)
+	}
+	var s sessionInfo
+	if err := json.Unmarshal(body, &s); err != nil || s.ID != id {
+		return sessionInfo{}, false, fmt.Errorf("%w: GET /session/%s answered no such session: %.200s", ErrUnreachable, id, body)
+	}
+	u.sessions.put(s)
+	return s, true, nil
+}

@@ -26,6 +26,9 @@ type Hosted interface {
 type Placement struct {
 	SessionID string // the session it is filed in
 	Directory string // that session's directory
+	// Tool is the assistant message and tool call it belongs to, when the
+	// server told of the call that asks; nil otherwise.
+	Tool *pending.Tool
 }
 
 // HostedError is the server questiond stands in front of failing to say
@@ -67,6 +70,9 @@ func (s *Service) place(ctx context.Context, r *Request) (session.Route, error) 
 		}
 	}
 	r.Directory = p.Directory
+	if r.Tool == nil {
+		r.Tool = p.Tool
+	}
 	route := session.Route{ListedUnder: p.SessionID}
 	if r.SessionID != "" && r.SessionID != p.SessionID {
 		route.Asking = r.SessionID

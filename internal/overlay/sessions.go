@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"time"
 
 	"github.com/questiond/questiond/internal/ask"
 	"github.com/questiond/questiond/internal/pending"
@@ -58,15 +59,41 @@ func (c *sessionCache) put(s sessionInfo) {
 	c.byID[s.ID] = s
 }
 
-// Place implements ask.Hosted: a session the server has is filed in
+// Place implements ask.Hosted. A session the server has is filed in
 // itself when it is a root or a root's child, else in its ancestor that is
-// a root's child, with that session's directory. A session the server does
-// not have is not placed (ok false): questiond files it itself.
+// a root's child, with that session's directory. A question asked in a
+// session the server does not have, during an MCP tool call, is filed so
+// in the session of the one call of that tool in flight, linked to it.
+// Anything else is not placed (ok false): questiond files it itself.
 func (u *Upstream) Place(ctx context.Context, sessionID string, tool *pending.MCPTool) (ask.Placement, bool, error) {
-	if sessionID == "" {
+	if sessionID != "" {
+		p, ok, err := u.placeIn(ctx, sessionID)
+		if ok || err != nil {
+			return p, ok, err
+		}
+	}
+	if tool == nil {
 		return ask.Placement{}, false, nil
 	}
-	chain, err := u.ancestry(ctx, sessionID)
+	call, ok := u.calls.find(ctx, tool, callWait)
+	if !ok {
+		return ask.Placement{}, false, nil
+	}
+	p, ok, err := u.placeIn(ctx, call.SessionID)
+	if ok {
+		p.Tool = &pending.Tool{MessageID: call.MessageID, CallID: call.CallID}
+	}
+	return p, ok, err
+}
+
+// callWait is how long a question asked during an MCP tool call waits to
+// hear of that call from the server's event stream, which races it.
+const callWait = 2 * time.Second
+
+// placeIn places a question asked in session id, which the server may not
+// have.
+func (u *Upstream) placeIn(ctx context.Context, id string) (ask.Placement, bool, error) {
+	chain, err := u.ancestry(ctx, id)
 	if err != nil || len(chain) == 0 {
 		return ask.Placement{}, false, err
 	}

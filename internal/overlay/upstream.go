@@ -40,6 +40,7 @@ type Upstream struct {
 	transport     http.RoundTripper
 	log           *zap.Logger
 	sessions      sessionCache
+	calls         *calls // the server's tool calls in flight, as its event stream tells them
 }
 
 // New checks opts and returns the server they name. Nothing is sent yet.
@@ -48,7 +49,7 @@ func New(opts Options) (*Upstream, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := &Upstream{base: base, transport: opts.Transport, log: opts.Logger}
+	u := &Upstream{base: base, transport: opts.Transport, log: opts.Logger, calls: newCalls()}
 	if u.log == nil {
 		u.log = zap.NewNop()
 	}

@@ -37,12 +37,12 @@ const readChunk = 32 << 10
 // source, so the source should be an upstream response body. Next is for
 // one goroutine; Close may be called from any, at any time, more than once.
 type FrameReader struct {
-	src  io.ReadCloser
-	max  int
+	src   io.ReadCloser
+	max   int
 	store []byte // what src is read into
 	buf   []byte // bytes of store not scanned yet
-	err  error  // sticky: once Next failed, it fails the same way
-	skip bool   // drop a "\n" that starts the next read: the tail of a "\r\n" ending the previous frame
+	err   error  // sticky: once Next failed, it fails the same way
+	skip  bool   // drop a "\n" that starts the next read: the tail of a "\r\n" ending the previous frame
 
 	closeOnce sync.Once
 	closeErr  error

@@ -145,9 +145,10 @@ func (b *Broker) join(s *subscriber) error {
 	return b.routes.add(s, b.opts.MaxScopes)
 }
 
-// leave forgets s once its stream is over.
+// leave forgets s once its stream is over, and its feed with it.
 func (b *Broker) leave(s *subscriber) {
 	s.end()
+	s.release()
 	b.mu.Lock()
 	b.routes.remove(s)
 	last := b.closed && b.routes.count == 0
@@ -177,7 +178,7 @@ func (b *Broker) Close(ctx context.Context) error {
 		b.closed = true
 		close(b.stopHeartbeat)
 		by := time.Now().Add(b.opts.CloseGrace)
-		b.routes.each("", Everyone, func(s *subscriber) { s.finish(by) })
+		b.routes.each("", Everyone, func(s *subscriber) { s.finish(by, reasonCloseGrace) })
 	}
 	if b.routes.count == 0 {
 		b.drain()

@@ -59,6 +59,16 @@ func frame(data []byte) []byte {
 	return append(out, "\n\n\r\n"...)
 }
 
+// chunk is a whole frame from elsewhere (a Feed), cut as one HTTP/1.1
+// chunk as frame does.
+func chunk(f []byte) []byte {
+	out := make([]byte, 0, len(f)+20)
+	out = strconv.AppendInt(out, int64(len(f)), 16)
+	out = append(out, "\r\n"...)
+	out = append(out, f...)
+	return append(out, "\r\n"...)
+}
+
 // payload is the event text of a frame, without its chunk framing.
 func payload(f []byte) []byte {
 	return f[bytes.IndexByte(f, '\n')+1 : len(f)-len("\r\n")]

@@ -47,7 +47,10 @@ type harnessConfig struct {
 	opts    sse.Options
 	initial func(r *http.Request) []sse.Message
 	setup   func(b *sse.Broker) // runs before the server starts
-	server  func(ts *httptest.Server)
+	// feed, when set, gives each stream a feed: the harness serves it
+	// merged (ServeEventMerged, ServeGlobalMerged).
+	feed   func(r *http.Request) sse.Feed
+	server func(ts *httptest.Server)
 }
 
 func newHarness(t testing.TB, cfg harnessConfig) *harness {
@@ -82,9 +85,17 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 		}
 	}
 	mux.HandleFunc("GET /event", func(w http.ResponseWriter, r *http.Request) {
+		if cfg.feed != nil {
+			refuse(w, b.ServeEventMerged(w, r, r.URL.Query().Get("directory"), audienceOf(r), initial(r), cfg.feed(r)))
+			return
+		}
 		refuse(w, b.ServeEvent(w, r, r.URL.Query().Get("directory"), audienceOf(r), initial(r)))
 	})
 	mux.HandleFunc("GET /global/event", func(w http.ResponseWriter, r *http.Request) {
+		if cfg.feed != nil {
+			refuse(w, b.ServeGlobalMerged(w, r, audienceOf(r), initial(r), cfg.feed(r)))
+			return
+		}
 		refuse(w, b.ServeGlobal(w, r, audienceOf(r), initial(r)))
 	})
 	h.ts = httptest.NewUnstartedServer(mux)

@@ -30,14 +30,43 @@ import (
 // ErrTooManyScopes (a new directory beyond Options.MaxScopes) or
 // ErrCannotFlush. Once the stream started it returns nil.
 func (b *Broker) ServeEvent(w http.ResponseWriter, r *http.Request, directory string, audience Audience, initial func() []Message) error {
-	return b.serve(w, r, scope{directory: directory, audience: streamKind(audience)}, initial)
+	return b.serve(w, r, scope{directory: directory, audience: streamKind(audience)}, initial, nil)
 }
 
 // ServeGlobal serves GET /global/event with {"directory","project","payload"}
 // frames (server.connected and server.heartbeat carry only "payload"), the
 // same way as ServeEvent, refusals included.
 func (b *Broker) ServeGlobal(w http.ResponseWriter, r *http.Request, audience Audience, initial func() []Message) error {
-	return b.serve(w, r, scope{global: true, audience: streamKind(audience)}, initial)
+	return b.serve(w, r, scope{global: true, audience: streamKind(audience)}, initial, nil)
+}
+
+// ServeEventMerged is ServeEvent for a stream that also carries feed's
+// frames (upstream OpenCode's /event, relayed), each whole, between the
+// broker's own; feed's frames must be /event frames. The stream starts with
+// feed's first frame (upstream's server.connected: the broker sends none of
+// its own), then the messages returned by initial, then live events and
+// feed's frames as they come, in one queue with the bounds of any stream: a
+// client that cannot keep up with both is cut off. The broker sends no
+// heartbeats on it: the feed's are enough. The stream ends, cleanly after
+// what is queued, when feed ends or fails, so that the client reconnects;
+// and when the client goes away, is cut off or the broker closes, feed is
+// closed. No goroutine outlives the stream.
+//
+// The broker owns feed from the call on and closes it exactly once, also
+// when it refuses the stream. As the stream may outlive the handler (see
+// ServeEvent), feed must not depend on r's context: Close is what stops it.
+// Besides ServeEvent's refusals, it returns, with nothing written: ErrFeed
+// (wrapping feed's error) when feed fails before its first frame, ErrGone
+// when the client leaves or is cut off while the broker waits for it, and
+// ErrClosed when the broker closes meanwhile.
+func (b *Broker) ServeEventMerged(w http.ResponseWriter, r *http.Request, directory string, audience Audience, initial func() []Message, feed Feed) error {
+	return b.serve(w, r, scope{directory: directory, audience: streamKind(audience)}, initial, feed)
+}
+
+// ServeGlobalMerged is ServeGlobal for a stream that also carries feed's
+// /global/event frames, as ServeEventMerged does for /event.
+func (b *Broker) ServeGlobalMerged(w http.ResponseWriter, r *http.Request, audience Audience, initial func() []Message, feed Feed) error {
+	return b.serve(w, r, scope{global: true, audience: streamKind(audience)}, initial, feed)
 }
 
 // streamKind is the kind of a stream opened for audience: a stream is
@@ -49,10 +78,20 @@ func streamKind(audience Audience) Audience {
 	return Standard
 }
 
-func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial func() []Message) error {
+// serve serves one stream of sc; feed is nil for a stream of the broker's
+// frames only.
+func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial func() []Message, feed Feed) error {
 	onEnd, _ := r.Context().Value(streamEndKey{}).(func())
 	kept := false // the stream outlives this call: it calls onEnd itself
+	var pump *feedPump
+	if feed != nil {
+		pump = newFeedPump(feed)
+	}
+	joined := false // from then on, leaving closes the feed
 	defer func() {
+		if pump != nil && !joined {
+			pump.close()
+		}
 		if !kept && onEnd != nil {
 			onEnd()
 		}
@@ -61,6 +100,7 @@ func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial
 		return fmt.Errorf("%w (%T; every middleware on a stream must keep http.Flusher)", ErrCannotFlush, w)
 	}
 	s := newSubscriber(b, sc, w, r.RemoteAddr)
+	s.feed = pump
 	if err := b.join(s); err != nil {
 		level := zap.WarnLevel
 		if errors.Is(err, ErrClosed) {
@@ -69,19 +109,30 @@ func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial
 		b.log.Log(level, "event stream refused", zap.Stringer("scope", sc), zap.Error(err))
 		return err
 	}
+	joined = true
 	s.log(zap.DebugLevel, "event subscriber joined")
 	if hook := b.hooks.registered; hook != nil {
 		hook()
+	}
+	var first []byte
+	if pump != nil {
+		go s.pump(pump)
+		if err := s.awaitFirst(r.Context()); err != nil {
+			b.leave(s)
+			s.log(zap.DebugLevel, "merged event stream not started", zap.Error(err))
+			return err
+		}
+		first = pump.first
 	}
 	setStreamHeaders(w.Header())
 	s.onEnd = onEnd
 	if s.takeOver(w, r) {
 		kept = true
-		s.run(b.prelude(s.scope, initial))
+		s.run(b.prelude(s.scope, first, initial))
 		return nil
 	}
 	defer b.leave(s)
-	s.stream(r.Context(), b.prelude(s.scope, initial))
+	s.stream(r.Context(), b.prelude(s.scope, first, initial))
 	return nil
 }
 
@@ -131,13 +182,17 @@ func (s *subscriber) stream(ctx context.Context, prelude [][]byte) {
 }
 
 // prelude is what a subscriber of sc gets before any live event:
-// server.connected, then the messages initial returns.
-func (b *Broker) prelude(sc scope, initial func() []Message) [][]byte {
-	connected, err := b.frameFor(sc, Message{Event: brokerEvent(typeConnected)})
-	if err != nil {
-		panic(fmt.Sprintf("sse: encoding %s: %v", typeConnected, err)) // a fixed event always encodes
+// server.connected (or, on a merged stream, its feed's first frame), then
+// the messages initial returns.
+func (b *Broker) prelude(sc scope, first []byte, initial func() []Message) [][]byte {
+	if first == nil {
+		connected, err := b.frameFor(sc, Message{Event: brokerEvent(typeConnected)})
+		if err != nil {
+			panic(fmt.Sprintf("sse: encoding %s: %v", typeConnected, err)) // a fixed event always encodes
+		}
+		first = connected
 	}
-	out := [][]byte{connected}
+	out := [][]byte{first}
 	if initial == nil {
 		return out
 	}

@@ -52,6 +52,7 @@ type subscriber struct {
 	rc     *http.ResponseController
 	wake   chan struct{} // one slot: something was queued, or the state changed
 	onEnd  func()        // see WithStreamEnd; conn mode calls it, nil otherwise
+	feed   *feedPump     // a merged stream's feed (feed.go); nil for the broker's frames only
 
 	headerSent bool   // the writer only
 	head       []byte // conn mode, the writer only: the response head, sent with the first frame
@@ -68,6 +69,7 @@ type subscriber struct {
 	takenSize int       // bytes of the batch being written
 	deadline  time.Time // the write deadline last set
 	finishBy  time.Time // when subFinishing: the end of the close grace
+	finishWhy string    // when subFinishing: what a write that misses finishBy is logged as
 	deadlines bool      // out accepts write deadlines
 	ended     bool      // the handler is returning: out is no longer ours to touch
 	conn      net.Conn  // conn mode: the connection taken over; set once, closed by the reader
@@ -96,14 +98,15 @@ func (s *subscriber) notify() {
 
 // enqueue queues one frame without ever waiting and reports whether it cut
 // the subscriber off because its queue is full. A heartbeat is only queued
-// to an idle subscriber: a busy one shows it is alive anyway.
+// to an idle subscriber: a busy one shows it is alive anyway. A merged
+// stream gets none: its feed (upstream's stream) sends its own.
 func (s *subscriber) enqueue(f []byte, heartbeat bool) (cut bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	held := len(s.queue) + s.taken
 	size := s.queued + s.takenSize
 	switch {
-	case s.state != subActive, heartbeat && held > 0:
+	case s.state != subActive, heartbeat && (held > 0 || s.feed != nil):
 		return false
 	case held >= s.broker.opts.QueueLength, held > 0 && size+len(f) > s.broker.opts.QueueBytes:
 		s.stopLocked()
@@ -146,16 +149,24 @@ func (s *subscriber) written(batch [][]byte) {
 	}
 }
 
-// finish lets the subscriber write what is queued, by the end of the close
-// grace at the latest, then end its stream.
-func (s *subscriber) finish(by time.Time) {
+// active reports whether s still takes frames.
+func (s *subscriber) active() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state == subActive
+}
+
+// finish lets the subscriber write what is queued, by the time by at the
+// latest, then end its stream; a client that does not take it in time is
+// cut off, logged with reason.
+func (s *subscriber) finish(by time.Time, reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != subActive {
 		return
 	}
 	s.state = subFinishing
-	s.finishBy = by
+	s.finishBy, s.finishWhy = by, reason
 	if s.deadline.After(by) {
 		s.setDeadlineLocked(by) // a write under way gets the grace, not more
 	}
@@ -262,12 +273,16 @@ func (s *subscriber) writeResponse(f []byte) error {
 // failed stops s after a failed write and says why, unless whoever stopped
 // it first already did.
 func (s *subscriber) failed(err error) {
-	switch was := s.stop(); {
+	s.mu.Lock()
+	was, why := s.state, s.finishWhy
+	s.stopLocked()
+	s.mu.Unlock()
+	switch {
 	case was == subStopped:
 	case !errors.Is(err, os.ErrDeadlineExceeded):
 		s.log(zap.DebugLevel, "event subscriber gone", zap.Error(err))
 	case was == subFinishing:
-		s.logCutOff(reasonCloseGrace, err)
+		s.logCutOff(why, err)
 	default:
 		s.logCutOff(reasonWriteTimeout, err)
 	}

@@ -126,6 +126,10 @@ type Daemon struct {
 	conns     *connguard.Guard
 	ln        net.Listener
 
+	upstream  *overlay.Upstream // Config.Upstream's server; nil without one
+	stopWatch context.CancelFunc // ends upstream.Watch, which Serve started
+	watched   chan struct{}      // closed when upstream.Watch has returned
+
 	metrics     *metrics.Metrics // nil without Config.Metrics
 	metricsHTTP *http.Server
 	metricsLn   net.Listener
@@ -219,6 +223,7 @@ func (d *Daemon) open(ctx context.Context, cfg Config) error {
 		if cfg.API.Upstream, err = overlay.New(cfg.Upstream); err != nil {
 			return err
 		}
+		d.upstream = cfg.API.Upstream
 	}
 	var store ask.QuestionStore = d.store
 	askOpts := httpapi.AskOptions(cfg.API)
@@ -452,6 +457,16 @@ func (d *Daemon) Serve() error {
 		return nil
 	}
 	d.serving = true
+	if d.upstream != nil {
+		// Under d.mu, as the shutdown that stops it reads stopWatch.
+		var ctx context.Context
+		ctx, d.stopWatch = context.WithCancel(context.Background())
+		d.watched = make(chan struct{})
+		go func() {
+			defer close(d.watched)
+			d.upstream.Watch(ctx)
+		}()
+	}
 	d.mu.Unlock()
 	d.serveMetrics()
 	err := d.http.Serve(d.ln)

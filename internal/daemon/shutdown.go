@@ -74,7 +74,12 @@ func (d *Daemon) shutdown(ctx context.Context) error {
 	d.mu.Lock()
 	d.stopping = true
 	serving := d.serving
+	stopWatch := d.stopWatch
 	d.mu.Unlock()
+	if stopWatch != nil {
+		stopWatch() // the OpenCode server's tool calls: no new question will be placed by them
+		<-d.watched
+	}
 	if !serving {
 		_ = d.ln.Close() // Serve never took it
 		if d.metricsLn != nil {

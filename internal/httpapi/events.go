@@ -25,6 +25,11 @@ type Bus interface {
 	// return why they refuse it (sse.ErrClosed, sse.ErrTooManyScopes, ...).
 	ServeEvent(w http.ResponseWriter, r *http.Request, directory string, audience sse.Audience, initial func() []sse.Message) error
 	ServeGlobal(w http.ResponseWriter, r *http.Request, audience sse.Audience, initial func() []sse.Message) error
+	// ServeEventMerged and ServeGlobalMerged do the same with another
+	// server's frames (feed) between the bus's: in front of an OpenCode
+	// server (see sse.Feed).
+	ServeEventMerged(w http.ResponseWriter, r *http.Request, directory string, audience sse.Audience, initial func() []sse.Message, feed sse.Feed) error
+	ServeGlobalMerged(w http.ResponseWriter, r *http.Request, audience sse.Audience, initial func() []sse.Message, feed sse.Feed) error
 	Close(ctx context.Context) error
 }
 

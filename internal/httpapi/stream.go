@@ -27,6 +27,11 @@ func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
 	}
 	s.serveStream(w, r, func(r *http.Request) error {
 		audience, initial := s.streamView(r, dir)
+		if s.upstream != nil {
+			return s.serveMerged(w, r, "/event", func(feed sse.Feed) error {
+				return s.events.bus.ServeEventMerged(w, r, dir, audience, initial, feed)
+			})
+		}
 		return s.events.bus.ServeEvent(w, r, dir, audience, initial)
 	})
 }
@@ -35,6 +40,11 @@ func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleGlobalEvent(w http.ResponseWriter, r *http.Request) {
 	s.serveStream(w, r, func(r *http.Request) error {
 		audience, initial := s.streamView(r, "")
+		if s.upstream != nil {
+			return s.serveMerged(w, r, "/global/event", func(feed sse.Feed) error {
+				return s.events.bus.ServeGlobalMerged(w, r, audience, initial, feed)
+			})
+		}
 		return s.events.bus.ServeGlobal(w, r, audience, initial)
 	})
 }

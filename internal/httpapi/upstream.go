@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/ident"
 	"github.com/questiond/questiond/internal/overlay"
+	"github.com/questiond/questiond/internal/sse"
 )
 
 // In front of an OpenCode server (Options.Upstream), questiond answers
@@ -78,6 +80,33 @@ func (s *Server) ownQuestionOr(own http.HandlerFunc) http.HandlerFunc {
 		}
 		s.forward.ServeHTTP(w, r)
 	}
+}
+
+// serveMerged serves an event stream that carries the server's stream at
+// path frame by frame, questiond's events between its frames (serve runs
+// the broker with the server's frames as its feed). The server's refusal
+// reaches the client as it came; a server that does not answer is a 502.
+// The server's stream outlives the request's handler (the broker may take
+// the connection over), so it ends when the broker closes it, not with
+// the handler.
+func (s *Server) serveMerged(w http.ResponseWriter, r *http.Request, path string, serve func(sse.Feed) error) error {
+	query := r.URL.Query()
+	query.Del("auth_token")
+	var header http.Header
+	if dir := r.Header.Values("x-opencode-directory"); len(dir) > 0 {
+		header = http.Header{"X-Opencode-Directory": dir}
+	}
+	feed, err := s.upstream.Stream(context.WithoutCancel(r.Context()), path, query, header)
+	var refused *overlay.StatusError
+	switch {
+	case errors.As(err, &refused):
+		refused.Write(w)
+		return nil
+	case err != nil:
+		s.writeError(w, r, upstreamError(err))
+		return nil
+	}
+	return serve(feed)
 }
 
 // upstreamError is the one place the overlay's errors become HTTP errors:

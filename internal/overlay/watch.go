@@ -1,0 +1,120 @@
+package overlay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Backoff of Watch between two attempts to reach the server's stream.
+const (
+	watchRetryMin = 500 * time.Millisecond
+	watchRetryMax = 30 * time.Second
+)
+
+// Watch follows the server's event stream (GET /global/event) until ctx
+// ends, to know the tool calls in flight (see Place). A lost stream is
+// opened again, the calls heard of so far forgotten (their endings may
+// have been missed), after a pause that doubles up to 30 s while the
+// server stays away.
+func (u *Upstream) Watch(ctx context.Context) {
+	pause := watchRetryMin
+	for ctx.Err() == nil {
+		began := time.Now()
+		err := u.watchOnce(ctx)
+		u.calls.watching.Store(false)
+		u.calls.reset()
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(began) > watchRetryMax {
+			pause = watchRetryMin // it was up a while: this is a new outage
+		}
+		u.log.Warn("the OpenCode server's event stream ended; following it again shortly",
+			zap.String("server", u.base.Redacted()), zap.Duration("in", pause), zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, watchRetryMax)
+	}
+}
+
+// watchOnce follows the stream once, until it ends.
+func (u *Upstream) watchOnce(ctx context.Context) error {
+	frames, err := u.Stream(ctx, "/global/event", nil, nil)
+	if err != nil {
+		return err
+	}
+	defer frames.Close()
+	u.calls.watching.Store(true)
+	for {
+		frame, err := frames.Next()
+		if err != nil {
+			return err
+		}
+		p, ok := Peek(frame)
+		if !ok {
+			continue
+		}
+		switch p.Type {
+		case "message.part.updated", "message.part.removed", "session.deleted":
+			var envelope struct {
+				Payload json.RawMessage `json:"payload"`
+			}
+			if json.Unmarshal(Data(frame), &envelope) == nil && len(envelope.Payload) > 0 {
+				u.calls.observe(envelope.Payload)
+			}
+		}
+	}
+}
+
+// Stream opens the server's event stream at path (/event or
+// /global/event) with query and header (the client's directory), and
+// returns it frame by frame; closing it ends the request. A status other
+// than 200 is a *StatusError holding the server's answer.
+func (u *Upstream) Stream(ctx context.Context, path string, query url.Values, header http.Header) (*FrameReader, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	h := http.Header{"Accept": {"text/event-stream"}, "Accept-Encoding": {"identity"}}
+	for k, v := range header {
+		h[k] = v
+	}
+	res, err := u.Do(ctx, http.MethodGet, path, query, h)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if res.StatusCode != http.StatusOK {
+		defer cancel()
+		defer res.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+		return nil, &StatusError{Status: res.StatusCode, Header: res.Header.Clone(), Body: body}
+	}
+	return NewFrameReader(cancelOnClose{res.Body, cancel}, 0), nil
+}
+
+// cancelOnClose ends a request when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	c.cancel()
+	err := c.ReadCloser.Close()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("closing the server's event stream: %w", err)
+	}
+	return nil
+}

@@ -146,6 +146,7 @@ func (s *Service) create(ctx context.Context, r Request) (*pending.Question, err
 		Questions:       questions,
 		Tool:            r.Tool,
 		MCPTool:         r.MCPTool,
+		Hosted:          route.hosted,
 		CreatedAt:       now,
 		Deadline:        now.Add(r.Timeout),
 		IdempotencyKey:  r.Key,

@@ -41,20 +41,29 @@ func (e *HostedError) Error() string {
 
 func (e *HostedError) Unwrap() error { return e.Err }
 
+// placed is where a question goes: route, and whether it is filed in a
+// session of the hosting server.
+type placed struct {
+	session.Route
+	hosted bool
+}
+
 // place routes r: through the hosting server where it has r's session
 // (or the call that asks), else by questiond's own sessions (route). A
 // question bound to one capability (only) is questiond's to route.
-func (s *Service) place(ctx context.Context, r *Request) (session.Route, error) {
+func (s *Service) place(ctx context.Context, r *Request) (placed, error) {
 	hosted := s.opts.Hosted
 	if hosted == nil || r.Only != "" || s.isInbox(r.SessionID) {
-		return s.route(ctx, r.SessionID, r.Owner, r.Only)
+		route, err := s.route(ctx, r.SessionID, r.Owner, r.Only)
+		return placed{Route: route}, err
 	}
 	p, ok, err := hosted.Place(context.WithoutCancel(ctx), r.SessionID, r.MCPTool)
 	if err != nil {
-		return session.Route{}, &HostedError{Err: err}
+		return placed{}, &HostedError{Err: err}
 	}
 	if !ok {
-		return s.route(ctx, r.SessionID, r.Owner, r.Only)
+		route, err := s.route(ctx, r.SessionID, r.Owner, r.Only)
+		return placed{Route: route}, err
 	}
 	for _, id := range []string{r.SessionID, p.SessionID} {
 		if id == "" {
@@ -62,10 +71,10 @@ func (s *Service) place(ctx context.Context, r *Request) (session.Route, error) 
 		}
 		rec, err := s.sessions.Get(ctx, id)
 		if err != nil {
-			return session.Route{}, &SessionError{ID: id, Err: err}
+			return placed{}, &SessionError{ID: id, Err: err}
 		}
 		if rec.Capability == session.None {
-			return session.Route{}, &ForbiddenError{Message: fmt.Sprintf(
+			return placed{}, &ForbiddenError{Message: fmt.Sprintf(
 				"session %s may not ask questions: its question capability is \"none\"; continue with your best judgment", id)}
 		}
 	}
@@ -73,7 +82,7 @@ func (s *Service) place(ctx context.Context, r *Request) (session.Route, error) 
 	if r.Tool == nil {
 		r.Tool = p.Tool
 	}
-	route := session.Route{ListedUnder: p.SessionID}
+	route := placed{Route: session.Route{ListedUnder: p.SessionID}, hosted: true}
 	if r.SessionID != "" && r.SessionID != p.SessionID {
 		route.Asking = r.SessionID
 	}

@@ -126,7 +126,7 @@ type Daemon struct {
 	conns     *connguard.Guard
 	ln        net.Listener
 
-	upstream  *overlay.Upstream // Config.Upstream's server; nil without one
+	upstream  *overlay.Upstream  // Config.Upstream's server; nil without one
 	stopWatch context.CancelFunc // ends upstream.Watch, which Serve started
 	watched   chan struct{}      // closed when upstream.Watch has returned
 

@@ -48,6 +48,11 @@ type Events struct {
 	// every event.
 	console atomic.Pointer[console.Console]
 
+	// overlay: questiond stands in front of an OpenCode server, and the
+	// TUI's streams hear of the questions it cannot show (those not filed
+	// in the server's sessions) in a toast. Set by New.
+	overlay atomic.Bool
+
 	// fromLog: streams hear of changes only through Observed, in the
 	// order of the change log several replicas share (see FromLog).
 	fromLog bool
@@ -80,6 +85,9 @@ func (e *Events) Asked(q *pending.Question) {
 func (e *Events) announceAsked(ctx context.Context, q *pending.Question) {
 	if c := e.console.Load(); c == nil {
 		e.publishBody(ctx, q.Directory, sse.Everyone, wire.EventAsked, listItem(q))
+		if e.overlay.Load() && !q.Hosted {
+			e.publish(ctx, q.Directory, sse.Console, eventToastShow, unshownToast(q))
+		}
 	} else {
 		e.publishBody(ctx, q.Directory, sse.Standard, wire.EventAsked, listItem(q))
 		c.Asked(q)

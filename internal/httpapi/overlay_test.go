@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/ident"
@@ -19,6 +20,7 @@ import (
 // lists one question of its own and records every request it gets.
 type fakeOpenCode struct {
 	*httptest.Server
+	stop chan struct{} // closed to end its event streams
 	mu   sync.Mutex
 	seen []seenRequest
 }
@@ -28,9 +30,9 @@ type seenRequest struct {
 }
 
 const (
-	upstreamQuestionID = "que_0000000000010000000000000a" // an OpenCode id: older than questiond's, untagged
-	upstreamPassword   = "upstream-password-123"
-	overlayOperatorPassword   = "questiond-operator-456"
+	upstreamQuestionID      = "que_0000000000010000000000000a" // an OpenCode id: older than questiond's, untagged
+	upstreamPassword        = "upstream-password-123"
+	overlayOperatorPassword = "questiond-operator-456"
 )
 
 // upstreamSessions are the fake's sessions: a root, its child, the child's
@@ -42,7 +44,7 @@ var upstreamSessions = map[string]string{
 }
 
 func newFakeOpenCode(t *testing.T) *fakeOpenCode {
-	f := &fakeOpenCode{}
+	f := &fakeOpenCode{stop: make(chan struct{})}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
@@ -52,6 +54,18 @@ func newFakeOpenCode(t *testing.T) *fakeOpenCode {
 		switch {
 		case r.Method == http.MethodGet && r.URL.Path == "/question":
 			_, _ = io.WriteString(w, `[{"id":"`+upstreamQuestionID+`","sessionID":"ses_upstream","questions":[{"question":"Theirs?","header":"Theirs","options":[]}]}]`)
+		case r.URL.Path == "/event" || r.URL.Path == "/global/event":
+			w.Header().Set("Content-Type", "text/event-stream")
+			event := `{"id":"evt_up1","type":"server.connected","properties":{}}`
+			if r.URL.Path == "/global/event" {
+				event = `{"payload":` + event + `}`
+			}
+			_, _ = io.WriteString(w, "data: "+event+"\n\n")
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+			case <-f.stop:
+			}
 		case r.URL.Path == "/session":
 			_, _ = io.WriteString(w, `[{"id":"ses_upstream","title":"upstream's"}]`)
 		case strings.HasPrefix(r.URL.Path, "/session/"):
@@ -66,8 +80,22 @@ func newFakeOpenCode(t *testing.T) *fakeOpenCode {
 			_, _ = io.WriteString(w, `{"path":"`+r.URL.Path+`"}`)
 		}
 	}))
-	t.Cleanup(f.Close)
+	t.Cleanup(func() {
+		f.endStreams()
+		f.Close()
+	})
 	return f
+}
+
+// endStreams ends the event streams it serves, as a restart would.
+func (f *fakeOpenCode) endStreams() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case <-f.stop:
+	default:
+		close(f.stop)
+	}
 }
 
 func (f *fakeOpenCode) requests() []seenRequest {
@@ -277,5 +305,57 @@ func TestTheOverlayRefusesWhenTheServerCannotPlace(t *testing.T) {
 	}
 	if n, _ := h.store.Count(t.Context(), pending.Filter{}); n != 0 {
 		t.Fatalf("%d questions stored", n)
+	}
+}
+
+// The TUI's stream through questiond starts with the server's
+// server.connected; a question it cannot show (not filed in one of the
+// server's sessions) comes with a toast saying where to answer it, on the
+// TUI's streams only; a question filed in the server's session comes
+// without. When the server's stream ends, the client's does too.
+func TestTheOverlayStreamsAndToasts(t *testing.T) {
+	h, up := overlayHarness(t)
+	op := basic("opencode", upstreamPassword)
+	tui := h.openStream("/event", "Authorization", op, "User-Agent", "opencode/1.18.33")
+	web := h.openStream("/event", "Authorization", op)
+	for _, s := range []*stream{tui, web} {
+		if f := s.expect(t, "server.connected"); f.ID != "evt_up1" {
+			t.Fatalf("the first frame is questiond's own server.connected %s, not the server's", f.Raw)
+		}
+	}
+	asAlpha(t, h, seedForm())
+	tui.expect(t, "question.asked")
+	toast := tui.expect(t, "tui.toast.show")
+	if !strings.Contains(string(toast.Properties), "/ui") || !strings.Contains(string(toast.Properties), "alpha") {
+		t.Errorf("the toast says %s; want the asker and where to answer", toast.Properties)
+	}
+	web.expect(t, "question.asked")
+
+	hosted := seedForm()
+	hosted["sessionID"] = "ses_root"
+	asAlpha(t, h, hosted)
+	for _, s := range []*stream{tui, web} {
+		if f := s.expect(t, "question.asked"); !strings.Contains(string(f.Properties), "ses_root") {
+			t.Fatalf("want the question in ses_root next, got %s", f.Raw)
+		}
+	}
+	up.endStreams()
+	for _, s := range []*stream{tui, web} {
+		select {
+		case f, ok := <-s.frames:
+			if ok {
+				t.Fatalf("a frame after the server's stream ended: %s", f.Raw)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the client's stream goes on after the server's ended")
+		}
+	}
+}
+
+// asAlpha asks form as the agent alpha.
+func asAlpha(t *testing.T, h *harness, form map[string]any) {
+	t.Helper()
+	if res := h.do(http.MethodPost, "/elicitations", form, "Authorization", bearerAuth(alphaToken)); res.Status != http.StatusCreated {
+		t.Fatalf("POST /elicitations: %d %s", res.Status, res.Body)
 	}
 }

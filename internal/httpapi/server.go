@@ -162,7 +162,7 @@ type Server struct {
 	console   *console.Console
 	upstream  *overlay.Upstream // Options.Upstream
 	forward   http.Handler      // to upstream, for operators only
-	streams   atomic.Int64 // open event streams
+	streams   atomic.Int64      // open event streams
 }
 
 // AskOptions are the options of the ask.Service a Server with opts goes
@@ -251,6 +251,7 @@ func New(questions *ask.Service, events *Events, opts Options) (*Server, error) 
 	})
 	if s.upstream = opts.Upstream; s.upstream != nil {
 		s.forward = s.guard.OperatorsOnly(s.upstream.Forwarder(s.upstreamFailed))
+		events.overlay.Store(true)
 	} else {
 		events.console.Store(s.console)
 	}

@@ -53,7 +53,10 @@ func (s *Server) handleGlobalEvent(w http.ResponseWriter, r *http.Request) {
 // OpenCode TUI gets the console's view (see console.Console), every other client
 // every pending question of its scope.
 func (s *Server) streamView(r *http.Request, dir string) (sse.Audience, func() []sse.Message) {
-	if s.upstream == nil && console.IsConsole(r) {
+	if console.IsConsole(r) {
+		if s.upstream != nil {
+			return sse.Console, s.pendingAsked(dir) // the TUI's own audience, for toasts; the server answers its console
+		}
 		return sse.Console, s.console.Replay
 	}
 	return sse.Standard, s.pendingAsked(dir)

@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"go.uber.org/zap"
@@ -12,7 +14,9 @@ import (
 	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/ident"
 	"github.com/questiond/questiond/internal/overlay"
+	"github.com/questiond/questiond/internal/pending"
 	"github.com/questiond/questiond/internal/sse"
+	"github.com/questiond/questiond/internal/ui/inline"
 )
 
 // In front of an OpenCode server (Options.Upstream), questiond answers
@@ -132,3 +136,32 @@ func hosted(up *overlay.Upstream) ask.Hosted {
 	}
 	return up
 }
+
+// eventToastShow asks the OpenCode TUI to show a toast.
+const eventToastShow = "tui.toast.show"
+
+// toast is tui.toast.show's properties.
+type toast struct {
+	Title    string `json:"title,omitempty"`
+	Message  string `json:"message"`
+	Variant  string `json:"variant"`
+	Duration int    `json:"duration,omitempty"` // ms
+}
+
+// unshownToast tells the TUI of a question it cannot show: one filed in a
+// session the OpenCode server does not have (an agent's inbox, an MCP
+// session), which only questiond's page and webhooks show.
+func unshownToast(q *pending.Question) toast {
+	who := cmp.Or(q.Owner, q.Client, "an agent")
+	what := wire.OneLine(inline.Plain(strings.Join(strings.Fields(q.Message), " ")), toastMessageRunes)
+	return toast{
+		Title:    "Question from " + wire.OneLine(who, toastMessageRunes),
+		Message:  what + " — not in an OpenCode session: answer it on questiond's page (/ui)",
+		Variant:  "info",
+		Duration: 10000,
+	}
+}
+
+// toastMessageRunes bounds the asker's text in a toast: a toast is a line
+// or two.
+const toastMessageRunes = 120

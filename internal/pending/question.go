@@ -90,9 +90,13 @@ type Question struct {
 	Questions []elicit.QuestionInfo `json:"questions"`
 	Tool      *Tool                 `json:"tool,omitempty"`
 	MCPTool   *MCPTool              `json:"mcpTool,omitempty"`
-	CreatedAt time.Time             `json:"createdAt"`
-	Deadline  time.Time             `json:"deadline,omitzero"` // zero: no timeout
-	Ended     *Outcome              `json:"ended,omitempty"`
+	// Hosted: questiond stands in front of another server (an OpenCode
+	// server), and SessionID is one of that server's sessions, where its
+	// clients show the question.
+	Hosted    bool      `json:"hosted,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	Deadline  time.Time `json:"deadline,omitzero"` // zero: no timeout
+	Ended     *Outcome  `json:"ended,omitempty"`
 	// IdempotencyKey is the Idempotency-Key of the request that asked ("":
 	// none). With Owner it names the question for retries of that request:
 	// the store holds at most one live question per owner and key.

@@ -379,7 +379,7 @@ func TestClientLeavingClosesTheFeedOfAHandlerStream(t *testing.T) {
 		done := serveMerged(ctx, b, newMemWriter(rec.add), false, feed)
 		synctest.Wait()
 		cancel()
-		if err := <-done; !errors.Is(err, sse.ErrGone) {
+		if err := await(t, done, "the handler never returned"); !errors.Is(err, sse.ErrGone) {
 			t.Fatalf("handler returned %v, want ErrGone", err)
 		}
 		feed.waitClosed(t)
@@ -396,7 +396,7 @@ func TestClientLeavingClosesTheFeedOfAHandlerStream(t *testing.T) {
 			t.Fatalf("written: %q, want upstream's first frame", got)
 		}
 		cancel()
-		if err := <-done; err != nil {
+		if err := await(t, done, "the handler never returned"); err != nil {
 			t.Fatalf("handler returned %v", err)
 		}
 		feed.waitClosed(t)
@@ -437,12 +437,12 @@ func TestNoBrokerHeartbeatsOnAMergedStream(t *testing.T) {
 			t.Fatalf("merged stream: %q, want upstream's first frame only", got)
 		}
 		feed.end(io.EOF)
-		if err := <-done; err != nil {
+		if err := await(t, done, "the handler never returned"); err != nil {
 			t.Fatalf("handler returned %v", err)
 		}
 		feed.waitClosed(t)
 		cancel()
-		<-plainDone
+		await(t, plainDone, "the plain stream's handler never returned")
 	})
 }
 
@@ -479,11 +479,11 @@ func TestSlowClientIsCutOffByTheFeedsVolume(t *testing.T) {
 		for i := range 20 {
 			feed.send(upstream("/event", "evt_up", "up", fmt.Sprintf(`{"i":%d}`, i)))
 		}
-		<-left
+		await(t, left, "the slow client was never cut off")
 		if d := time.Since(start); d != 0 {
 			t.Fatalf("cut off after %v, want at once", d)
 		}
-		if err := <-done; err != nil {
+		if err := await(t, done, "the handler never returned"); err != nil {
 			t.Fatalf("handler returned %v", err)
 		}
 		feed.waitClosed(t)
@@ -498,7 +498,7 @@ func TestSlowClientIsCutOffByTheFeedsVolume(t *testing.T) {
 			t.Fatalf("the other stream got %q", got)
 		}
 		cancel()
-		<-otherDone
+		await(t, otherDone, "the other stream's handler never returned")
 	})
 }
 
@@ -518,7 +518,7 @@ func TestBrokenFeedFrameCutsTheStreamOff(t *testing.T) {
 		feed.send(upstream("/event", "evt_up0", "server.connected", `{}`))
 		synctest.Wait()
 		feed.send("", "data: {}\n")
-		if err := <-done; err != nil {
+		if err := await(t, done, "the stream goes on after a broken frame"); err != nil {
 			t.Fatalf("handler returned %v", err)
 		}
 		feed.waitClosed(t)
@@ -569,7 +569,7 @@ func TestMergedStreamInterleavesInQueueOrder(t *testing.T) {
 			t.Fatalf("got %q, want %q", types, want)
 		}
 		cancel()
-		<-done
+		await(t, done, "the handler never returned")
 		feed.waitClosed(t)
 	})
 }

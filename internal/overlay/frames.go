@@ -239,9 +239,12 @@ type Peeked struct {
 	// SessionID is properties.sessionID: the session of a question.*,
 	// permission.* or session.status event.
 	SessionID string
-	// ID is properties.id: the request id of a question.* or permission.*
-	// event.
+	// ID is properties.id: the request id of question.asked and
+	// permission.asked.
 	ID string
+	// RequestID is properties.requestID: the request id of
+	// question.replied, question.rejected and permission.replied.
+	RequestID string
 }
 
 // Peek decodes what routing needs from frame, of either stream; ok is false
@@ -269,7 +272,13 @@ func Peek(frame []byte) (p Peeked, ok bool) {
 	if w.Payload != nil {
 		e = *w.Payload
 	}
-	return Peeked{Type: e.Type, Directory: w.Directory, SessionID: e.Properties.SessionID, ID: e.Properties.ID}, true
+	return Peeked{
+		Type:      e.Type,
+		Directory: w.Directory,
+		SessionID: e.Properties.SessionID,
+		ID:        e.Properties.ID,
+		RequestID: e.Properties.RequestID,
+	}, true
 }
 
 // peekEvent is the part of an OpenCode bus event Peek reads.
@@ -278,5 +287,6 @@ type peekEvent struct {
 	Properties struct {
 		ID        string `json:"id"`
 		SessionID string `json:"sessionID"`
+		RequestID string `json:"requestID"`
 	} `json:"properties"`
 }

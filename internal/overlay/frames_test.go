@@ -281,7 +281,7 @@ func TestPeek(t *testing.T) {
 		},
 		{
 			frame: `data: {"id":"evt_3","type":"permission.replied","properties":{"sessionID":"ses_2","requestID":"per_1","reply":"once"}}` + "\n\n",
-			want:  overlay.Peeked{Type: "permission.replied", SessionID: "ses_2"},
+			want:  overlay.Peeked{Type: "permission.replied", SessionID: "ses_2", RequestID: "per_1"},
 			ok:    true,
 		},
 		{
@@ -329,11 +329,17 @@ func TestGoldenGlobalEventStream(t *testing.T) {
 			t.Fatalf("read %d at a time: %d frames, want the %d chunks", n, len(got), len(chunks))
 		}
 	}
-	var asked int
+	var asked, resolved int
 	for _, c := range chunks {
 		p, ok := overlay.Peek([]byte(c))
 		if !ok || p.Type == "" {
 			t.Fatalf("Peek(%.200q) = %+v, %v", c, p, ok)
+		}
+		if p.Type == "question.replied" || p.Type == "question.rejected" {
+			resolved++
+			if !strings.HasPrefix(p.RequestID, "que_") || !strings.HasPrefix(p.SessionID, "ses_") {
+				t.Fatalf("%s peeked as %+v", p.Type, p)
+			}
 		}
 		if p.Type == "question.asked" {
 			asked++
@@ -342,8 +348,8 @@ func TestGoldenGlobalEventStream(t *testing.T) {
 			}
 		}
 	}
-	if asked == 0 {
-		t.Fatal("no question.asked in the recording")
+	if asked == 0 || resolved == 0 {
+		t.Fatalf("%d question.asked, %d resolved in the recording", asked, resolved)
 	}
 }
 

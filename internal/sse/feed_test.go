@@ -573,3 +573,35 @@ func TestMergedStreamInterleavesInQueueOrder(t *testing.T) {
 		feed.waitClosed(t)
 	})
 }
+
+// A feed that ends right after its first frame (upstream connected, then
+// dropped), before the handler looks for that frame, still starts the
+// stream: the client gets that frame, then the end, and reconnects; it is
+// never refused as if the broker were closing.
+func TestFeedEndingRightAfterItsFirstFrame(t *testing.T) {
+	for range 20 { // the handler's select sees the first frame and the end at once: it must not pick by chance
+		synctest.Test(t, func(t *testing.T) {
+			b, err := sse.New(sse.Options{Heartbeat: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close(context.Background())
+			pumped := make(chan struct{})
+			b.SetPumpHook(func() { <-pumped })
+			var rec recorder
+			feed := newTestFeed()
+			feed.send(upstream("/event", "evt_up0", "server.connected", `{}`))
+			feed.end(io.EOF)
+			done := serveMerged(context.Background(), b, newMemWriter(rec.add), false, feed)
+			synctest.Wait() // the pump read both and ended the stream
+			close(pumped)
+			if err := await(t, done, "the handler never returned"); err != nil {
+				t.Fatalf("handler returned %v", err)
+			}
+			if got := rec.get(); len(got) != 1 || !strings.Contains(got[0], "evt_up0") {
+				t.Fatalf("written: %q", got)
+			}
+			feed.waitClosed(t)
+		})
+	}
+}

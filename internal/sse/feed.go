@@ -22,7 +22,9 @@ type Feed interface {
 	// Close stops the feed: a Next under way returns soon, with an error.
 	// The broker calls it exactly once, when the stream is over (from
 	// another goroutine than Next's, maybe while Next waits), or when it
-	// refuses the stream.
+	// refuses the stream. The stream's end waits for it, so it must not
+	// block for long: cancelling the upstream request and closing its
+	// body is what it is for.
 	Close() error
 }
 

@@ -139,6 +139,21 @@ func openAsync(t testing.TB, h *harness, target string) <-chan *clientStream {
 	return out
 }
 
+// openMerged opens a merged stream of target whose feed has connected,
+// and reads that first frame.
+func openMerged(t testing.TB, h *harness, feeds <-chan *testFeed, target string) (*testFeed, *clientStream) {
+	t.Helper()
+	opened := openAsync(t, h, target)
+	feed := await(t, feeds, "no feed")
+	feed.send(upstream(target, "evt_up0", "server.connected", `{}`))
+	s := await(t, opened, "stream not opened")
+	if s == nil {
+		t.FailNow()
+	}
+	s.next(t)
+	return feed, s
+}
+
 func pendingQuestion(*http.Request) []sse.Message {
 	return []sse.Message{{Directory: "/p", Event: sse.Event{Type: "question.asked", Properties: json.RawMessage(`{"id":"que_1"}`)}}}
 }
@@ -187,14 +202,7 @@ func TestMergedStreamStartsWithTheFeedsFirstFrame(t *testing.T) {
 func TestMergedStreamKeepsFramesWholeUnderLoad(t *testing.T) {
 	const n = 300
 	h, feeds := feedHarness(t, sse.Options{Heartbeat: time.Hour}, nil)
-	opened := openAsync(t, h, "/event?directory=/p")
-	feed := await(t, feeds, "no feed")
-	feed.send(upstream("/event", "evt_up0", "server.connected", `{}`))
-	s := await(t, opened, "stream not opened")
-	if s == nil {
-		t.FailNow()
-	}
-	s.next(t)
+	feed, s := openMerged(t, h, feeds, "/event?directory=/p")
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := range n {
@@ -242,14 +250,7 @@ func TestFeedEndEndsTheStream(t *testing.T) {
 	for _, end := range []error{io.EOF, errors.New("upstream reset")} {
 		t.Run(end.Error(), func(t *testing.T) {
 			h, feeds := feedHarness(t, sse.Options{Heartbeat: time.Hour}, nil)
-			opened := openAsync(t, h, "/global/event")
-			feed := await(t, feeds, "no feed")
-			feed.send(upstream("/global/event", "evt_up0", "server.connected", `{}`))
-			s := await(t, opened, "stream not opened")
-			if s == nil {
-				t.FailNow()
-			}
-			s.next(t)
+			feed, s := openMerged(t, h, feeds, "/global/event")
 			h.publish(t, "/p", "bus", `{}`)
 			feed.send(upstream("/global/event", "evt_up1", "up", `{}`))
 			feed.end(end)
@@ -271,14 +272,7 @@ func TestFeedEndEndsTheStream(t *testing.T) {
 // cancelled) and the stream is gone.
 func TestClientLeavingClosesTheFeed(t *testing.T) {
 	h, feeds := feedHarness(t, sse.Options{Heartbeat: time.Hour}, nil)
-	opened := openAsync(t, h, "/event")
-	feed := await(t, feeds, "no feed")
-	feed.send(upstream("/event", "evt_up0", "server.connected", `{}`))
-	s := await(t, opened, "stream not opened")
-	if s == nil {
-		t.FailNow()
-	}
-	s.next(t)
+	feed, s := openMerged(t, h, feeds, "/event")
 	s.close()
 	feed.waitClosed(t)
 	h.waitSubscribers(t, 0)
@@ -288,14 +282,7 @@ func TestClientLeavingClosesTheFeed(t *testing.T) {
 // closed before Close returns.
 func TestBrokerCloseClosesTheFeed(t *testing.T) {
 	h, feeds := feedHarness(t, sse.Options{Heartbeat: time.Hour}, nil)
-	opened := openAsync(t, h, "/event")
-	feed := await(t, feeds, "no feed")
-	feed.send(upstream("/event", "evt_up0", "server.connected", `{}`))
-	s := await(t, opened, "stream not opened")
-	if s == nil {
-		t.FailNow()
-	}
-	s.next(t)
+	feed, s := openMerged(t, h, feeds, "/event")
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	if err := h.b.Close(ctx); err != nil {
@@ -346,6 +333,17 @@ func TestFeedFailingBeforeItsFirstFrameRefusesTheStream(t *testing.T) {
 	refused.waitClosed(t)
 }
 
+// bubbleBroker is a broker for one synctest bubble, closed at its end.
+func bubbleBroker(t *testing.T, opts sse.Options) *sse.Broker {
+	t.Helper()
+	b, err := sse.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close(context.Background()) })
+	return b
+}
+
 // serveMerged runs ServeEventMerged (or ServeGlobalMerged for global) on
 // w until the handler returns; its error comes on the channel then.
 func serveMerged(ctx context.Context, b *sse.Broker, w http.ResponseWriter, global bool, feed sse.Feed) <-chan error {
@@ -367,11 +365,7 @@ func serveMerged(ctx context.Context, b *sse.Broker, w http.ResponseWriter, glob
 // when the client leaves later (a stream served through its handler).
 func TestClientLeavingClosesTheFeedOfAHandlerStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := sse.New(sse.Options{Heartbeat: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close(context.Background())
+		b := bubbleBroker(t, sse.Options{Heartbeat: time.Hour})
 
 		ctx, cancel := context.WithCancel(context.Background())
 		var rec recorder
@@ -411,11 +405,7 @@ func TestClientLeavingClosesTheFeedOfAHandlerStream(t *testing.T) {
 // handler of a stream it serves returns.
 func TestNoBrokerHeartbeatsOnAMergedStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := sse.New(sse.Options{Heartbeat: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close(context.Background())
+		b := bubbleBroker(t, sse.Options{Heartbeat: time.Second})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var plain, merged recorder
@@ -452,11 +442,7 @@ func TestNoBrokerHeartbeatsOnAMergedStream(t *testing.T) {
 // beside it goes on.
 func TestSlowClientIsCutOffByTheFeedsVolume(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := sse.New(sse.Options{Heartbeat: time.Hour, QueueLength: 8, WriteTimeout: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close(context.Background())
+		b := bubbleBroker(t, sse.Options{Heartbeat: time.Hour, QueueLength: 8, WriteTimeout: time.Hour})
 		left := make(chan struct{}, 2)
 		b.SetHooks(nil, func() { left <- struct{}{} })
 
@@ -507,11 +493,7 @@ func TestSlowClientIsCutOffByTheFeedsVolume(t *testing.T) {
 // closed.
 func TestBrokenFeedFrameCutsTheStreamOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := sse.New(sse.Options{Heartbeat: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close(context.Background())
+		b := bubbleBroker(t, sse.Options{Heartbeat: time.Hour})
 		var rec recorder
 		feed := newTestFeed()
 		done := serveMerged(context.Background(), b, newMemWriter(rec.add), false, feed)
@@ -536,11 +518,7 @@ func TestBrokenFeedFrameCutsTheStreamOff(t *testing.T) {
 // sending from the feed and publishing alternately, each step settled.
 func TestMergedStreamInterleavesInQueueOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := sse.New(sse.Options{Heartbeat: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close(context.Background())
+		b := bubbleBroker(t, sse.Options{Heartbeat: time.Hour})
 		var rec recorder
 		feed := newTestFeed()
 		ctx, cancel := context.WithCancel(context.Background())
@@ -581,11 +559,7 @@ func TestMergedStreamInterleavesInQueueOrder(t *testing.T) {
 func TestFeedEndingRightAfterItsFirstFrame(t *testing.T) {
 	for range 20 { // the handler's select sees the first frame and the end at once: it must not pick by chance
 		synctest.Test(t, func(t *testing.T) {
-			b, err := sse.New(sse.Options{Heartbeat: time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close(context.Background())
+			b := bubbleBroker(t, sse.Options{Heartbeat: time.Hour})
 			pumped := make(chan struct{})
 			b.SetPumpHook(func() { <-pumped })
 			var rec recorder

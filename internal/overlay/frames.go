@@ -130,7 +130,7 @@ func (st *lineState) scan(buf []byte) (int, bool) {
 				continue
 			}
 		}
-		j := bytes.IndexAny(buf[i:], "\r\n")
+		j := indexLineEnd(buf[i:])
 		if j < 0 {
 			st.lineLen += len(buf) - i
 			return len(buf), false
@@ -216,7 +216,7 @@ func Data(frame []byte) []byte {
 
 // cutLine returns b's first line without its end, and what follows.
 func cutLine(b []byte) (line, rest []byte) {
-	i := bytes.IndexAny(b, "\r\n")
+	i := indexLineEnd(b)
 	if i < 0 {
 		return b, nil
 	}
@@ -289,4 +289,18 @@ type peekEvent struct {
 		SessionID string `json:"sessionID"`
 		RequestID string `json:"requestID"`
 	} `json:"properties"`
+}
+
+// indexLineEnd is the index of the first "\r" or "\n" in b, or -1. Two
+// IndexByte calls beat one IndexAny: they are vectorised, and lines of
+// upstream frames run to megabytes.
+func indexLineEnd(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return bytes.IndexByte(b, '\r')
+	}
+	if j := bytes.IndexByte(b[:i], '\r'); j >= 0 {
+		return j
+	}
+	return i
 }

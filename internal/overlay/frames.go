@@ -42,7 +42,6 @@ type FrameReader struct {
 	store []byte // what src is read into
 	buf   []byte // bytes of store not scanned yet
 	err   error  // sticky: once Next failed, it fails the same way
-	skip  bool   // drop a "\n" that starts the next read: the tail of a "\r\n" ending the previous frame
 
 	closeOnce sync.Once
 	closeErr  error
@@ -75,15 +74,10 @@ func (r *FrameReader) Next() ([]byte, error) {
 			}
 			continue
 		}
-		if r.skip {
-			r.skip = false
-			if r.buf[0] == '\n' {
-				r.buf = r.buf[1:]
-				continue
-			}
-		}
 		if len(frame) == 0 {
-			// Blank lines outside a frame dispatch nothing: dropped.
+			// Blank lines outside a frame dispatch nothing: dropped, and
+			// with them the "\n" of a "\r\n" that ended the last frame
+			// but came after it.
 			r.buf = r.buf[leadingBlank(r.buf):]
 			if len(r.buf) == 0 {
 				continue
@@ -99,13 +93,9 @@ func (r *FrameReader) Next() ([]byte, error) {
 		}
 		frame = append(frame, r.buf[:n]...)
 		r.buf = r.buf[n:]
-		if !ended {
-			continue
+		if ended {
+			return frame, nil
 		}
-		// A frame ended by "\r" at the end of what came so far goes out
-		// now; a "\n" that follows later is the rest of its line end.
-		r.skip = frame[len(frame)-1] == '\r'
-		return frame, nil
 	}
 }
 

@@ -579,3 +579,45 @@ func TestFeedEndingRightAfterItsFirstFrame(t *testing.T) {
 		})
 	}
 }
+
+// Every refusal closes the feed: the broker owns it from the call on.
+func TestRefusedMergedStreamsCloseTheirFeeds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := bubbleBroker(t, sse.Options{Heartbeat: time.Hour, MaxScopes: 1})
+		r := httptest.NewRequest(http.MethodGet, "/event", nil)
+
+		feed := newTestFeed()
+		if err := b.ServeEventMerged(noFlush{newMemWriter(func([]byte) {})}, r, "", sse.Standard, nil, feed); !errors.Is(err, sse.ErrCannotFlush) {
+			t.Fatalf("without Flush: %v", err)
+		}
+		feed.waitClosed(t)
+
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		first := newTestFeed()
+		first.send(upstream("/event", "evt_up0", "server.connected", `{}`))
+		done := serveMerged(ctx, b, newMemWriter(func([]byte) {}), false, first) // no directory: not one of MaxScopes
+		synctest.Wait()
+		dirA := newTestFeed()
+		dirA.send(upstream("/event", "evt_up0", "server.connected", `{}`))
+		doneA := make(chan error, 1)
+		go func() {
+			r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/event?directory=/a", nil)
+			doneA <- b.ServeEventMerged(newMemWriter(func([]byte) {}), r, "/a", sse.Standard, nil, dirA)
+		}()
+		synctest.Wait()
+		dirB := newTestFeed()
+		if err := b.ServeEventMerged(newMemWriter(func([]byte) {}), r, "/b", sse.Standard, nil, dirB); !errors.Is(err, sse.ErrTooManyScopes) {
+			t.Fatalf("a second directory: %v", err)
+		}
+		dirB.waitClosed(t)
+		cancel()
+		for _, c := range []<-chan error{done, doneA} {
+			if err := await(t, c, "the handler never returned"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		first.waitClosed(t)
+		dirA.waitClosed(t)
+	})
+}

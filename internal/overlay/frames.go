@@ -42,7 +42,6 @@ type FrameReader struct {
 	store []byte // what src is read into
 	buf   []byte // bytes of store not scanned yet
 	err   error  // sticky: once Next failed, it fails the same way
-	skip  bool   // drop a "\n" that starts the next read: the tail of a "\r\n" ending the previous frame
 
 	closeOnce sync.Once
 	closeErr  error
@@ -75,15 +74,10 @@ func (r *FrameReader) Next() ([]byte, error) {
 			}
 			continue
 		}
-		if r.skip {
-			r.skip = false
-			if r.buf[0] == '\n' {
-				r.buf = r.buf[1:]
-				continue
-			}
-		}
 		if len(frame) == 0 {
-			// Blank lines outside a frame dispatch nothing: dropped.
+			// Blank lines outside a frame dispatch nothing: dropped, and
+			// with them the "\n" of a "\r\n" that ended the last frame
+			// but came after it.
 			r.buf = r.buf[leadingBlank(r.buf):]
 			if len(r.buf) == 0 {
 				continue
@@ -99,13 +93,9 @@ func (r *FrameReader) Next() ([]byte, error) {
 		}
 		frame = append(frame, r.buf[:n]...)
 		r.buf = r.buf[n:]
-		if !ended {
-			continue
+		if ended {
+			return frame, nil
 		}
-		// A frame ended by "\r" at the end of what came so far goes out
-		// now; a "\n" that follows later is the rest of its line end.
-		r.skip = frame[len(frame)-1] == '\r'
-		return frame, nil
 	}
 }
 
@@ -130,7 +120,7 @@ func (st *lineState) scan(buf []byte) (int, bool) {
 				continue
 			}
 		}
-		j := bytes.IndexAny(buf[i:], "\r\n")
+		j := indexLineEnd(buf[i:])
 		if j < 0 {
 			st.lineLen += len(buf) - i
 			return len(buf), false
@@ -216,7 +206,7 @@ func Data(frame []byte) []byte {
 
 // cutLine returns b's first line without its end, and what follows.
 func cutLine(b []byte) (line, rest []byte) {
-	i := bytes.IndexAny(b, "\r\n")
+	i := indexLineEnd(b)
 	if i < 0 {
 		return b, nil
 	}
@@ -239,9 +229,12 @@ type Peeked struct {
 	// SessionID is properties.sessionID: the session of a question.*,
 	// permission.* or session.status event.
 	SessionID string
-	// ID is properties.id: the request id of a question.* or permission.*
-	// event.
+	// ID is properties.id: the request id of question.asked and
+	// permission.asked.
 	ID string
+	// RequestID is properties.requestID: the request id of
+	// question.replied, question.rejected and permission.replied.
+	RequestID string
 }
 
 // Peek decodes what routing needs from frame, of either stream; ok is false
@@ -269,7 +262,13 @@ func Peek(frame []byte) (p Peeked, ok bool) {
 	if w.Payload != nil {
 		e = *w.Payload
 	}
-	return Peeked{Type: e.Type, Directory: w.Directory, SessionID: e.Properties.SessionID, ID: e.Properties.ID}, true
+	return Peeked{
+		Type:      e.Type,
+		Directory: w.Directory,
+		SessionID: e.Properties.SessionID,
+		ID:        e.Properties.ID,
+		RequestID: e.Properties.RequestID,
+	}, true
 }
 
 // peekEvent is the part of an OpenCode bus event Peek reads.
@@ -278,5 +277,20 @@ type peekEvent struct {
 	Properties struct {
 		ID        string `json:"id"`
 		SessionID string `json:"sessionID"`
+		RequestID string `json:"requestID"`
 	} `json:"properties"`
+}
+
+// indexLineEnd is the index of the first "\r" or "\n" in b, or -1. Two
+// IndexByte calls beat one IndexAny: they are vectorised, and lines of
+// upstream frames run to megabytes.
+func indexLineEnd(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return bytes.IndexByte(b, '\r')
+	}
+	if j := bytes.IndexByte(b[:i], '\r'); j >= 0 {
+		return j
+	}
+	return i
 }

@@ -2,15 +2,23 @@ package overlay_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/questiond/questiond/internal/overlay"
+	"github.com/questiond/questiond/internal/sse"
 )
 
 // chunked hands out src's bytes at most n at a time, as a network does.
@@ -273,7 +281,7 @@ func TestPeek(t *testing.T) {
 		},
 		{
 			frame: `data: {"id":"evt_3","type":"permission.replied","properties":{"sessionID":"ses_2","requestID":"per_1","reply":"once"}}` + "\n\n",
-			want:  overlay.Peeked{Type: "permission.replied", SessionID: "ses_2"},
+			want:  overlay.Peeked{Type: "permission.replied", SessionID: "ses_2", RequestID: "per_1"},
 			ok:    true,
 		},
 		{
@@ -321,11 +329,17 @@ func TestGoldenGlobalEventStream(t *testing.T) {
 			t.Fatalf("read %d at a time: %d frames, want the %d chunks", n, len(got), len(chunks))
 		}
 	}
-	var asked int
+	var asked, resolved int
 	for _, c := range chunks {
 		p, ok := overlay.Peek([]byte(c))
 		if !ok || p.Type == "" {
 			t.Fatalf("Peek(%.200q) = %+v, %v", c, p, ok)
+		}
+		if p.Type == "question.replied" || p.Type == "question.rejected" {
+			resolved++
+			if !strings.HasPrefix(p.RequestID, "que_") || !strings.HasPrefix(p.SessionID, "ses_") {
+				t.Fatalf("%s peeked as %+v", p.Type, p)
+			}
 		}
 		if p.Type == "question.asked" {
 			asked++
@@ -334,8 +348,8 @@ func TestGoldenGlobalEventStream(t *testing.T) {
 			}
 		}
 	}
-	if asked == 0 {
-		t.Fatal("no question.asked in the recording")
+	if asked == 0 || resolved == 0 {
+		t.Fatalf("%d question.asked, %d resolved in the recording", asked, resolved)
 	}
 }
 
@@ -365,3 +379,124 @@ func goldenChunks(t *testing.T, raw []byte) []string {
 	}
 	return chunks
 }
+
+// A FrameReader over a real upstream response is a sse.Feed: a merged
+// stream starts with upstream's first frame, then questiond's replay, and
+// carries both sides; the client leaving cancels the upstream request, and
+// upstream's stream ending ends the client's.
+func TestFrameReaderFeedsAMergedStream(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	upstreamFrames := make(chan string, 16)
+	upstreamGone := make(chan struct{}, 2)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, `data: {"payload":{"id":"evt_up0","type":"server.connected","properties":{}}}`+"\n\n")
+		w.(http.Flusher).Flush()
+		for {
+			select {
+			case f, ok := <-upstreamFrames:
+				if !ok {
+					return // upstream's stream ends
+				}
+				_, _ = io.WriteString(w, f)
+				w.(http.Flusher).Flush()
+			case <-r.Context().Done():
+				upstreamGone <- struct{}{}
+				return
+			}
+		}
+	}))
+	defer up.Close()
+
+	b, err := sse.New(sse.Options{Heartbeat: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := []sse.Message{{Directory: "/p", Event: sse.Event{Type: "question.asked", Properties: json.RawMessage(`{"id":"que_1","sessionID":"ses_1"}`)}}}
+	qd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The stream outlives this handler: the upstream request must not
+		// end with r's context, only when the broker closes the feed.
+		ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, up.URL+"/global/event", nil)
+		resp, err := up.Client().Do(req)
+		if err != nil {
+			cancel()
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		feed := overlay.NewFrameReader(cancelOnClose{resp.Body, cancel}, 0)
+		if err := b.ServeGlobalMerged(w, r, sse.Standard, func() []sse.Message { return pending }, feed); err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+		}
+	}))
+	defer qd.Close()
+	defer b.Close(context.Background())
+
+	open := func() (*overlay.FrameReader, func()) {
+		resp, err := qd.Client().Get(qd.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		r := overlay.NewFrameReader(resp.Body, 0)
+		return r, func() { r.Close() }
+	}
+	types := func(r *overlay.FrameReader, n int) []string {
+		var out []string
+		for range n {
+			f, err := r.Next()
+			if err != nil {
+				t.Fatalf("after %q: %v", out, err)
+			}
+			p, _ := overlay.Peek(f)
+			out = append(out, p.Type)
+		}
+		return out
+	}
+
+	client, stop := open()
+	if got := types(client, 2); !slicesEqual(got, []string{"server.connected", "question.asked"}) {
+		t.Fatalf("first frames %q", got)
+	}
+	upstreamFrames <- `data: {"directory":"/p","project":"global","payload":{"id":"evt_up1","type":"session.updated","properties":{"sessionID":"ses_1"}}}` + "\n\n"
+	if got := types(client, 1); got[0] != "session.updated" {
+		t.Fatalf("upstream frame: %q", got)
+	}
+	if err := b.Publish(context.Background(), sse.Message{Directory: "/p", Event: sse.Event{Type: "question.replied", Properties: json.RawMessage(`{"requestID":"que_1","sessionID":"ses_1","answers":[]}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := types(client, 1); got[0] != "question.replied" {
+		t.Fatalf("questiond frame: %q", got)
+	}
+	stop()
+	select {
+	case <-upstreamGone:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the client left, the upstream request goes on")
+	}
+
+	client, stop = open()
+	defer stop()
+	types(client, 2)
+	close(upstreamFrames)
+	if _, err := client.Next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("upstream ended, the client's stream: %v, want its end", err)
+	}
+}
+
+// cancelOnClose is an upstream response body whose Close also cancels its
+// request.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c cancelOnClose) Close() error {
+	c.cancel()
+	return c.ReadCloser.Close()
+}
+
+var _ sse.Feed = (*overlay.FrameReader)(nil)

@@ -43,6 +43,7 @@ type testHooks struct {
 	registered func() // a subscriber is registered; initial has not run yet
 	left       func() // a subscriber's stream is over: its handler returns, or its connection is closed and its goroutines are done
 	parked     func() // a writer of a hijacked stream found nothing queued and is returning
+	pumping    func() // a merged stream's feed is being read; its handler has not waited for the first frame yet
 }
 
 // New returns a running broker (heartbeats start at once).

@@ -22,7 +22,9 @@ type Feed interface {
 	// Close stops the feed: a Next under way returns soon, with an error.
 	// The broker calls it exactly once, when the stream is over (from
 	// another goroutine than Next's, maybe while Next waits), or when it
-	// refuses the stream.
+	// refuses the stream. The stream's end waits for it, so it must not
+	// block for long: cancelling the upstream request and closing its
+	// body is what it is for.
 	Close() error
 }
 
@@ -141,31 +143,43 @@ func (s *subscriber) feedEnded(err error) {
 
 // awaitFirst waits for the first frame of s's feed, while s is registered
 // and the broker's frames queue up. It returns why the stream cannot start
-// when the feed fails first, the client leaves (ctx) or s stops.
+// when the feed fails first, the client leaves (ctx) or s stops first. A
+// first frame that came counts, whatever happened since: the stream then
+// starts, and ends as it would have anyway (a feed that ended right after
+// its first frame ends it cleanly).
 func (s *subscriber) awaitFirst(ctx context.Context) error {
 	p := s.feed
+	first := func() error {
+		if p.firstErr != nil {
+			return fmt.Errorf("%w: %w", ErrFeed, p.firstErr)
+		}
+		return nil
+	}
 	for {
 		select {
 		case <-p.ready:
-			if p.firstErr != nil {
-				return fmt.Errorf("%w: %w", ErrFeed, p.firstErr)
-			}
-			return nil
+			return first()
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %w", ErrGone, context.Cause(ctx))
 		case <-s.wake:
 			// The writer, which also waits on wake, takes the queue first
 			// thing anyway: a token taken here is not missed.
-			s.mu.Lock()
-			state := s.state
-			s.mu.Unlock()
-			switch state {
-			case subFinishing:
-				return ErrClosed
-			case subStopped:
-				return ErrGone
-			}
 		}
+		s.mu.Lock()
+		state := s.state
+		s.mu.Unlock()
+		if state == subActive {
+			continue
+		}
+		select {
+		case <-p.ready:
+			return first()
+		default:
+		}
+		if state == subFinishing {
+			return ErrClosed // only the broker finishes a stream whose feed has not started
+		}
+		return ErrGone
 	}
 }
 

@@ -139,6 +139,21 @@ func openAsync(t testing.TB, h *harness, target string) <-chan *clientStream {
 	return out
 }
 
+// openMerged opens a merged stream of target whose feed has connected,
+// and reads that first frame.
+func openMerged(t testing.TB, h *harness, feeds <-chan *testFeed, target string) (*testFeed, *clientStream) {
+	t.Helper()
+	opened := openAsync(t, h, target)
+	feed := await(t, feeds, "no feed")
+	feed.send(upstream(target, "evt_up0", "server.connected", `{}`))
+	s := await(t, opened, "stream not opened")
+	if s == nil {
+		t.FailNow()
+	}
+	s.next(t)
+	return feed, s
+}
+
 func pendingQuestion(*http.Request) []sse.Message {
 	return []sse.Message{{Directory: "/p", Event: sse.Event{Type: "question.asked", Properties: json.RawMessage(`{"id":"que_1"}`)}}}
 }
@@ -187,14 +202,7 @@ func TestMergedStreamStartsWithTheFeedsFirstFrame(t *testing.T) {
 func TestMergedStreamKeepsFramesWholeUnderLoad(t *testing.T) {
 	const n = 300
 	h, feeds := feedHarness(t, sse.Options{Heartbeat: time.Hour}, nil)
-	opened := openAsync(t, h, "/event?directory=/p")
-	feed := await(t, feeds, "no feed")
-	feed.send(upstream("/event", "evt_up0", "server.connected", `{}`))
-	s := await(t, opened, "stream not opened")
-	if s == nil {
-		t.FailNow()
-	}
-	s.next(t)
+	feed, s := openMerged(t, h, feeds, "/event?directory=/p")
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for i := range n {
@@ -242,14 +250,7 @@ func TestFeedEndEndsTheStream(t *testing.T) {
 	for _, end := range []error{io.EOF, errors.New("upstream reset")} {
 		t.Run(end.Error(), func(t *testing.T) {
 			h, feeds := feedHarness(t, sse.Options{Heartbeat: time.Hour}, nil)
-			opened := openAsync(t, h, "/global/event")
-			feed := await(t, feeds, "no feed")
-			feed.send(upstream("/global/event", "evt_up0", "server.connected", `{}`))
-			s := await(t, opened, "stream not opened")
-			if s == nil {
-				t.FailNow()
-			}
-			s.next(t)
+			feed, s := openMerged(t, h, feeds, "/global/event")
 			h.publish(t, "/p", "bus", `{}`)
 			feed.send(upstream("/global/event", "evt_up1", "up", `{}`))
 			feed.end(end)
@@ -271,14 +272,7 @@ func TestFeedEndEndsTheStream(t *testing.T) {
 // cancelled) and the stream is gone.
 func TestClientLeavingClosesTheFeed(t *testing.T) {
 	h, feeds := feedHarness(t, sse.Options{Heartbeat: time.Hour}, nil)
-	opened := openAsync(t, h, "/event")
-	feed := await(t, feeds, "no feed")
-	feed.send(upstream("/event", "evt_up0", "server.connected", `{}`))
-	s := await(t, opened, "stream not opened")
-	if s == nil {
-		t.FailNow()
-	}
-	s.next(t)
+	feed, s := openMerged(t, h, feeds, "/event")
 	s.close()
 	feed.waitClosed(t)
 	h.waitSubscribers(t, 0)
@@ -288,14 +282,7 @@ func TestClientLeavingClosesTheFeed(t *testing.T) {
 // closed before Close returns.
 func TestBrokerCloseClosesTheFeed(t *testing.T) {
 	h, feeds := feedHarness(t, sse.Options{Heartbeat: time.Hour}, nil)
-	opened := openAsync(t, h, "/event")
-	feed := await(t, feeds, "no feed")
-	feed.send(upstream("/event", "evt_up0", "server.connected", `{}`))
-	s := await(t, opened, "stream not opened")
-	if s == nil {
-		t.FailNow()
-	}
-	s.next(t)
+	feed, s := openMerged(t, h, feeds, "/event")
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
 	if err := h.b.Close(ctx); err != nil {
@@ -346,6 +333,17 @@ func TestFeedFailingBeforeItsFirstFrameRefusesTheStream(t *testing.T) {
 	refused.waitClosed(t)
 }
 
+// bubbleBroker is a broker for one synctest bubble, closed at its end.
+func bubbleBroker(t *testing.T, opts sse.Options) *sse.Broker {
+	t.Helper()
+	b, err := sse.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close(context.Background()) })
+	return b
+}
+
 // serveMerged runs ServeEventMerged (or ServeGlobalMerged for global) on
 // w until the handler returns; its error comes on the channel then.
 func serveMerged(ctx context.Context, b *sse.Broker, w http.ResponseWriter, global bool, feed sse.Feed) <-chan error {
@@ -367,11 +365,7 @@ func serveMerged(ctx context.Context, b *sse.Broker, w http.ResponseWriter, glob
 // when the client leaves later (a stream served through its handler).
 func TestClientLeavingClosesTheFeedOfAHandlerStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := sse.New(sse.Options{Heartbeat: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close(context.Background())
+		b := bubbleBroker(t, sse.Options{Heartbeat: time.Hour})
 
 		ctx, cancel := context.WithCancel(context.Background())
 		var rec recorder
@@ -379,7 +373,7 @@ func TestClientLeavingClosesTheFeedOfAHandlerStream(t *testing.T) {
 		done := serveMerged(ctx, b, newMemWriter(rec.add), false, feed)
 		synctest.Wait()
 		cancel()
-		if err := <-done; !errors.Is(err, sse.ErrGone) {
+		if err := await(t, done, "the handler never returned"); !errors.Is(err, sse.ErrGone) {
 			t.Fatalf("handler returned %v, want ErrGone", err)
 		}
 		feed.waitClosed(t)
@@ -396,7 +390,7 @@ func TestClientLeavingClosesTheFeedOfAHandlerStream(t *testing.T) {
 			t.Fatalf("written: %q, want upstream's first frame", got)
 		}
 		cancel()
-		if err := <-done; err != nil {
+		if err := await(t, done, "the handler never returned"); err != nil {
 			t.Fatalf("handler returned %v", err)
 		}
 		feed.waitClosed(t)
@@ -411,11 +405,7 @@ func TestClientLeavingClosesTheFeedOfAHandlerStream(t *testing.T) {
 // handler of a stream it serves returns.
 func TestNoBrokerHeartbeatsOnAMergedStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := sse.New(sse.Options{Heartbeat: time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close(context.Background())
+		b := bubbleBroker(t, sse.Options{Heartbeat: time.Second})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var plain, merged recorder
@@ -437,12 +427,12 @@ func TestNoBrokerHeartbeatsOnAMergedStream(t *testing.T) {
 			t.Fatalf("merged stream: %q, want upstream's first frame only", got)
 		}
 		feed.end(io.EOF)
-		if err := <-done; err != nil {
+		if err := await(t, done, "the handler never returned"); err != nil {
 			t.Fatalf("handler returned %v", err)
 		}
 		feed.waitClosed(t)
 		cancel()
-		<-plainDone
+		await(t, plainDone, "the plain stream's handler never returned")
 	})
 }
 
@@ -452,11 +442,7 @@ func TestNoBrokerHeartbeatsOnAMergedStream(t *testing.T) {
 // beside it goes on.
 func TestSlowClientIsCutOffByTheFeedsVolume(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := sse.New(sse.Options{Heartbeat: time.Hour, QueueLength: 8, WriteTimeout: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close(context.Background())
+		b := bubbleBroker(t, sse.Options{Heartbeat: time.Hour, QueueLength: 8, WriteTimeout: time.Hour})
 		left := make(chan struct{}, 2)
 		b.SetHooks(nil, func() { left <- struct{}{} })
 
@@ -479,11 +465,11 @@ func TestSlowClientIsCutOffByTheFeedsVolume(t *testing.T) {
 		for i := range 20 {
 			feed.send(upstream("/event", "evt_up", "up", fmt.Sprintf(`{"i":%d}`, i)))
 		}
-		<-left
+		await(t, left, "the slow client was never cut off")
 		if d := time.Since(start); d != 0 {
 			t.Fatalf("cut off after %v, want at once", d)
 		}
-		if err := <-done; err != nil {
+		if err := await(t, done, "the handler never returned"); err != nil {
 			t.Fatalf("handler returned %v", err)
 		}
 		feed.waitClosed(t)
@@ -498,7 +484,7 @@ func TestSlowClientIsCutOffByTheFeedsVolume(t *testing.T) {
 			t.Fatalf("the other stream got %q", got)
 		}
 		cancel()
-		<-otherDone
+		await(t, otherDone, "the other stream's handler never returned")
 	})
 }
 
@@ -507,18 +493,14 @@ func TestSlowClientIsCutOffByTheFeedsVolume(t *testing.T) {
 // closed.
 func TestBrokenFeedFrameCutsTheStreamOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := sse.New(sse.Options{Heartbeat: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close(context.Background())
+		b := bubbleBroker(t, sse.Options{Heartbeat: time.Hour})
 		var rec recorder
 		feed := newTestFeed()
 		done := serveMerged(context.Background(), b, newMemWriter(rec.add), false, feed)
 		feed.send(upstream("/event", "evt_up0", "server.connected", `{}`))
 		synctest.Wait()
 		feed.send("", "data: {}\n")
-		if err := <-done; err != nil {
+		if err := await(t, done, "the stream goes on after a broken frame"); err != nil {
 			t.Fatalf("handler returned %v", err)
 		}
 		feed.waitClosed(t)
@@ -536,11 +518,7 @@ func TestBrokenFeedFrameCutsTheStreamOff(t *testing.T) {
 // sending from the feed and publishing alternately, each step settled.
 func TestMergedStreamInterleavesInQueueOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, err := sse.New(sse.Options{Heartbeat: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer b.Close(context.Background())
+		b := bubbleBroker(t, sse.Options{Heartbeat: time.Hour})
 		var rec recorder
 		feed := newTestFeed()
 		ctx, cancel := context.WithCancel(context.Background())
@@ -569,7 +547,77 @@ func TestMergedStreamInterleavesInQueueOrder(t *testing.T) {
 			t.Fatalf("got %q, want %q", types, want)
 		}
 		cancel()
-		<-done
+		await(t, done, "the handler never returned")
 		feed.waitClosed(t)
+	})
+}
+
+// A feed that ends right after its first frame (upstream connected, then
+// dropped), before the handler looks for that frame, still starts the
+// stream: the client gets that frame, then the end, and reconnects; it is
+// never refused as if the broker were closing.
+func TestFeedEndingRightAfterItsFirstFrame(t *testing.T) {
+	for range 20 { // the handler's select sees the first frame and the end at once: it must not pick by chance
+		synctest.Test(t, func(t *testing.T) {
+			b := bubbleBroker(t, sse.Options{Heartbeat: time.Hour})
+			pumped := make(chan struct{})
+			b.SetPumpHook(func() { <-pumped })
+			var rec recorder
+			feed := newTestFeed()
+			feed.send(upstream("/event", "evt_up0", "server.connected", `{}`))
+			feed.end(io.EOF)
+			done := serveMerged(context.Background(), b, newMemWriter(rec.add), false, feed)
+			synctest.Wait() // the pump read both and ended the stream
+			close(pumped)
+			if err := await(t, done, "the handler never returned"); err != nil {
+				t.Fatalf("handler returned %v", err)
+			}
+			if got := rec.get(); len(got) != 1 || !strings.Contains(got[0], "evt_up0") {
+				t.Fatalf("written: %q", got)
+			}
+			feed.waitClosed(t)
+		})
+	}
+}
+
+// Every refusal closes the feed: the broker owns it from the call on.
+func TestRefusedMergedStreamsCloseTheirFeeds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := bubbleBroker(t, sse.Options{Heartbeat: time.Hour, MaxScopes: 1})
+		r := httptest.NewRequest(http.MethodGet, "/event", nil)
+
+		feed := newTestFeed()
+		if err := b.ServeEventMerged(noFlush{newMemWriter(func([]byte) {})}, r, "", sse.Standard, nil, feed); !errors.Is(err, sse.ErrCannotFlush) {
+			t.Fatalf("without Flush: %v", err)
+		}
+		feed.waitClosed(t)
+
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		first := newTestFeed()
+		first.send(upstream("/event", "evt_up0", "server.connected", `{}`))
+		done := serveMerged(ctx, b, newMemWriter(func([]byte) {}), false, first) // no directory: not one of MaxScopes
+		synctest.Wait()
+		dirA := newTestFeed()
+		dirA.send(upstream("/event", "evt_up0", "server.connected", `{}`))
+		doneA := make(chan error, 1)
+		go func() {
+			r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/event?directory=/a", nil)
+			doneA <- b.ServeEventMerged(newMemWriter(func([]byte) {}), r, "/a", sse.Standard, nil, dirA)
+		}()
+		synctest.Wait()
+		dirB := newTestFeed()
+		if err := b.ServeEventMerged(newMemWriter(func([]byte) {}), r, "/b", sse.Standard, nil, dirB); !errors.Is(err, sse.ErrTooManyScopes) {
+			t.Fatalf("a second directory: %v", err)
+		}
+		dirB.waitClosed(t)
+		cancel()
+		for _, c := range []<-chan error{done, doneA} {
+			if err := await(t, c, "the handler never returned"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		first.waitClosed(t)
+		dirA.waitClosed(t)
 	})
 }

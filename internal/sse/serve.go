@@ -117,6 +117,9 @@ func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial
 	var first []byte
 	if pump != nil {
 		go s.pump(pump)
+		if hook := b.hooks.pumping; hook != nil {
+			hook()
+		}
 		if err := s.awaitFirst(r.Context()); err != nil {
 			b.leave(s)
 			s.log(zap.DebugLevel, "merged event stream not started", zap.Error(err))

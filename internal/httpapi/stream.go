@@ -88,6 +88,9 @@ func streamRefused(err error) error {
 	switch {
 	case errors.Is(err, sse.ErrClosed):
 		return wire.ErrShuttingDown
+	case errors.Is(err, sse.ErrFeed):
+		// In front of an OpenCode server: its stream failed before its first frame.
+		return wire.NewStatus(http.StatusBadGateway, "BadGateway", "the OpenCode server's event stream: "+err.Error())
 	case errors.Is(err, sse.ErrTooManyScopes):
 		return wire.NewStatus(http.StatusServiceUnavailable, "ServiceUnavailable",
 			err.Error()+"; try again once a stream of another directory ends (--max-directories)")

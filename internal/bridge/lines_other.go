@@ -1,0 +1,9 @@
+//go:build !unix
+
+package bridge
+
+import "os"
+
+// pollable: elsewhere than on Unix, the bridge reads its stdin on a
+// goroutine of its own.
+func pollable(*os.File) (*os.File, bool) { return nil, false }

@@ -109,9 +109,9 @@ func stop(cmd *exec.Cmd, stdin io.Closer, wait time.Duration) error {
 type lineConn struct {
 	// Reading is the relay's pump's alone: one goroutine reads.
 	in     *bufio.Reader
-	max    int     // the most bytes of one frame
-	acc    []byte  // a frame that spans more than one read
-	err    error   // the error after the last frame
+	max    int    // the most bytes of one frame
+	acc    []byte // a frame that spans more than one read
+	err    error  // the error after the last frame
 	queue  []jsonrpc.Message
 	frames chan frameOrErr // from a reading goroutine, when reads cannot be interrupted
 	out    io.Writer

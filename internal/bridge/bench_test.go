@@ -1,11 +1,15 @@
 package bridge_test
 
 import (
+	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -13,38 +17,134 @@ import (
 )
 
 // The cost of the bridge for what it only relays: a host calling a tool
-// that does not elicit ("echo") on the upstream process directly, and
-// through `questiond bridge` in front of the same program. Compare the two
-// in one run (BENCHMARKS.md): go test -run '^$' -bench ToolCall -count 5 ./internal/bridge/
+// that does not elicit ("echo") on the upstream process directly, through
+// `questiond bridge` in front of the same program, and through the least a
+// relay process can do (Floor: the test binary copying bytes both ways,
+// with no framing at all), which shows what the third process's pipe hops
+// and wake-ups cost by themselves. Compare them in one run (BENCHMARKS.md):
+//
+//	go test -run '^$' -bench ToolCall -count 5 -benchtime 2000x ./internal/bridge/
+//
+// p50-µs is the median call's latency; the Concurrent ones keep
+// concurrentCalls calls in flight.
 func BenchmarkToolCallDirect(b *testing.B) {
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), upstreamEnv+"=1")
-	benchToolCalls(b, cmd)
+	benchToolCalls(b, upstreamCommand(), 1)
 }
 
 func BenchmarkToolCallBridged(b *testing.B) {
-	cmd := exec.Command(testkit.Binary(b), "bridge", "--name", "bench", "--", os.Args[0])
-	cmd.Env = append(os.Environ(), upstreamEnv+"=1", "QUESTIOND_SERVER=http://127.0.0.1:1")
-	benchToolCalls(b, cmd)
+	benchToolCalls(b, bridgedCommand(b), 1)
 }
 
-func benchToolCalls(b *testing.B, cmd *exec.Cmd) {
+func BenchmarkToolCallFloor(b *testing.B) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), catRelayEnv+"=1")
+	benchToolCalls(b, cmd, 1)
+}
+
+// concurrentCalls is how many calls the Concurrent benchmarks keep in
+// flight.
+const concurrentCalls = 8
+
+func BenchmarkToolCallConcurrentDirect(b *testing.B) {
+	benchToolCalls(b, upstreamCommand(), concurrentCalls)
+}
+
+func BenchmarkToolCallConcurrentBridged(b *testing.B) {
+	benchToolCalls(b, bridgedCommand(b), concurrentCalls)
+}
+
+func upstreamCommand() *exec.Cmd {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), upstreamEnv+"=1")
+	return cmd
+}
+
+// bridgedCommand is the bridge in front of the upstream; BRIDGE_BENCH_BINARY
+// names another questiond binary to measure (an earlier build, for a
+// before-and-after).
+func bridgedCommand(b *testing.B) *exec.Cmd {
+	bin := os.Getenv("BRIDGE_BENCH_BINARY")
+	if bin == "" {
+		bin = testkit.Binary(b)
+	}
+	cmd := exec.Command(bin, "bridge", "--name", "bench", "--", os.Args[0])
+	cmd.Env = append(os.Environ(), upstreamEnv+"=1", "QUESTIOND_SERVER=http://127.0.0.1:1")
+	return cmd
+}
+
+// benchToolCalls calls echo b.N times on cmd's server, inFlight at once.
+func benchToolCalls(b *testing.B, cmd *exec.Cmd, inFlight int) {
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench-host", Version: "1"}, nil).
 		Connect(b.Context(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer cs.Close()
-	idle := residentKiB(cmd) // of the host's server process: the upstream, or the bridge
+	idle := residentKiB(cmd) // of the host's server process: the upstream, the bridge or the floor relay
 	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}
-	for b.Loop() {
-		if _, err := cs.CallTool(b.Context(), params); err != nil {
-			b.Fatal(err)
-		}
+	latencies := make([]time.Duration, b.N)
+	var next sync.Mutex
+	n := 0
+	b.ResetTimer()
+	var callers sync.WaitGroup
+	for range inFlight {
+		callers.Go(func() {
+			for {
+				next.Lock()
+				i := n
+				n++
+				next.Unlock()
+				if i >= b.N {
+					return
+				}
+				start := time.Now()
+				if _, err := cs.CallTool(b.Context(), params); err != nil {
+					b.Error(err)
+					return
+				}
+				latencies[i] = time.Since(start)
+			}
+		})
 	}
+	callers.Wait()
+	b.StopTimer()
+	slices.Sort(latencies)
+	b.ReportMetric(float64(latencies[len(latencies)/2].Nanoseconds())/1e3, "p50-µs")
 	if idle > 0 {
 		b.ReportMetric(float64(idle), "idle-RSS-KiB")
 	}
+}
+
+// catRelayEnv makes the test binary the floor relay: it runs the upstream
+// (the test binary again) and copies bytes between its own stdio and the
+// upstream's, read and written as they come, as the least any relay
+// process does.
+const catRelayEnv = "BRIDGE_TEST_CAT_RELAY"
+
+func runCatRelay() {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), upstreamEnv+"=1", catRelayEnv+"=")
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		os.Exit(1)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		os.Exit(1)
+	}
+	if err := cmd.Start(); err != nil {
+		os.Exit(1)
+	}
+	// Plain Readers and Writers: no splice(2), which no relay that reads
+	// messages can use.
+	go func() {
+		_, _ = io.CopyBuffer(struct{ io.Writer }{in}, struct{ io.Reader }{os.Stdin}, make([]byte, 64<<10))
+		_ = in.Close()
+	}()
+	_, _ = io.CopyBuffer(struct{ io.Writer }{os.Stdout}, struct{ io.Reader }{out}, make([]byte, 64<<10))
+	_ = cmd.Wait()
+	os.Exit(0)
 }
 
 // residentKiB is the resident memory of cmd's process (Linux), or 0.

@@ -15,7 +15,8 @@ import (
 // that the two paths never differ in what they accept: sniff only says yes
 // to a plain object whose keys are the JSON-RPC ones, each once and written
 // without escapes, "jsonrpc":"2.0", a method without escapes, and an id
-// that is an integer the SDK keeps exactly or a string without escapes.
+// that is an integer the SDK keeps exactly or a string without escapes;
+// and of responses, only results.
 
 // envelope is a JSON-RPC message's top level, as spans of its frame.
 type envelope struct {
@@ -124,8 +125,9 @@ func sniff(frame []byte) (envelope, bool) {
 	switch {
 	case e.method != nil: // a request or a notification
 		return e, e.result == nil && e.error == nil
-	default: // a response: an id and exactly one of result and error
-		return e, e.id != nil && e.params == nil && (e.result == nil) != (e.error == nil)
+	default: // a response: an id and a result; errors (rare) go the full
+		// path, which reads them as the SDK does, leniently
+		return e, e.id != nil && e.params == nil && e.result != nil && e.error == nil
 	}
 }
 

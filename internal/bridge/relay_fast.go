@@ -77,8 +77,8 @@ func (r *Relay) fastFromUpstream(ctx context.Context, frame []byte) (bool, error
 		own := r.toHost.relay(e.requestID(), method, nil)
 		return true, host.writeFrame(ctx, frame, e.idAt, e.idEnd, own, false)
 	}
-	if e.error != nil || mayAskInput(e.result) {
-		return false, nil // an error (it may require URLs) or a result that may ask for input (inputs.go)
+	if mayAskInput(e.result) {
+		return false, nil // inputs.go's (errors, which may require URLs, never come here)
 	}
 	s, ok := r.toUpstream.answered(e.requestID())
 	if !ok {

@@ -127,7 +127,7 @@ func mustID(t *testing.T, v any) jsonrpc.ID {
 
 // FuzzFrames reads an arbitrary stream as the bridge reads a host's or an
 // upstream's stdio: it never panics or hangs, hands out only valid JSON,
-// never more than the limit, and reads a stream of messages one a line (or
+// never more than the limit, each on one line, and reads a stream of messages one a line (or
 // a value spread over lines) as the SDK's connections do.
 func FuzzFrames(f *testing.F) {
 	for _, seed := range []string{
@@ -159,8 +159,8 @@ func FuzzFrames(f *testing.F) {
 			if err != nil {
 				break
 			}
-			if !json.Valid(frame) || len(frame) > c.max {
-				t.Fatalf("frame %q of %q: not valid JSON, or over %d bytes", frame, stream, c.max)
+			if !json.Valid(frame) || len(frame) > c.max || bytes.ContainsAny(frame, "\r\n") {
+				t.Fatalf("frame %q of %q: not valid JSON, over %d bytes, or more than one line", frame, stream, c.max)
 			}
 			frames = append(frames, bytes.Clone(frame))
 		}

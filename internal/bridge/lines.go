@@ -202,7 +202,7 @@ func (c *lineConn) readFrame(ctx context.Context) ([]byte, error) {
 
 // nextFrame reads one frame. A frame is one line, except for a JSON object
 // or array spread over several lines, which the SDK's connections read
-// too.
+// too (and which comes out compacted to one).
 func (c *lineConn) nextFrame() ([]byte, error) {
 	if c.err != nil {
 		return nil, c.err
@@ -234,7 +234,7 @@ func (c *lineConn) nextFrame() ([]byte, error) {
 			case !json.Valid(value):
 				return nil, io.ErrUnexpectedEOF
 			}
-			return value, nil // the last frame, without its line break
+			return c.oneLine(value), nil // the last frame, without its line break
 		}
 		value := trimSpace(line)
 		if len(value) == 0 {
@@ -242,7 +242,7 @@ func (c *lineConn) nextFrame() ([]byte, error) {
 			continue
 		}
 		if open.depth == 0 && json.Valid(value) {
-			return value, nil
+			return c.oneLine(value), nil
 		}
 		if len(c.acc) == 0 {
 			c.acc = append(c.acc, chunk...) // the next read overwrites chunk
@@ -254,9 +254,23 @@ func (c *lineConn) nextFrame() ([]byte, error) {
 			c.err = errors.New("a JSON-RPC message is not valid JSON")
 			return nil, c.err
 		case open.depth == 0:
-			return value, nil
+			return c.oneLine(value), nil
 		}
 	}
+}
+
+// oneLine is a valid JSON value as one line: a value spread over lines,
+// or with a carriage return inside, compacted (no line-based reader on the
+// other side could read it as it came).
+func (c *lineConn) oneLine(value []byte) []byte {
+	if bytes.IndexByte(value, '\n') < 0 && bytes.IndexByte(value, '\r') < 0 {
+		return value
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, value); err != nil {
+		return value // not valid: never
+	}
+	return compact.Bytes()
 }
 
 // trimSpace cuts JSON's white space (only: bytes.TrimSpace cuts more)

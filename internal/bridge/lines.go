@@ -208,6 +208,9 @@ func (c *lineConn) nextFrame() ([]byte, error) {
 		return nil, c.err
 	}
 	c.acc = c.acc[:0]
+	if cap(c.acc) > 1<<20 {
+		c.acc = nil // the last frame was a big one: its buffer goes
+	}
 	var open nesting // of a value spread over lines
 	fed := 0         // bytes of acc that open has seen
 	for {

@@ -25,8 +25,10 @@ import (
 //
 //	go test -run '^$' -bench ToolCall -count 5 -benchtime 2000x ./internal/bridge/
 //
-// p50-µs is the median call's latency; the Concurrent ones keep
-// concurrentCalls calls in flight.
+// p50-µs is the median call's latency, server-cpu-µs/op the processor time
+// the host's server process (the upstream, the bridge or the floor relay)
+// spent on a call; the Concurrent ones keep concurrentCalls calls in
+// flight.
 func BenchmarkToolCallDirect(b *testing.B) {
 	benchToolCalls(b, upstreamCommand(), 1)
 }
@@ -83,6 +85,7 @@ func benchToolCalls(b *testing.B, cmd *exec.Cmd, inFlight int) {
 	idle := residentKiB(cmd) // of the host's server process: the upstream, the bridge or the floor relay
 	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}
 	latencies := make([]time.Duration, b.N)
+	cpuBefore := cpuTime(cmd)
 	var next sync.Mutex
 	n := 0
 	b.ResetTimer()
@@ -108,6 +111,9 @@ func benchToolCalls(b *testing.B, cmd *exec.Cmd, inFlight int) {
 	}
 	callers.Wait()
 	b.StopTimer()
+	if cpu := cpuTime(cmd) - cpuBefore; cpu > 0 {
+		b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "server-cpu-µs/op")
+	}
 	slices.Sort(latencies)
 	b.ReportMetric(float64(latencies[len(latencies)/2].Nanoseconds())/1e3, "p50-µs")
 	if idle > 0 {
@@ -145,6 +151,27 @@ func runCatRelay() {
 	_, _ = io.CopyBuffer(struct{ io.Writer }{os.Stdout}, struct{ io.Reader }{out}, make([]byte, 64<<10))
 	_ = cmd.Wait()
 	os.Exit(0)
+}
+
+// cpuTime is the processor time cmd's process has used (Linux), or 0.
+func cpuTime(cmd *exec.Cmd) time.Duration {
+	if cmd.Process == nil {
+		return 0
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// After the command's name, in parentheses: utime and stime are the
+	// 12th and 13th fields, in clock ticks (100 a second on Linux).
+	_, rest, ok := strings.Cut(string(data), ") ")
+	fields := strings.Fields(rest)
+	if !ok || len(fields) < 13 {
+		return 0
+	}
+	user, _ := strconv.Atoi(fields[11])
+	system, _ := strconv.Atoi(fields[12])
+	return time.Duration(user+system) * 10 * time.Millisecond
 }
 
 // residentKiB is the resident memory of cmd's process (Linux), or 0.

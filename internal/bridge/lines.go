@@ -35,15 +35,30 @@ type StdioTransport struct {
 	Writer io.WriteCloser
 }
 
-// Connect implements mcp.Transport.
+// Connect implements mcp.Transport. Pipes and sockets are read and written
+// through copies in the runtime's poller (see pollable).
 func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
 	in, inline := interruptible(t.Reader)
-	return newLineConn(in, t.Writer, inline, func() error {
-		err := in.Close()
-		if in != t.Reader {
-			err = errors.Join(err, t.Reader.Close())
+	closers := []io.Closer{in}
+	var reader io.Reader = in
+	if in != t.Reader { // a copy in the poller
+		reader = rawFile(in.(*os.File))
+		closers = append(closers, t.Reader)
+	}
+	var writer io.Writer = t.Writer
+	if f, ok := t.Writer.(*os.File); ok {
+		if polled, ok := pollable(f); ok {
+			writer = rawFile(polled)
+			closers = append(closers, polled)
 		}
-		return errors.Join(err, t.Writer.Close())
+	}
+	closers = append(closers, t.Writer)
+	return newLineConn(reader, writer, inline, func() error {
+		var err error
+		for _, c := range closers {
+			err = errors.Join(err, c.Close())
+		}
+		return err
 	}), nil
 }
 
@@ -59,26 +74,37 @@ type CommandTransport struct {
 
 const defaultTerminateDuration = 5 * time.Second
 
-// Connect implements mcp.Transport: it starts the command.
+// Connect implements mcp.Transport: it starts the command, on pipes of its
+// own whose ends here are in the runtime's poller.
 func (t *CommandTransport) Connect(context.Context) (mcp.Connection, error) {
-	stdout, err := t.Command.StdoutPipe()
+	if t.Command.Stdin != nil || t.Command.Stdout != nil {
+		return nil, errors.New("the server's command has its stdin or stdout set already")
+	}
+	childIn, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	stdin, err := t.Command.StdinPipe()
+	stdout, childOut, err := os.Pipe()
 	if err != nil {
+		_, _ = childIn.Close(), stdin.Close()
 		return nil, err
 	}
-	if err := t.Command.Start(); err != nil {
+	t.Command.Stdin, t.Command.Stdout = childIn, childOut
+	err = t.Command.Start()
+	_, _ = childIn.Close(), childOut.Close() // the child's now, or nobody's
+	if err != nil {
+		_, _ = stdin.Close(), stdout.Close()
 		return nil, err
 	}
 	wait := t.TerminateDuration
 	if wait <= 0 {
 		wait = defaultTerminateDuration
 	}
-	// The process's stdout is a pipe in the runtime's poller: Wait
-	// closing it unblocks a read.
-	return newLineConn(stdout, stdin, true, func() error { return stop(t.Command, stdin, wait) }), nil
+	return newLineConn(rawFile(stdout), rawFile(stdin), true, func() error {
+		err := stop(t.Command, stdin, wait)
+		_ = stdout.Close() // ends a read, once the process is gone
+		return err
+	}), nil
 }
 
 // stop ends cmd: its stdin closed, then SIGTERM, then SIGKILL, each after

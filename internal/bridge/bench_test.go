@@ -1,15 +1,17 @@
 package bridge_test
 
 import (
-	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -20,8 +22,8 @@ import (
 // that does not elicit ("echo") on the upstream process directly, through
 // `questiond bridge` in front of the same program, and through the least a
 // relay process can do (Floor: the test binary copying bytes both ways,
-// with no framing at all), which shows what the third process's pipe hops
-// and wake-ups cost by themselves. Compare them in one run (BENCHMARKS.md):
+// with no framing at all, see runCatRelay), which shows what the third
+// process's pipe hops and wake-ups cost by themselves. Compare them in one run (BENCHMARKS.md):
 //
 //	go test -run '^$' -bench ToolCall -count 5 -benchtime 2000x ./internal/bridge/
 //
@@ -123,34 +125,60 @@ func benchToolCalls(b *testing.B, cmd *exec.Cmd, inFlight int) {
 
 // catRelayEnv makes the test binary the floor relay: it runs the upstream
 // (the test binary again) and copies bytes between its own stdio and the
-// upstream's, read and written as they come, as the least any relay
-// process does.
+// upstream's as they come, each direction a thread blocked in read(2) that
+// write(2)s what it read, with no framing and no scheduler in between: the
+// least any relay process can do (copyRaw).
 const catRelayEnv = "BRIDGE_TEST_CAT_RELAY"
 
 func runCatRelay() {
+	var toChild, fromChild [2]int
+	if syscall.Pipe2(toChild[:], syscall.O_CLOEXEC) != nil || syscall.Pipe2(fromChild[:], syscall.O_CLOEXEC) != nil {
+		os.Exit(1)
+	}
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), upstreamEnv+"=1", catRelayEnv+"=")
+	cmd.Stdin = os.NewFile(uintptr(toChild[0]), "upstream-stdin")
+	cmd.Stdout = os.NewFile(uintptr(fromChild[1]), "upstream-stdout")
 	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		os.Exit(1)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		os.Exit(1)
-	}
 	if err := cmd.Start(); err != nil {
 		os.Exit(1)
 	}
-	// Plain Readers and Writers: no splice(2), which no relay that reads
-	// messages can use.
+	_, _ = syscall.Close(toChild[0]), syscall.Close(fromChild[1])
+	runtime.GOMAXPROCS(4) // two Ps held by the copies, and some for the rest
 	go func() {
-		_, _ = io.CopyBuffer(struct{ io.Writer }{in}, struct{ io.Reader }{os.Stdin}, make([]byte, 64<<10))
-		_ = in.Close()
+		copyRaw(toChild[1], 0)
+		_ = syscall.Close(toChild[1]) // the host left: so does the upstream
 	}()
-	_, _ = io.CopyBuffer(struct{ io.Writer }{os.Stdout}, struct{ io.Reader }{out}, make([]byte, 64<<10))
+	copyRaw(1, fromChild[0])
 	_ = cmd.Wait()
 	os.Exit(0)
+}
+
+// copyRaw copies from the blocking file descriptor src to dst until src
+// ends, on a thread of its own, with raw system calls: the runtime is not
+// told (it would wake its monitor thread at each call).
+func copyRaw(dst, src int) {
+	runtime.LockOSThread()
+	buf := make([]byte, 64<<10)
+	for {
+		n, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(src), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != 0 || n == 0 {
+			return
+		}
+		for off := uintptr(0); off < n; {
+			m, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(dst), uintptr(unsafe.Pointer(&buf[off])), n-off)
+			if errno == syscall.EINTR {
+				continue
+			}
+			if errno != 0 {
+				return
+			}
+			off += m
+		}
+	}
 }
 
 // cpuTime is the processor time cmd's process has used (Linux), or 0.

@@ -18,7 +18,7 @@
 // a message it only passes on goes as its frame came with its id
 // rewritten, read and written on the relay's own goroutines with raw
 // system calls; every other is decoded as the SDK's connections decode it
-// (relay_fast.go, frame.go, lines.go).
+// (relay_fast.go, frame.go, lines.go, stdio.go).
 //
 // The host's initialize goes upstream with its capabilities plus
 // elicitation, and the upstream's answer comes back as it is: the host sees

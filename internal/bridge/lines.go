@@ -8,12 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"os"
-	"os/exec"
 	"sync"
-	"syscall"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,108 +23,6 @@ import (
 // two-core machine cost a relayed tool call more than the two extra pipe
 // hops do (BENCHMARKS.md). As the Connection they also are, they read and
 // write jsonrpc.Messages exactly as the SDK's do, batches included.
-
-// StdioTransport is the host's end: the bridge's stdin and stdout.
-type StdioTransport struct {
-	Reader io.ReadCloser
-	Writer io.WriteCloser
-}
-
-// Connect implements mcp.Transport. Pipes and sockets are read and written
-// through copies in the runtime's poller (see pollable).
-func (t *StdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	in, inline := interruptible(t.Reader)
-	closers := []io.Closer{in}
-	var reader io.Reader = in
-	if in != t.Reader { // a copy in the poller
-		reader = rawFile(in.(*os.File))
-		closers = append(closers, t.Reader)
-	}
-	var writer io.Writer = t.Writer
-	if f, ok := t.Writer.(*os.File); ok {
-		if polled, ok := pollable(f); ok {
-			writer = rawFile(polled)
-			closers = append(closers, polled)
-		}
-	}
-	closers = append(closers, t.Writer)
-	return newLineConn(reader, writer, inline, func() error {
-		var err error
-		for _, c := range closers {
-			err = errors.Join(err, c.Close())
-		}
-		return err
-	}), nil
-}
-
-// CommandTransport runs the upstream server's process and speaks to it
-// over its stdin and stdout. Closing the connection closes the process's
-// stdin and waits for it to exit, terminating it after TerminateDuration
-// (default 5 s) and killing it after as long again, as MCP's stdio
-// shutdown asks.
-type CommandTransport struct {
-	Command           *exec.Cmd
-	TerminateDuration time.Duration
-}
-
-const defaultTerminateDuration = 5 * time.Second
-
-// Connect implements mcp.Transport: it starts the command, on pipes of its
-// own whose ends here are in the runtime's poller.
-func (t *CommandTransport) Connect(context.Context) (mcp.Connection, error) {
-	if t.Command.Stdin != nil || t.Command.Stdout != nil {
-		return nil, errors.New("the server's command has its stdin or stdout set already")
-	}
-	childIn, stdin, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, childOut, err := os.Pipe()
-	if err != nil {
-		_, _ = childIn.Close(), stdin.Close()
-		return nil, err
-	}
-	t.Command.Stdin, t.Command.Stdout = childIn, childOut
-	err = t.Command.Start()
-	_, _ = childIn.Close(), childOut.Close() // the child's now, or nobody's
-	if err != nil {
-		_, _ = stdin.Close(), stdout.Close()
-		return nil, err
-	}
-	wait := t.TerminateDuration
-	if wait <= 0 {
-		wait = defaultTerminateDuration
-	}
-	return newLineConn(rawFile(stdout), rawFile(stdin), true, func() error {
-		err := stop(t.Command, stdin, wait)
-		_ = stdout.Close() // ends a read, once the process is gone
-		return err
-	}), nil
-}
-
-// stop ends cmd: its stdin closed, then SIGTERM, then SIGKILL, each after
-// wait without its exit.
-func stop(cmd *exec.Cmd, stdin io.Closer, wait time.Duration) error {
-	if err := stdin.Close(); err != nil {
-		return fmt.Errorf("closing the server's stdin: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	for _, next := range []func() error{
-		func() error { return cmd.Process.Signal(syscall.SIGTERM) },
-		cmd.Process.Kill,
-	} {
-		timer := time.NewTimer(wait)
-		select {
-		case err := <-exited:
-			timer.Stop()
-			return err
-		case <-timer.C:
-		}
-		_ = next()
-	}
-	return <-exited
-}
 
 // lineConn is one newline-delimited JSON-RPC stream.
 type lineConn struct {
@@ -186,15 +79,6 @@ func (c *lineConn) readAhead() {
 			return
 		}
 	}
-}
-
-// interruptibleReader: readers whose Close ends a Read waiting for input.
-func interruptibleReader(r io.Reader) bool {
-	switch r.(type) {
-	case *io.PipeReader, net.Conn:
-		return true
-	}
-	return false
 }
 
 // readFrame returns the next frame: one JSON value, without the spaces
@@ -340,73 +224,6 @@ func (n *nesting) feed(b []byte) {
 	}
 }
 
-// decodeFrame decodes a frame the fast path left: one message, or a batch
-// whose requests' responses go back as one batch.
-func (c *lineConn) decodeFrame(frame []byte) ([]jsonrpc.Message, error) {
-	frame = bytes.Clone(frame) // the messages keep parts of it
-	if frame[0] != '[' {
-		msg, err := jsonrpc.DecodeMessage(frame)
-		if err != nil {
-			return nil, err
-		}
-		return []jsonrpc.Message{msg}, nil
-	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(frame, &raws); err != nil {
-		return nil, fmt.Errorf("a JSON-RPC batch: %w", err)
-	}
-	if len(raws) == 0 {
-		return nil, errors.New("an empty JSON-RPC batch")
-	}
-	msgs := make([]jsonrpc.Message, 0, len(raws))
-	answer := &batchAnswer{index: map[jsonrpc.ID]int{}}
-	for _, raw := range raws {
-		msg, err := jsonrpc.DecodeMessage(raw)
-		if err != nil {
-			return nil, err
-		}
-		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
-			if _, twice := answer.index[req.ID]; twice {
-				return nil, fmt.Errorf("a JSON-RPC batch has the id %v twice", req.ID.Raw())
-			}
-			answer.index[req.ID] = len(answer.responses)
-			answer.responses = append(answer.responses, nil)
-		}
-		msgs = append(msgs, msg)
-	}
-	if len(answer.index) > 0 {
-		if err := c.await(answer); err != nil {
-			return nil, err
-		}
-	}
-	return msgs, nil
-}
-
-// batchAnswer gathers the responses to a batch's requests.
-type batchAnswer struct {
-	index     map[jsonrpc.ID]int // request id → its response's place
-	responses []*jsonrpc.Response
-	missing   int
-}
-
-func (c *lineConn) await(answer *batchAnswer) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	for id := range answer.index {
-		if _, ok := c.batches[id]; ok {
-			return fmt.Errorf("a JSON-RPC batch reuses the id %v of an unanswered one", id.Raw())
-		}
-	}
-	if c.batches == nil {
-		c.batches = map[jsonrpc.ID]*batchAnswer{}
-	}
-	for id := range answer.index {
-		c.batches[id] = answer
-	}
-	answer.missing = len(answer.index)
-	return nil
-}
-
 // Read implements mcp.Connection.
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if err := ctx.Err(); err != nil {
@@ -457,25 +274,6 @@ func (c *lineConn) writeMessage(msg jsonrpc.Message) error {
 		return fmt.Errorf("encoding a JSON-RPC message: %w", err)
 	}
 	return c.write(data)
-}
-
-// gather keeps resp for its batch's answer, if it belongs to a batch: the
-// whole answer (encoded) once resp completes it.
-func (c *lineConn) gather(resp *jsonrpc.Response) ([]json.RawMessage, bool) {
-	answer, ok := c.batches[resp.ID]
-	if !ok {
-		return nil, false
-	}
-	delete(c.batches, resp.ID)
-	answer.responses[answer.index[resp.ID]] = resp
-	if answer.missing--; answer.missing > 0 {
-		return nil, true
-	}
-	out := make([]json.RawMessage, len(answer.responses))
-	for i, r := range answer.responses {
-		out[i], _ = jsonrpc.EncodeMessage(r)
-	}
-	return out, true
 }
 
 // writeFrame writes frame in one write, with the id at frame[at:end]
@@ -532,17 +330,3 @@ func (c *lineConn) Close() error {
 
 // SessionID implements mcp.Connection: stdio has none.
 func (c *lineConn) SessionID() string { return "" }
-
-// interruptible returns a reader of r whose reads Close interrupts, and
-// true; or r and false when there is none (a terminal, a file).
-func interruptible(r io.ReadCloser) (io.ReadCloser, bool) {
-	if interruptibleReader(r) {
-		return r, true
-	}
-	if f, ok := r.(*os.File); ok {
-		if polled, ok := pollable(f); ok {
-			return polled, true
-		}
-	}
-	return r, false
-}

@@ -100,14 +100,14 @@ func bridgeCommand(ctx context.Context, args []string, getenv func(string) strin
 	} else {
 		cmd = bridge.Command(f.command[0], f.command[1:], environ)
 		cmd.Stderr = stderr
-		transport = &mcp.CommandTransport{Command: cmd}
+		transport = &bridge.CommandTransport{Command: cmd}
 	}
 	upstream, err := transport.Connect(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "questiond bridge: starting %s: %v\n", f.upstream(), err)
 		return bridgeFailed
 	}
-	host, err := (&mcp.IOTransport{Reader: stdin, Writer: stdout}).Connect(ctx)
+	host, err := (&bridge.StdioTransport{Reader: stdin, Writer: stdout}).Connect(ctx)
 	if err != nil {
 		_ = upstream.Close()
 		fmt.Fprintln(stderr, "questiond bridge:", err)

@@ -13,6 +13,13 @@
 // upstream's ids can never collide with each other or with the requests the
 // relay makes itself; responses and cancellations are mapped back.
 //
+// Over stdio (the host's side always, the upstream's with a COMMAND) the
+// relay uses connections of its own (StdioTransport, CommandTransport):
+// a message it only passes on goes as its frame came with its id
+// rewritten, read and written on the relay's own goroutines with raw
+// system calls; every other is decoded as the SDK's connections decode it
+// (relay_fast.go, frame.go, lines.go, stdio.go).
+//
 // The host's initialize goes upstream with its capabilities plus
 // elicitation, and the upstream's answer comes back as it is: the host sees
 // the upstream's own server info, capabilities and instructions. An

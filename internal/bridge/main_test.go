@@ -23,6 +23,10 @@ func TestMain(m *testing.M) {
 		runUpstream()
 		return
 	}
+	if os.Getenv(catRelayEnv) != "" {
+		runCatRelay()
+		return
+	}
 	testkit.Main(m)
 }
 

@@ -96,8 +96,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ended := make(chan side, 2)
-	go func() { ended <- side{"host", r.pump(ctx, r.host, r.fromHost)} }()
-	go func() { ended <- side{"upstream", r.pump(ctx, r.up, r.fromUpstream)} }()
+	go func() { ended <- side{"host", r.pump(ctx, r.host, r.fromHost, r.fastFromHost)} }()
+	go func() { ended <- side{"upstream", r.pump(ctx, r.up, r.fromUpstream, r.fastFromUpstream)} }()
 	var keeping sync.WaitGroup
 	keeping.Go(func() { r.keepAlive(ctx) })
 	first := <-ended
@@ -126,15 +126,41 @@ func (r *Relay) Run(ctx context.Context) error {
 }
 
 // pump reads one side and hands each message to handle until the side
-// ends or a message cannot be relayed.
-func (r *Relay) pump(ctx context.Context, from mcp.Connection, handle func(context.Context, jsonrpc.Message) error) error {
+// ends or a message cannot be relayed. The bridge's own stdio connections
+// hand it frames, which fast relays when it can (relay_fast.go): handle
+// gets the rest, decoded.
+func (r *Relay) pump(ctx context.Context, from mcp.Connection, handle func(context.Context, jsonrpc.Message) error, fast func(context.Context, []byte) (bool, error)) error {
+	lines, ok := from.(*lineConn)
+	if !ok {
+		for {
+			msg, err := from.Read(ctx)
+			if err != nil {
+				return err
+			}
+			if err := handle(ctx, msg); err != nil {
+				return err
+			}
+		}
+	}
 	for {
-		msg, err := from.Read(ctx)
+		frame, err := lines.readFrame(ctx)
 		if err != nil {
 			return err
 		}
-		if err := handle(ctx, msg); err != nil {
+		if done, err := fast(ctx, frame); done || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		msgs, err := lines.decodeFrame(frame)
+		if err != nil {
 			return err
+		}
+		for _, msg := range msgs {
+			if err := handle(ctx, msg); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -228,17 +254,23 @@ func (r *Relay) fromUpstream(ctx context.Context, msg jsonrpc.Message) error {
 			r.openURLs(ctx, s, urls, m.Error)
 			return nil
 		}
-		if retriable[s.method] {
-			r.forgetRounds(s.orig.Raw())
-		}
-		if s.token != nil {
-			r.mu.Lock()
-			delete(r.progress, string(s.token))
-			r.mu.Unlock()
-		}
+		r.settled(s)
 		return r.host.Write(ctx, &jsonrpc.Response{ID: s.orig, Result: m.Result, Error: m.Error})
 	}
 	return nil
+}
+
+// settled forgets what the relay kept for the host's request s, now that
+// its final response goes to the host.
+func (r *Relay) settled(s sent) {
+	if retriable[s.method] {
+		r.forgetRounds(s.orig.Raw())
+	}
+	if s.token != nil {
+		r.mu.Lock()
+		delete(r.progress, string(s.token))
+		r.mu.Unlock()
+	}
 }
 
 // notificationFromUpstream relays the upstream's notification; a

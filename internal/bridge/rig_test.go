@@ -3,6 +3,9 @@ package bridge_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,40 +54,81 @@ func (r *recorder) messages() []string {
 	return append([]string(nil), r.written...)
 }
 
-// rig is a host, a relay and an upstream, joined over in-memory transports.
+// rig is a host, a relay and an upstream.
 type rig struct {
 	finished   chan struct{} // closed when Run has returned runErr
 	runErr     error
-	toUpstream *recorder // what the relay wrote to the upstream
+	toUpstream interface{ messages() []string } // what the relay wrote to the upstream
 	upstream   mcp.Connection
 }
 
-// relay starts a relay between a host's and an upstream's in-memory
-// transports.
+// relay starts a relay between a host's and an upstream's transports: the
+// relay's ends are its own stdio connections over pipes, as `questiond
+// bridge` runs it, and the test's ends the SDK's.
 func relay(t *testing.T, opts bridge.Options) (hostEnd, upstreamEnd mcp.Transport, r *rig) {
 	t.Helper()
-	hostEnd, relayHost := mcp.NewInMemoryTransports()
-	upstreamEnd, relayUp := mcp.NewInMemoryTransports()
-	hc, err := relayHost.Connect(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	uc, err := relayUp.Connect(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{Connection: uc}
-	r = &rig{finished: make(chan struct{}), toUpstream: rec, upstream: uc}
+	hostEnd, hc := stdioPair(t, nil)
+	seen := &lines{}
+	upstreamEnd, uc := stdioPair(t, seen)
+	r = &rig{finished: make(chan struct{}), toUpstream: seen, upstream: uc}
 	opts.Logger = zaptest.NewLogger(t)
 	go func() {
 		defer close(r.finished)
-		r.runErr = bridge.New(hc, rec, opts).Run(context.Background())
+		r.runErr = bridge.New(hc, uc, opts).Run(context.Background())
 	}()
 	t.Cleanup(func() {
 		_ = hc.Close()
 		<-r.finished
 	})
 	return hostEnd, upstreamEnd, r
+}
+
+// stdioPair joins the relay's stdio connection (a bridge.StdioTransport's)
+// to an end for the test (an mcp.IOTransport) over two pipes; seen, if not
+// nil, gets what the relay writes.
+func stdioPair(t *testing.T, seen io.Writer) (mcp.Transport, mcp.Connection) {
+	t.Helper()
+	toRelay, fromTest, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	toTest, fromRelay, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out io.WriteCloser = fromRelay
+	if seen != nil {
+		out = teeCloser{io.MultiWriter(fromRelay, seen), fromRelay}
+	}
+	conn, err := (&bridge.StdioTransport{Reader: toRelay, Writer: out}).Connect(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &mcp.IOTransport{Reader: toTest, Writer: fromTest}, conn
+}
+
+type teeCloser struct {
+	io.Writer
+	io.Closer
+}
+
+// lines keeps what is written, a message a write.
+type lines struct {
+	mu      sync.Mutex
+	written []string
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	l.written = append(l.written, strings.TrimSuffix(string(p), "\n"))
+	l.mu.Unlock()
+	return len(p), nil
+}
+
+func (l *lines) messages() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.written...)
 }
 
 // ended waits for Run's return.

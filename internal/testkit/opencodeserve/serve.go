@@ -33,7 +33,7 @@ const Answer = "The release is done."
 // Binary is the pinned OpenCode, installed from npm into the user's cache
 // on first use; without npm the test is missing a dependency (a failure
 // under CI=true).
-func Binary(t *testing.T) string {
+func Binary(t testing.TB) string {
 	t.Helper()
 	bin, err := opencodenpm.Install(opencodenpm.Pinned, t.Logf)
 	if err != nil {
@@ -47,7 +47,7 @@ func Binary(t *testing.T) string {
 
 // Server is a running `opencode serve` and the fake model it talks to.
 type Server struct {
-	t    *testing.T
+	t    testing.TB
 	URL  string
 	llm  *fakellm.Server
 	proc *launch.Process
@@ -58,9 +58,9 @@ type Server struct {
 // as its "mcp" section and the fake model as its only model; that model
 // calls the tool ReleaseTool of the MCP server named key (OpenCode names
 // it key_release) with version v2.3 on the user's prompt and answers the
-// turn after with Answer. It returns once that MCP server is connected;
-// OpenCode is stopped when the test ends.
-func Start(t *testing.T, bin, key string, mcpSection map[string]any) *Server {
+// turn after with Answer. It returns once that MCP server is connected (at
+// once with key ""); OpenCode is stopped when the test ends.
+func Start(t testing.TB, bin, key string, mcpSection map[string]any) *Server {
 	t.Helper()
 	llm, err := fakellm.Start(fakellm.CallThenAnswer(key+"_"+ReleaseTool, map[string]string{"version": "v2.3"}, Answer))
 	if err != nil {
@@ -111,6 +111,9 @@ func Start(t *testing.T, bin, key string, mcpSection map[string]any) *Server {
 			logTails(t, filepath.Join(root, "data"))
 		}
 	})
+	if key == "" {
+		return oc // no MCP server to wait for
+	}
 	testkit.Eventually(t, TurnTimeout, "OpenCode's MCP server "+key+" connected", func() bool {
 		var status map[string]struct{ Status, Error string }
 		oc.get("/mcp", &status)
@@ -124,7 +127,7 @@ func Start(t *testing.T, bin, key string, mcpSection map[string]any) *Server {
 
 // logTails logs the end of each log file under dir: OpenCode's own logs,
 // which hold its MCP servers' stderr too.
-func logTails(t *testing.T, dir string) {
+func logTails(t testing.TB, dir string) {
 	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".log") {
 			data, _ := os.ReadFile(path)

@@ -1,11 +1,15 @@
-// Package overlay puts questiond in front of a real OpenCode server
-// (`questiond --upstream`): it forwards the requests questiond does not
-// answer itself to that server as they are, streaming and with the
-// server's own credentials, so that one OpenCode client sees the server's
-// sessions and questions and questiond's questions together.
+// Package overlay is questiond's side of an OpenCode server it stands in
+// front of (`questiond --upstream`): it forwards requests to that server as
+// they are, streaming and with the server's own credentials; reads its
+// question list and event streams (whole frame by whole frame, frames.go)
+// for questiond to merge with its own; and tells the question service where
+// the server's clients show a question (ask.Hosted: the session tree an
+// agent names, or the session whose MCP tool call asks, as the server's
+// event stream tells its tool calls).
 //
-// It knows nothing of questions: package httpapi decides which routes are
-// questiond's and merges the two servers' lists and event streams, using
-// Upstream to reach the server and frames.go to read its streams whole
-// frame by whole frame.
+// It decides no route and writes no questiond event: package httpapi does,
+// over Upstream.
+//
+// Locks: the session cache's and the tool calls' mutexes are each held
+// alone, never across a request to the server.
 package overlay

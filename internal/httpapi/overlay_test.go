@@ -26,7 +26,7 @@ type fakeOpenCode struct {
 }
 
 type seenRequest struct {
-	Method, Path, Query, Authorization, Body string
+	Method, Path, Query, Authorization, Body, AcceptEncoding string
 }
 
 const (
@@ -48,7 +48,7 @@ func newFakeOpenCode(t *testing.T) *fakeOpenCode {
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
-		f.seen = append(f.seen, seenRequest{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization"), string(body)})
+		f.seen = append(f.seen, seenRequest{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization"), string(body), r.Header.Get("Accept-Encoding")})
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		switch {
@@ -357,5 +357,20 @@ func asAlpha(t *testing.T, h *harness, form map[string]any) {
 	t.Helper()
 	if res := h.do(http.MethodPost, "/elicitations", form, "Authorization", bearerAuth(alphaToken)); res.Status != http.StatusCreated {
 		t.Fatalf("POST /elicitations: %d %s", res.Status, res.Body)
+	}
+}
+
+// The server's other event streams pass through as they are, uncompressed
+// (a compressing server may hold frames back).
+func TestTheOverlayForwardsOtherStreamsUncompressed(t *testing.T) {
+	h, up := overlayHarness(t)
+	res := h.do(http.MethodGet, "/api/event", nil, "Authorization", basic("opencode", upstreamPassword),
+		"Accept", "text/event-stream", "Accept-Encoding", "gzip, br")
+	if res.Status != http.StatusOK {
+		t.Fatalf("GET /api/event: %d %s", res.Status, res.Body)
+	}
+	seen := up.requests()
+	if len(seen) != 1 || seen[0].Path != "/api/event" || seen[0].AcceptEncoding != "identity" {
+		t.Fatalf("the server got %+v; want GET /api/event asking for identity", seen)
 	}
 }

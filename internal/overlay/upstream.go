@@ -123,9 +123,25 @@ func (u *Upstream) rewrite(pr *httputil.ProxyRequest) {
 		out.URL.RawQuery = q.Encode()
 	}
 	out.Header.Del("Authorization")
+	if acceptsEventStream(out.Header) {
+		// An event stream goes out as it comes: a compressing server may
+		// hold frames back to fill its blocks.
+		out.Header.Set("Accept-Encoding", "identity")
+	}
 	if u.authorization != "" {
 		out.Header.Set("Authorization", u.authorization)
 	}
+}
+
+// acceptsEventStream reports whether a request's Accept names an event
+// stream.
+func acceptsEventStream(h http.Header) bool {
+	for _, v := range h.Values("Accept") {
+		if strings.Contains(strings.ToLower(v), "text/event-stream") {
+			return true
+		}
+	}
+	return false
 }
 
 // Do sends a request questiond makes itself (a list it merges, a session

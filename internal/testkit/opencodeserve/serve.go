@@ -165,11 +165,14 @@ func (oc *Server) Session(title string) string {
 	return session.ID
 }
 
-// PromptIn prompts session with text without waiting for the turn; the
-// fake model then calls the release tool, or OpenCode's question tool
-// when text holds AskPrompt.
+// PromptIn prompts session with text once it is idle, without waiting
+// for the turn; the fake model then calls the release tool, or OpenCode's
+// question tool when text holds AskPrompt. (OpenCode 1.18.33 was seen to
+// accept a prompt to a session still busy ending its last turn and never
+// run it.)
 func (oc *Server) PromptIn(session, text string) {
 	oc.t.Helper()
+	oc.Idle(session)
 	prompt, _ := json.Marshal(map[string]any{
 		"parts": []map[string]string{{"type": "text", "text": text}},
 		"model": map[string]string{"providerID": "fake", "modelID": fakellm.ModelID},
@@ -183,6 +186,18 @@ func (oc *Server) PromptIn(session, text string) {
 	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusNoContent {
 		oc.t.Fatalf("POST prompt_async: %d %.500s", res.StatusCode, got)
 	}
+}
+
+// Idle waits until OpenCode reports session idle (GET /session/status
+// lists only sessions that are not).
+func (oc *Server) Idle(session string) {
+	oc.t.Helper()
+	testkit.Eventually(oc.t, TurnTimeout, "session "+session+" idle", func() bool {
+		var status map[string]struct{ Type string }
+		oc.get("/session/status", &status)
+		s, listed := status[session]
+		return !listed || s.Type == "idle"
+	})
 }
 
 // ToolState is a tool part's state in OpenCode's session history.

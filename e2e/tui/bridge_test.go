@@ -36,11 +36,7 @@ func TestBridgedElicitationAnsweredInTheTUI(t *testing.T) {
 	}
 	d := startDaemon(t, daemonOptions{args: []string{"--agent-token-file", tokens}})
 	clientFile := filepath.Join(t.TempDir(), "client-name")
-	oc := opencodeserve.Start(t, opencodeserve.Binary(t), key, map[string]any{key: map[string]any{
-		"type":        "local",
-		"command":     append([]string{daemonBinary(t), "bridge", "--name", key, "--"}, opencodeserve.Upstream(clientFile)...),
-		"environment": map[string]string{"QUESTIOND_SERVER": d.URL, "QUESTIOND_TOKEN": agentToken},
-	}})
+	oc := opencodeserve.Start(t, opencodeserve.Binary(t), key, bridgedSection(t, key, d.URL, agentToken, clientFile))
 	tool := key + "_" + opencodeserve.ReleaseTool
 	session := oc.Prompt("Release v2.3, please.")
 	q := oc.Asked(testkit.Watch(t, d.URL), session, tool)
@@ -56,6 +52,33 @@ func TestBridgedElicitationAnsweredInTheTUI(t *testing.T) {
 		t.Fatalf("the TUI shows the session titled %q, want %q; the screen:\n%s", title, wantTitle, trimScreen(screen))
 	}
 
+	answerRelease(u, oc, session, tool)
+	expectReleased(t, oc.ToolEnded(session, tool))
+	u.waitGone("answered", panelHint)
+	if status, body := d.call(http.MethodGet, "/question", nil); status != http.StatusOK || string(body) != "[]" {
+		t.Fatalf("GET /question after the answer: %d %s", status, body)
+	}
+}
+
+// bridgedSection is OpenCode's "mcp" section that runs the upstream MCP
+// server (opencodeserve.Upstream, with clientFile if any) as key behind
+// `questiond bridge`, asking the questiond at server as the agent whose
+// token is token.
+func bridgedSection(t *testing.T, key, server, token string, clientFile ...string) map[string]any {
+	t.Helper()
+	return map[string]any{key: map[string]any{
+		"type":        "local",
+		"command":     append([]string{daemonBinary(t), "bridge", "--name", key, "--"}, opencodeserve.Upstream(clientFile...)...),
+		"environment": map[string]string{"QUESTIOND_SERVER": server, "QUESTIOND_TOKEN": token},
+	}}
+}
+
+// answerRelease answers the upstream's release form (shown in u's panel)
+// with keys: the option titled Production, the integer 3 typed, Yes, and
+// the optional note left blank; OpenCode's call of tool in session must
+// still wait until the review is submitted.
+func answerRelease(u *tui, oc *opencodeserve.Server, session, tool string) {
+	u.t.Helper()
 	u.pick("Production")
 	u.waitFor("replicas", "Replicas (integer between 1 and 5)", "Type your own answer")
 	u.pick("Type your own answer")
@@ -69,16 +92,18 @@ func TestBridgedElicitationAnsweredInTheTUI(t *testing.T) {
 	u.keys("Tab") // the note stays blank
 	u.waitFor("review", "Review", "Target: Production", "Replicas: 3", "Confirm: Yes")
 	u.keys("Enter")
+}
 
-	call := oc.ToolEnded(session, tool)
+// expectReleased fails the test unless call, from OpenCode's history, is
+// the release tool completed with answerRelease's answer as typed
+// content: the const of the picked title, the integer as a number, the
+// boolean as a boolean, the note's default.
+func expectReleased(t *testing.T, call opencodeserve.ToolState) {
+	t.Helper()
 	t.Logf("OpenCode's history: %v", call)
 	want := map[string]any{"target": "prd", "replicas": 3.0, "confirm": true, "note": "none"}
 	if got := resultContent(t, call.Output); call.Status != "completed" || !reflect.DeepEqual(got, want) {
 		t.Fatalf("OpenCode's history holds the call %v; want it completed with the content %v", call, want)
-	}
-	u.waitGone("answered", panelHint)
-	if status, body := d.call(http.MethodGet, "/question", nil); status != http.StatusOK || string(body) != "[]" {
-		t.Fatalf("GET /question after the answer: %d %s", status, body)
 	}
 }
 

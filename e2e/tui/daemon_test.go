@@ -40,7 +40,14 @@ type daemonOptions struct {
 // ends.
 func startDaemon(t *testing.T, opts daemonOptions) *daemon {
 	t.Helper()
-	d := &daemon{t: t, opts: opts, addr: "127.0.0.1:0", logPath: filepath.Join(t.ArtifactDir(), "questiond.log")}
+	return startDaemonAt(t, "127.0.0.1:0", opts)
+}
+
+// startDaemonAt starts questiond listening on addr (host:port), for a
+// process that must be told questiond's address before questiond starts.
+func startDaemonAt(t *testing.T, addr string, opts daemonOptions) *daemon {
+	t.Helper()
+	d := &daemon{t: t, opts: opts, addr: addr, logPath: filepath.Join(t.ArtifactDir(), "questiond.log")}
 	if opts.durable {
 		d.opts.args = append([]string{"--store", "bolt", "--data-dir", t.TempDir()}, d.opts.args...)
 	} else {
@@ -163,6 +170,11 @@ type elicitResult struct {
 // elicit asks through POST /elicit in the background, as an agent that
 // waits for its answer; the channel gets the result once the question ends.
 func (d *daemon) elicit(ctx context.Context, body map[string]any) <-chan elicitResult {
+	return d.elicitAs(ctx, "", body)
+}
+
+// elicitAs is elicit as the agent whose token is token ("" for none).
+func (d *daemon) elicitAs(ctx context.Context, token string, body map[string]any) <-chan elicitResult {
 	data, err := json.Marshal(body)
 	if err != nil {
 		d.t.Fatal(err)
@@ -176,6 +188,9 @@ func (d *daemon) elicit(ctx context.Context, body map[string]any) <-chan elicitR
 			return
 		}
 		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			out <- elicitResult{err: err}

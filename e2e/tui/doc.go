@@ -1,2 +1,2 @@
-// Package tui tests questiond as the operator console of the real OpenCode TUI (opencode attach), run in tmux and driven by keys.
+// Package tui tests questiond as the operator console of the real OpenCode TUI (opencode attach), run in tmux and driven by keys, and the real TUI attached to questiond --upstream in front of the real `opencode serve` (overlay_test.go).
 package tui

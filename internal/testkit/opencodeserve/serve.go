@@ -57,12 +57,13 @@ type Server struct {
 // project (a git repository) of its own whose opencode.json has mcpSection
 // as its "mcp" section and the fake model as its only model; that model
 // calls the tool ReleaseTool of the MCP server named key (OpenCode names
-// it key_release) with version v2.3 on the user's prompt and answers the
+// it key_release) with version v2.3 on the user's prompt (OpenCode's own
+// question tool instead when the prompt holds AskPrompt) and answers the
 // turn after with Answer. It returns once that MCP server is connected (at
 // once with key ""); OpenCode is stopped when the test ends.
 func Start(t testing.TB, bin, key string, mcpSection map[string]any) *Server {
 	t.Helper()
-	llm, err := fakellm.Start(fakellm.CallThenAnswer(key+"_"+ReleaseTool, map[string]string{"version": "v2.3"}, Answer))
+	llm, err := fakellm.Start(script(key))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,16 +151,36 @@ func (oc *Server) get(path string, out any) {
 // model then calls the release tool.
 func (oc *Server) Prompt(text string) string {
 	oc.t.Helper()
-	status, body := testkit.SendJSON(oc.t, http.MethodPost, oc.URL+"/session", `{"title":"release"}`)
+	session := oc.Session("release")
+	oc.PromptIn(session, text)
+	return session
+}
+
+// Session opens a root session titled title and returns its id.
+func (oc *Server) Session(title string) string {
+	oc.t.Helper()
+	data, _ := json.Marshal(map[string]string{"title": title})
+	status, body := testkit.SendJSON(oc.t, http.MethodPost, oc.URL+"/session", string(data))
 	var session struct{ ID string }
 	if status != http.StatusOK || json.Unmarshal([]byte(body), &session) != nil || session.ID == "" {
 		oc.t.Fatalf("POST /session: %d %.500s", status, body)
 	}
+	return session.ID
+}
+
+// PromptIn prompts session with text once it is idle, without waiting
+// for the turn; the fake model then calls the release tool, or OpenCode's
+// question tool when text holds AskPrompt. (OpenCode 1.18.33 was seen to
+// accept a prompt to a session still busy ending its last turn and never
+// run it.)
+func (oc *Server) PromptIn(session, text string) {
+	oc.t.Helper()
+	oc.Idle(session)
 	prompt, _ := json.Marshal(map[string]any{
 		"parts": []map[string]string{{"type": "text", "text": text}},
 		"model": map[string]string{"providerID": "fake", "modelID": fakellm.ModelID},
 	})
-	res, err := http.Post(oc.URL+"/session/"+session.ID+"/prompt_async", "application/json", bytes.NewReader(prompt))
+	res, err := http.Post(oc.URL+"/session/"+session+"/prompt_async", "application/json", bytes.NewReader(prompt))
 	if err != nil {
 		oc.t.Fatal(err)
 	}
@@ -168,7 +189,18 @@ func (oc *Server) Prompt(text string) string {
 	if res.StatusCode != http.StatusOK && res.StatusCode != http.StatusNoContent {
 		oc.t.Fatalf("POST prompt_async: %d %.500s", res.StatusCode, got)
 	}
-	return session.ID
+}
+
+// Idle waits until OpenCode reports session idle (GET /session/status
+// lists only sessions that are not).
+func (oc *Server) Idle(session string) {
+	oc.t.Helper()
+	testkit.Eventually(oc.t, TurnTimeout, "session "+session+" idle", func() bool {
+		var status map[string]struct{ Type string }
+		oc.get("/session/status", &status)
+		s, listed := status[session]
+		return !listed || s.Type == "idle"
+	})
 }
 
 // ToolState is a tool part's state in OpenCode's session history.
@@ -223,12 +255,25 @@ func ended(history []Message, tool string) *ToolState {
 // ended and the model's turn after it, and returns the call's state.
 func (oc *Server) ToolEnded(session, tool string) ToolState {
 	oc.t.Helper()
+	return oc.waitEnded(session, tool, true)
+}
+
+// CallEnded waits until session's history holds a call of tool that has
+// ended, completed or not, and returns its state; unlike ToolEnded it
+// waits for no turn after it (a dismissed question ends the turn).
+func (oc *Server) CallEnded(session, tool string) ToolState {
+	oc.t.Helper()
+	return oc.waitEnded(session, tool, false)
+}
+
+func (oc *Server) waitEnded(session, tool string, turnAfter bool) ToolState {
+	oc.t.Helper()
 	deadline := time.Now().Add(TurnTimeout)
 	for {
 		history := oc.History(session)
 		call := ended(history, tool)
-		if call != nil && len(history) > 0 && history[len(history)-1].Info.Role == "assistant" &&
-			hasText(history[len(history)-1], Answer) {
+		if call != nil && (!turnAfter || len(history) > 0 && history[len(history)-1].Info.Role == "assistant" &&
+			hasText(history[len(history)-1], Answer)) {
 			return *call
 		}
 		if time.Now().After(deadline) {

@@ -84,13 +84,21 @@ func (e *Events) Asked(q *pending.Question) {
 // announceAsked publishes question.asked for q.
 func (e *Events) announceAsked(ctx context.Context, q *pending.Question) {
 	if c := e.console.Load(); c == nil {
-		e.publishBody(ctx, q.Directory, sse.Everyone, wire.EventAsked, listItem(q))
-		if e.overlay.Load() && !q.Hosted {
-			e.publish(ctx, q.Directory, sse.Console, eventToastShow, unshownToast(q))
-		}
+		e.publishAskedToAll(ctx, q)
 	} else {
 		e.publishBody(ctx, q.Directory, sse.Standard, wire.EventAsked, listItem(q))
 		c.Asked(q)
+	}
+}
+
+// publishAskedToAll publishes question.asked for q to every stream, where
+// no console shows the TUI its own view: without a console at all (before
+// New), or in front of an OpenCode server, where the TUI's streams also
+// hear of a question it cannot show in a toast.
+func (e *Events) publishAskedToAll(ctx context.Context, q *pending.Question) {
+	e.publishBody(ctx, q.Directory, sse.Everyone, wire.EventAsked, listItem(q))
+	if e.overlay.Load() && !q.Hosted {
+		e.publish(ctx, q.Directory, sse.Console, eventToastShow, unshownToast(q))
 	}
 }
 

@@ -61,7 +61,7 @@ func (e *Events) announceLogged(q *pending.Question) {
 	c := e.console.Load()
 	switch {
 	case c == nil && q.Ended == nil:
-		e.publishBody(context.Background(), q.Directory, sse.Everyone, wire.EventAsked, listItem(q))
+		e.publishAskedToAll(context.Background(), q)
 	case c == nil:
 		e.publishEnding(q, sse.Everyone)
 	case q.Ended == nil:

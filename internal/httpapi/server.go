@@ -162,6 +162,7 @@ type Server struct {
 	console   *console.Console
 	upstream  *overlay.Upstream // Options.Upstream
 	forward   http.Handler      // to upstream, for operators only
+	forwardAs http.Handler      // to upstream, for a caller a guard admitted already
 	streams   atomic.Int64      // open event streams
 }
 
@@ -250,7 +251,8 @@ func New(questions *ask.Service, events *Events, opts Options) (*Server, error) 
 		Questions: questions, Streams: consoleStreams{events}, Version: opts.Version, Follow: opts.ConsoleFollow, Logger: s.log,
 	})
 	if s.upstream = opts.Upstream; s.upstream != nil {
-		s.forward = s.guard.OperatorsOnly(s.upstream.Forwarder(s.upstreamFailed))
+		s.forwardAs = s.upstream.Forwarder(s.upstreamFailed)
+		s.forward = s.guard.OperatorsOnly(s.forwardAs)
 		events.overlay.Store(true)
 	} else {
 		events.console.Store(s.console)

@@ -78,11 +78,11 @@ func (s *Server) ownQuestionOr(own http.HandlerFunc) http.HandlerFunc {
 			own(w, r)
 			return
 		}
-		if _, err := s.store.Get(r.Context(), id); err == nil {
+		if _, err := s.store.Peek(r.Context(), id); err == nil {
 			own(w, r)
 			return
 		}
-		s.forward.ServeHTTP(w, r)
+		s.forwardAs.ServeHTTP(w, r) // its route's guard admitted the operator
 	}
 }
 

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -193,13 +192,24 @@ func patchTitle(b *testing.B, base, session, title string) {
 
 // titleStream reads a /global/event stream for session.updated frames.
 type titleStream struct {
-	titles chan titleSeen
+	frames chan stamped
 	at     time.Time // when the title awaited last arrived
 }
 
-type titleSeen struct {
-	title string
-	at    time.Time
+// stamped is a frame and when it arrived.
+type stamped struct {
+	renamed
+	at time.Time
+}
+
+// renamed is a /global/event frame as titleStream reads it.
+type renamed struct {
+	Payload struct {
+		Type       string `json:"type"`
+		Properties struct {
+			Info struct{ Title string } `json:"info"`
+		} `json:"properties"`
+	} `json:"payload"`
 }
 
 func openTitleStream(b *testing.B, base string) *titleStream {
@@ -210,28 +220,16 @@ func openTitleStream(b *testing.B, base string) *titleStream {
 		cancel()
 		b.Fatal(err)
 	}
-	s := &titleStream{titles: make(chan titleSeen, 4096)}
+	s := &titleStream{frames: make(chan stamped, 4096)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer close(s.titles)
-		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			data, ok := strings.CutPrefix(sc.Text(), "data: ")
-			if !ok || !strings.Contains(data, `"session.updated"`) {
-				continue
-			}
-			at := time.Now()
-			var f struct {
-				Payload struct {
-					Properties struct {
-						Info struct{ Title string } `json:"info"`
-					} `json:"properties"`
-				} `json:"payload"`
-			}
-			if json.Unmarshal([]byte(data), &f) == nil {
-				s.titles <- titleSeen{f.Payload.Properties.Info.Title, at}
+		defer close(s.frames)
+		for f := range testkit.Frames(res.Body, 0) {
+			at := time.Now() // as it arrives: the other stream's reader does not delay it
+			var r renamed
+			if json.Unmarshal([]byte(f.Data), &r) == nil {
+				s.frames <- stamped{r, at}
 			}
 		}
 	}()
@@ -246,12 +244,12 @@ func (s *titleStream) awaitWithin(title string, d time.Duration) error {
 	timeout := time.After(d)
 	for {
 		select {
-		case seen, ok := <-s.titles:
+		case f, ok := <-s.frames:
 			if !ok {
 				return fmt.Errorf("the stream ended before %q", title)
 			}
-			if seen.title == title {
-				s.at = seen.at
+			if f.Payload.Type == "session.updated" && f.Payload.Properties.Info.Title == title {
+				s.at = f.at
 				return nil
 			}
 		case <-timeout:

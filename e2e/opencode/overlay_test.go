@@ -1,7 +1,6 @@
 package opencode
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -61,7 +60,8 @@ func TestQuestiondInFrontOfOpencode(t *testing.T) {
 	}
 
 	stream := openStream(t, srv.URL+"/global/event")
-	if first := stream.next(t); first.Payload.Type != "server.connected" {
+	first := testkit.Next(t, stream, opencodeserve.TurnTimeout, "a first frame", func(globalFrame) bool { return true })
+	if first.Payload.Type != "server.connected" {
 		t.Fatalf("the first frame through questiond is %+v, want OpenCode's server.connected", first)
 	}
 
@@ -84,7 +84,7 @@ func TestQuestiondInFrontOfOpencode(t *testing.T) {
 	if q.SessionID != session || q.Tool == nil || !strings.HasPrefix(q.Tool.MessageID, "msg_") || q.Tool.CallID == "" {
 		t.Fatalf("the bridged question is filed as %+v; want OpenCode's session %s, linked to its tool call", q, session)
 	}
-	asked := stream.until(t, "question.asked")
+	asked := until(t, stream, "question.asked")
 	if !strings.Contains(string(asked.Payload.Properties), q.ID) {
 		t.Fatalf("the merged stream announced %s, want %s", asked.Payload.Properties, q.ID)
 	}
@@ -140,10 +140,8 @@ type globalFrame struct {
 	} `json:"payload"`
 }
 
-type frames struct{ c chan globalFrame }
-
 // openStream reads url's /global/event frames until the test ends.
-func openStream(t *testing.T, url string) *frames {
+func openStream(t *testing.T, url string) <-chan globalFrame {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -152,44 +150,12 @@ func openStream(t *testing.T, url string) *frames {
 		cancel()
 		t.Fatalf("GET %s: %v %v", url, res, err)
 	}
-	f := &frames{c: make(chan globalFrame, 1024)}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer close(f.c)
-		scanner := bufio.NewScanner(res.Body)
-		scanner.Buffer(nil, 16<<20)
-		for scanner.Scan() {
-			data, ok := strings.CutPrefix(scanner.Text(), "data: ")
-			var g globalFrame
-			if ok && json.Unmarshal([]byte(data), &g) == nil {
-				f.c <- g
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); res.Body.Close(); <-done })
-	return f
+	t.Cleanup(func() { cancel(); res.Body.Close() })
+	return testkit.Events[globalFrame](res.Body, 1024)
 }
 
-func (f *frames) next(t *testing.T) globalFrame {
+// until returns the next frame of type typ.
+func until(t *testing.T, frames <-chan globalFrame, typ string) globalFrame {
 	t.Helper()
-	select {
-	case g, ok := <-f.c:
-		if !ok {
-			t.Fatal("the stream ended")
-		}
-		return g
-	case <-time.After(opencodeserve.TurnTimeout):
-		t.Fatal("no frame")
-	}
-	return globalFrame{}
-}
-
-func (f *frames) until(t *testing.T, typ string) globalFrame {
-	t.Helper()
-	for {
-		if g := f.next(t); g.Payload.Type == typ {
-			return g
-		}
-	}
+	return testkit.Next(t, frames, opencodeserve.TurnTimeout, typ, func(g globalFrame) bool { return g.Payload.Type == typ })
 }

@@ -101,7 +101,13 @@ func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial
 	}
 	s := newSubscriber(b, sc, w, r.RemoteAddr)
 	s.feed = pump
+	if newFilter := filterOf(r); newFilter != nil {
+		s.filter = newStreamFilter(s, newFilter)
+	}
 	if err := b.join(s); err != nil {
+		if s.filter != nil {
+			s.filter.stop()
+		}
 		level := zap.WarnLevel
 		if errors.Is(err, ErrClosed) {
 			level = zap.DebugLevel // shutting down: expected
@@ -131,11 +137,11 @@ func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial
 	s.onEnd = onEnd
 	if s.takeOver(w, r) {
 		kept = true
-		s.run(b.prelude(s.scope, first, initial))
+		s.run(s.filteredPrelude(b.prelude(s.scope, first, initial), first))
 		return nil
 	}
 	defer b.leave(s)
-	s.stream(r.Context(), b.prelude(s.scope, first, initial))
+	s.stream(r.Context(), s.filteredPrelude(b.prelude(s.scope, first, initial), first))
 	return nil
 }
 

@@ -128,3 +128,7 @@ func (s *subscriber) filteredPrelude(prelude [][]byte, first []byte) [][]byte {
 	}
 	return out
 }
+
+// NewFrame makes a frame of text (`data: …\n\n`) from from, as a stream
+// would queue it: for tests of filters.
+func NewFrame(from Source, text []byte) Frame { return Frame{From: from, wire: chunk(text)} }

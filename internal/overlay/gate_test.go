@@ -109,7 +109,7 @@ func TestGateHoldsOursWhileTheServersQuestionOfTheTreeIsPending(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newGateRig(t)
 		r.asked(sse.FromFeed, "ses_Rcc", "que_1") // a grandchild: tree R
-		r.settle()                               // the tree is looked up meanwhile
+		r.settle()                                // the tree is looked up meanwhile
 		r.expect("asked:que_1")
 		r.asked(sse.FromBroker, "ses_Rc", "que_2")
 		r.settle()

@@ -84,12 +84,12 @@ func (e *Events) Asked(q *pending.Question) {
 // announceAsked publishes question.asked for q.
 func (e *Events) announceAsked(ctx context.Context, q *pending.Question) {
 	if c := e.console.Load(); c == nil {
-		e.publishBody(ctx, q.Directory, sse.Everyone, wire.EventAsked, listItem(q))
+		e.publishNoted(ctx, q.Directory, sse.Everyone, wire.EventAsked, listItem(q), gateNote(q))
 		if e.overlay.Load() && !q.Hosted {
 			e.publish(ctx, q.Directory, sse.Console, eventToastShow, unshownToast(q))
 		}
 	} else {
-		e.publishBody(ctx, q.Directory, sse.Standard, wire.EventAsked, listItem(q))
+		e.publishNoted(ctx, q.Directory, sse.Standard, wire.EventAsked, listItem(q), gateNote(q))
 		c.Asked(q)
 	}
 }
@@ -134,11 +134,17 @@ func (e *Events) publish(ctx context.Context, directory string, audience sse.Aud
 // publishBody publishes an event whose properties are already encoded; nil
 // (a question listItem could not encode) publishes nothing.
 func (e *Events) publishBody(ctx context.Context, directory string, audience sse.Audience, typ string, body []byte) {
+	e.publishNoted(ctx, directory, audience, typ, body, "")
+}
+
+// publishNoted is publishBody with a note for the streams' filters
+// (sse.Message.Note).
+func (e *Events) publishNoted(ctx context.Context, directory string, audience sse.Audience, typ string, body []byte, note string) {
 	if body == nil {
 		e.log.Warn("could not publish event", zap.String("type", typ), zap.Error(errUnencodable))
 		return
 	}
-	if err := e.bus.Publish(ctx, sse.Message{Directory: directory, Audience: audience, Event: sse.Event{Type: typ, Properties: body}}); err != nil {
+	if err := e.bus.Publish(ctx, sse.Message{Directory: directory, Audience: audience, Event: sse.Event{Type: typ, Properties: body}, Note: note}); err != nil {
 		e.log.Warn("could not publish event", zap.String("type", typ), zap.Error(err))
 	}
 }
@@ -153,7 +159,7 @@ func askedMessages(questions []*pending.Question) []sse.Message {
 		if body == nil {
 			continue
 		}
-		out = append(out, sse.Message{Directory: q.Directory, Event: sse.Event{Type: wire.EventAsked, Properties: body}})
+		out = append(out, sse.Message{Directory: q.Directory, Event: sse.Event{Type: wire.EventAsked, Properties: body}, Note: gateNote(q)})
 	}
 	return out
 }

@@ -23,6 +23,13 @@ type fakeOpenCode struct {
 	stop chan struct{} // closed to end its event streams
 	mu   sync.Mutex
 	seen []seenRequest
+	subs map[*fakeSubscriber]struct{} // its event streams, which emit writes to
+}
+
+// fakeSubscriber is one event stream the fake serves.
+type fakeSubscriber struct {
+	global bool
+	frames chan string
 }
 
 type seenRequest struct {
@@ -41,10 +48,11 @@ var upstreamSessions = map[string]string{
 	"ses_root":       `{"id":"ses_root","directory":"/work/root","title":"root"}`,
 	"ses_child":      `{"id":"ses_child","parentID":"ses_root","directory":"/work/child","title":"child"}`,
 	"ses_grandchild": `{"id":"ses_grandchild","parentID":"ses_child","directory":"/work/grandchild","title":"grandchild"}`,
+	"ses_other":      `{"id":"ses_other","directory":"/work/other","title":"another root"}`,
 }
 
 func newFakeOpenCode(t *testing.T) *fakeOpenCode {
-	f := &fakeOpenCode{stop: make(chan struct{})}
+	f := &fakeOpenCode{stop: make(chan struct{}), subs: make(map[*fakeSubscriber]struct{})}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
@@ -60,11 +68,27 @@ func newFakeOpenCode(t *testing.T) *fakeOpenCode {
 			if r.URL.Path == "/global/event" {
 				event = `{"payload":` + event + `}`
 			}
+			sub := &fakeSubscriber{global: r.URL.Path == "/global/event", frames: make(chan string, 1024)}
+			f.mu.Lock()
+			f.subs[sub] = struct{}{}
+			f.mu.Unlock()
+			defer func() {
+				f.mu.Lock()
+				delete(f.subs, sub)
+				f.mu.Unlock()
+			}()
 			_, _ = io.WriteString(w, "data: "+event+"\n\n")
 			w.(http.Flusher).Flush()
-			select {
-			case <-r.Context().Done():
-			case <-f.stop:
+			for {
+				select {
+				case <-r.Context().Done():
+					return
+				case <-f.stop:
+					return
+				case frame := <-sub.frames:
+					_, _ = io.WriteString(w, frame)
+					w.(http.Flusher).Flush()
+				}
 			}
 		case r.URL.Path == "/session":
 			_, _ = io.WriteString(w, `[{"id":"ses_upstream","title":"upstream's"}]`)
@@ -85,6 +109,22 @@ func newFakeOpenCode(t *testing.T) *fakeOpenCode {
 		f.Close()
 	})
 	return f
+}
+
+// emit sends an event of the server's to every event stream it serves
+// now, framed for each (/global/event wraps it with the directory of
+// OpenCode's session ses_root).
+func (f *fakeOpenCode) emit(typ, properties string) {
+	event := `{"id":"` + ident.Ascending(ident.Event) + `","type":"` + typ + `","properties":` + properties + `}`
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for sub := range f.subs {
+		data := event
+		if sub.global {
+			data = `{"directory":"/work/root","project":"global","payload":` + event + `}`
+		}
+		sub.frames <- "data: " + data + "\n\n"
+	}
 }
 
 // endStreams ends the event streams it serves, as a restart would.

@@ -35,6 +35,11 @@ const (
 	maxRootsMemo = 4096
 )
 
+// NotHosted is the Note (sse.Message.Note) of a questiond question.asked
+// not filed in one of the server's sessions: the TUI cannot show it, so
+// the gate lets it pass at once, without asking the server where it is.
+const NotHosted = "overlay: not in the server's sessions"
+
 // Roots finds the root session of a session's tree; ok is false when the
 // server does not have the session. Upstream implements it.
 type Roots interface {
@@ -151,7 +156,7 @@ func (g *Gate) Admit(f sse.Frame) []sse.Frame {
 // admitQuestionLocked reports whether question.asked frame f goes out
 // now; otherwise it is held, or dropped.
 func (g *Gate) admitQuestionLocked(p Peeked, f sse.Frame, now time.Time) bool {
-	if p.ID == "" || p.SessionID == "" {
+	if p.ID == "" || p.SessionID == "" || f.Note == NotHosted {
 		return true // not one the TUI can show
 	}
 	if _, over := g.ended[p.ID]; over {

@@ -53,13 +53,21 @@ func gateFrame(typ, session, idKey, id string) []byte {
 }
 
 func (r *gateRig) admit(from sse.Source, text []byte) {
-	for _, f := range r.gate.Admit(sse.NewFrame(from, text)) {
+	for _, f := range r.gate.Admit(sse.NewFrame(from, "", text)) {
 		r.out = append(r.out, describe(f))
 	}
 }
 
+// asked admits a question.asked; questiond's own (from the broker) in a
+// session named ses_inbox are noted as not the server's, as httpapi does.
 func (r *gateRig) asked(from sse.Source, session, id string) {
-	r.admit(from, gateFrame("question.asked", session, "id", id))
+	note := ""
+	if from == sse.FromBroker && session == "ses_inbox" {
+		note = NotHosted
+	}
+	for _, f := range r.gate.Admit(sse.NewFrame(from, note, gateFrame("question.asked", session, "id", id))) {
+		r.out = append(r.out, describe(f))
+	}
 }
 func (r *gateRig) replied(from sse.Source, session, id string) {
 	r.admit(from, gateFrame("question.replied", session, "requestID", id))
@@ -183,13 +191,14 @@ func TestGatePassesWhatTheTUICannotShowAndEverythingElse(t *testing.T) {
 		r := newGateRig(t)
 		r.asked(sse.FromFeed, "ses_R", "que_1")
 		r.settle()
-		r.asked(sse.FromBroker, "ses_inbox", "que_2") // not the server's: never gated, once the server said so
+		r.asked(sse.FromBroker, "ses_inbox", "que_2") // questiond says it is not the server's: never gated
 		r.admit(sse.FromFeed, []byte(`data: {"type":"message.part.updated","properties":{"sessionID":"ses_R"}}`+"\n\n"))
 		r.admit(sse.FromFeed, []byte(": a comment\n\n"))
 		r.settle()
-		r.expect("asked:que_1", "message.part.updated:", ":", "asked:que_2")
-		r.asked(sse.FromBroker, "ses_inbox", "que_3")
-		r.expect("asked:que_1", "message.part.updated:", ":", "asked:que_2", "asked:que_3")
+		r.expect("asked:que_1", "asked:que_2", "message.part.updated:", ":")
+		r.admit(sse.FromBroker, gateFrame("question.asked", "ses_inbox", "id", "que_3")) // no note: looked up
+		r.settle()
+		r.expect("asked:que_1", "asked:que_2", "message.part.updated:", ":", "asked:que_3")
 	})
 }
 
@@ -197,7 +206,7 @@ func TestGateStopEndsItsLookups(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		blocked := blockingRoots{}
 		g := NewGate(blocked)(func() { t.Error("woken after Stop") })
-		if out := g.Admit(sse.NewFrame(sse.FromFeed, gateFrame("question.asked", "ses_R", "id", "que_1"))); len(out) != 0 {
+		if out := g.Admit(sse.NewFrame(sse.FromFeed, "", gateFrame("question.asked", "ses_R", "id", "que_1"))); len(out) != 0 {
 			t.Fatalf("a question of a tree not known yet went out: %d frames", len(out))
 		}
 		synctest.Wait()

@@ -87,7 +87,7 @@ func (s *subscriber) pump(p *feedPump) {
 			s.feedEnded(err)
 			return
 		}
-		if s.enqueueFrom(FromFeed, f, false) {
+		if s.enqueue(Frame{From: FromFeed, wire: f}, false) {
 			s.logCutOff(reasonQueueFull, nil)
 			return
 		}

@@ -22,6 +22,7 @@ const (
 // pass later, or drops them; it cannot make new ones.
 type Frame struct {
 	From Source
+	Note string // the Message's Note; "" for a feed's frame
 	wire []byte // chunked as it is queued
 }
 
@@ -110,19 +111,18 @@ func (s *subscriber) queueAllLocked(fs []Frame) (cut bool) {
 // filteredPrelude passes a stream's first frames through its filter. Live
 // frames may have passed before them (they queue while the first frames
 // are made): a filter must take frames of one question in either order.
-func (s *subscriber) filteredPrelude(prelude [][]byte, first []byte) [][]byte {
+func (s *subscriber) filteredPrelude(prelude []Frame) [][]byte {
+	out := make([][]byte, 0, len(prelude))
 	if s.filter == nil {
-		return prelude
+		for _, f := range prelude {
+			out = append(out, f.wire)
+		}
+		return out
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := prelude[:0:0]
-	for i, f := range prelude {
-		from := FromBroker
-		if i == 0 && first != nil {
-			from = FromFeed
-		}
-		for _, g := range s.filter.filter.Admit(Frame{From: from, wire: f}) {
+	for _, f := range prelude {
+		for _, g := range s.filter.filter.Admit(f) {
 			out = append(out, g.wire)
 		}
 	}
@@ -131,4 +131,6 @@ func (s *subscriber) filteredPrelude(prelude [][]byte, first []byte) [][]byte {
 
 // NewFrame makes a frame of text (`data: …\n\n`) from from, as a stream
 // would queue it: for tests of filters.
-func NewFrame(from Source, text []byte) Frame { return Frame{From: from, wire: chunk(text)} }
+func NewFrame(from Source, note string, text []byte) Frame {
+	return Frame{From: from, Note: note, wire: chunk(text)}
+}

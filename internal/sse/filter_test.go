@@ -17,6 +17,7 @@ type holdingFilter struct {
 	mu      sync.Mutex
 	held    []sse.Frame
 	sources []sse.Source
+	notes   []string
 	stopped chan struct{}
 }
 
@@ -24,6 +25,7 @@ func (f *holdingFilter) Admit(fr sse.Frame) []sse.Frame {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sources = append(f.sources, fr.From)
+	f.notes = append(f.notes, fr.Note)
 	switch text := fr.Text(); {
 	case bytes.Contains(text, []byte(`"type":"drop"`)):
 		return nil
@@ -51,7 +53,7 @@ func TestAFilterDropsHoldsAndReleasesFramesInOrder(t *testing.T) {
 		initial: func(*http.Request) []sse.Message {
 			return []sse.Message{
 				{Event: sse.Event{Type: "hold.replayed", Properties: json.RawMessage(`{}`)}},
-				{Event: sse.Event{Type: "replayed", Properties: json.RawMessage(`{}`)}},
+				{Event: sse.Event{Type: "replayed", Properties: json.RawMessage(`{}`)}, Note: "replay note"},
 			}
 		},
 		filter: func(wake func()) sse.Filter {
@@ -87,6 +89,9 @@ func TestAFilterDropsHoldsAndReleasesFramesInOrder(t *testing.T) {
 	if len(f.sources) == 0 || f.sources[0] != sse.FromBroker {
 		t.Errorf("sources %v: the first frame of a broker-only stream is the broker's", f.sources)
 	}
+	if len(f.notes) < 3 || f.notes[2] != "replay note" {
+		t.Errorf("notes %q: the replayed message's note did not reach the filter", f.notes)
+	}
 	f.mu.Unlock()
 	s.close()
 	await(t, f.stopped, "the filter was not stopped when the stream ended")
@@ -115,7 +120,7 @@ func TestAMergedStreamsFilterSeesBothSources(t *testing.T) {
 	if e := s.nextEvent(t); e.Type != "upstream" {
 		t.Fatalf("got %s, want upstream (drop dropped)", e.Type)
 	}
-	if err := h.b.Publish(context.Background(), sse.Message{Event: sse.Event{Type: "ours", Properties: json.RawMessage(`{}`)}}); err != nil {
+	if err := h.b.Publish(context.Background(), sse.Message{Event: sse.Event{Type: "ours", Properties: json.RawMessage(`{}`)}, Note: "live note"}); err != nil {
 		t.Fatal(err)
 	}
 	if e := s.nextEvent(t); e.Type != "ours" {
@@ -124,6 +129,9 @@ func TestAMergedStreamsFilterSeesBothSources(t *testing.T) {
 	f.mu.Lock()
 	got := append([]sse.Source(nil), f.sources...)
 	f.mu.Unlock()
+	if f.notes[len(f.notes)-1] != "live note" {
+		t.Errorf("notes %q: the published message's note did not reach the filter", f.notes)
+	}
 	want := []sse.Source{sse.FromFeed, sse.FromFeed, sse.FromFeed, sse.FromBroker}
 	if len(got) != len(want) {
 		t.Fatalf("sources %v, want %v", got, want)

@@ -101,22 +101,17 @@ func (s *subscriber) notify() {
 // the subscriber off because its queue is full. A heartbeat is only queued
 // to an idle subscriber: a busy one shows it is alive anyway. A merged
 // stream gets none: its feed (upstream's stream) sends its own.
-func (s *subscriber) enqueue(f []byte, heartbeat bool) (cut bool) {
-	return s.enqueueFrom(FromBroker, f, heartbeat)
-}
-
-// enqueueFrom is enqueue for a frame from either source. A filtered stream
-// queues what its filter lets through.
-func (s *subscriber) enqueueFrom(from Source, f []byte, heartbeat bool) (cut bool) {
+// A filtered stream queues what its filter lets through.
+func (s *subscriber) enqueue(f Frame, heartbeat bool) (cut bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch held := len(s.queue) + s.taken; {
 	case s.state != subActive, heartbeat && (held > 0 || s.feed != nil):
 		return false
 	case s.filter != nil && !heartbeat:
-		return s.queueAllLocked(s.filter.filter.Admit(Frame{From: from, wire: f}))
+		return s.queueAllLocked(s.filter.filter.Admit(f))
 	}
-	return s.queueLocked(f)
+	return s.queueLocked(f.wire)
 }
 
 // queueLocked queues f within the bounds, or cuts s off and says so.

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -397,5 +398,165 @@ func asAlpha(t *testing.T, h *harness, form map[string]any) {
 	t.Helper()
 	if res := h.do(http.MethodPost, "/elicitations", form, "Authorization", bearerAuth(alphaToken)); res.Status != http.StatusCreated {
 		t.Fatalf("POST /elicitations: %d %s", res.Status, res.Body)
+	}
+}
+
+// The OpenCode TUI's streams in front of a server announce one question
+// per session tree at a time, whichever server asked it; every other
+// stream gets every question as it comes.
+
+const tuiAgent = "opencode/1.18.33"
+
+// theirQuestion is the properties of the server's question.asked.
+func theirQuestion(id, session string) string {
+	return `{"id":"` + id + `","sessionID":"` + session + `","questions":[{"question":"Theirs?","header":"Theirs","options":[]}]}`
+}
+
+// silent checks that s carries nothing but heartbeats for d.
+func (s *stream) silent(t *testing.T, d time.Duration) {
+	t.Helper()
+	timeout := time.After(d)
+	for {
+		select {
+		case f, ok := <-s.frames:
+			if !ok {
+				t.Fatal("event stream ended")
+			}
+			if f.Type != "server.heartbeat" {
+				t.Fatalf("got %s (%s) while the stream should hold it back", f.Type, f.Raw)
+			}
+		case <-timeout:
+			return
+		}
+	}
+}
+
+// requestID is the id of a question.asked frame.
+func requestID(t *testing.T, f frame) string {
+	t.Helper()
+	var p struct{ ID string }
+	if err := json.Unmarshal(f.Properties, &p); err != nil || p.ID == "" {
+		t.Fatalf("no id in %s", f.Raw)
+	}
+	return p.ID
+}
+
+// openTUIAndWeb opens path as the TUI and as another client, past the
+// server's server.connected.
+func openTUIAndWeb(t *testing.T, h *harness, path string) (tui, web *stream) {
+	op := basic("opencode", upstreamPassword)
+	tui = h.openStream(path, "Authorization", op, "User-Agent", tuiAgent)
+	web = h.openStream(path, "Authorization", op)
+	tui.expect(t, "server.connected")
+	web.expect(t, "server.connected")
+	return tui, web
+}
+
+// A marker is an event of the server's that no gate holds: what comes
+// before it on a stream was sent before it.
+const markerProps = `{"sessionID":"ses_other","status":{"type":"idle"}}`
+
+func TestTheTUIGetsOursOnceTheServersQuestionOfTheTreeEnds(t *testing.T) {
+	h, up := overlayHarness(t)
+	tui, web := openTUIAndWeb(t, h, "/global/event")
+	const theirs = "que_00000000000200000000000001"
+	up.emit("question.asked", theirQuestion(theirs, "ses_child"))
+	for _, s := range []*stream{tui, web} {
+		if id := requestID(t, s.expect(t, "question.asked")); id != theirs {
+			t.Fatalf("got %s, want the server's question", id)
+		}
+	}
+	form := seedForm()
+	form["sessionID"] = "ses_grandchild" // filed in ses_child: tree ses_root
+	asAlpha(t, h, form)
+	ours := requestID(t, web.expect(t, "question.asked"))
+	up.emit("session.status", markerProps)
+	tui.expect(t, "session.status")
+	tui.silent(t, 500*time.Millisecond)
+
+	ended := time.Now()
+	up.emit("question.replied", `{"sessionID":"ses_child","requestID":"`+theirs+`","answers":[]}`)
+	tui.expect(t, "question.replied")
+	if id := requestID(t, tui.expect(t, "question.asked")); id != ours {
+		t.Fatalf("got %s, want questiond's %s", id, ours)
+	}
+	if gap := time.Since(ended); gap < overlay.QuestionSpacing {
+		t.Errorf("questiond's question came %v after the server's ended, want at least %v", gap, overlay.QuestionSpacing)
+	}
+}
+
+func TestTheTUIGetsTheServersQuestionOnceOursOfTheTreeEnds(t *testing.T) {
+	h, up := overlayHarness(t)
+	tui, web := openTUIAndWeb(t, h, "/event")
+	form := seedForm()
+	form["sessionID"] = "ses_root"
+	asAlpha(t, h, form)
+	ours := requestID(t, tui.expect(t, "question.asked"))
+	web.expect(t, "question.asked")
+
+	const theirs, answeredElsewhere = "que_00000000000200000000000002", "que_00000000000200000000000003"
+	up.emit("question.asked", theirQuestion(theirs, "ses_grandchild"))
+	up.emit("question.asked", theirQuestion(answeredElsewhere, "ses_child"))
+	up.emit("question.rejected", `{"sessionID":"ses_child","requestID":"`+answeredElsewhere+`"}`)
+	for _, want := range []string{"question.asked", "question.asked", "question.rejected"} {
+		web.expect(t, want)
+	}
+	up.emit("session.status", markerProps)
+	tui.expect(t, "question.rejected") // the ending passes; its question never shows
+	tui.expect(t, "session.status")
+	tui.silent(t, 300*time.Millisecond)
+
+	ended := time.Now()
+	if res := h.do(http.MethodPost, "/question/"+ours+"/reply", `{"answers":[["SY215C"],[]]}`, "Authorization", basic("opencode", upstreamPassword)); res.Status != http.StatusOK {
+		t.Fatalf("reply: %d %s", res.Status, res.Body)
+	}
+	tui.expect(t, "question.replied")
+	if id := requestID(t, tui.expect(t, "question.asked")); id != theirs {
+		t.Fatalf("got %s, want the server's %s", id, theirs)
+	}
+	if gap := time.Since(ended); gap < overlay.QuestionSpacing {
+		t.Errorf("the server's question came %v after questiond's ended, want at least %v", gap, overlay.QuestionSpacing)
+	}
+	up.emit("session.status", markerProps)
+	tui.expect(t, "session.status") // and not the question answered elsewhere
+}
+
+func TestTheTUIHoldsOursWhileAPermissionOfTheTreeIsPending(t *testing.T) {
+	h, up := overlayHarness(t)
+	tui, web := openTUIAndWeb(t, h, "/global/event")
+	up.emit("permission.asked", `{"id":"per_1","sessionID":"ses_grandchild","permission":"bash","patterns":["ls"],"metadata":{},"always":[]}`)
+	tui.expect(t, "permission.asked")
+	web.expect(t, "permission.asked")
+	form := seedForm()
+	form["sessionID"] = "ses_root"
+	asAlpha(t, h, form)
+	ours := requestID(t, web.expect(t, "question.asked"))
+	up.emit("session.status", markerProps)
+	tui.expect(t, "session.status")
+	tui.silent(t, 300*time.Millisecond)
+
+	ended := time.Now()
+	up.emit("permission.replied", `{"sessionID":"ses_grandchild","requestID":"per_1","reply":"once"}`)
+	tui.expect(t, "permission.replied")
+	if id := requestID(t, tui.expect(t, "question.asked")); id != ours {
+		t.Fatalf("got %s, want questiond's %s", id, ours)
+	}
+	if gap := time.Since(ended); gap < overlay.QuestionSpacing {
+		t.Errorf("questiond's question came %v after the permission ended, want at least %v", gap, overlay.QuestionSpacing)
+	}
+}
+
+func TestTheTUIDoesNotHoldQuestionsOfAnotherTree(t *testing.T) {
+	h, up := overlayHarness(t)
+	tui, _ := openTUIAndWeb(t, h, "/event")
+	up.emit("question.asked", theirQuestion("que_00000000000200000000000004", "ses_root"))
+	tui.expect(t, "question.asked")
+	up.emit("permission.asked", `{"id":"per_2","sessionID":"ses_child","permission":"bash","patterns":["ls"],"metadata":{},"always":[]}`)
+	tui.expect(t, "permission.asked")
+	form := seedForm()
+	form["sessionID"] = "ses_other"
+	asAlpha(t, h, form)
+	if f := tui.expect(t, "question.asked"); !strings.Contains(string(f.Properties), "ses_other") {
+		t.Fatalf("got %s, want questiond's question in ses_other", f.Raw)
 	}
 }

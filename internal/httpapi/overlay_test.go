@@ -407,6 +407,10 @@ func asAlpha(t *testing.T, h *harness, form map[string]any) {
 
 const tuiAgent = "opencode/1.18.33"
 
+// tuiRemount is how long after one question of a tree the TUI must get the
+// next, not to render it with the first one's state (overlay spike, §6.6).
+const tuiRemount = 200 * time.Millisecond
+
 // theirQuestion is the properties of the server's question.asked.
 func theirQuestion(id, session string) string {
 	return `{"id":"` + id + `","sessionID":"` + session + `","questions":[{"question":"Theirs?","header":"Theirs","options":[]}]}`
@@ -480,8 +484,8 @@ func TestTheTUIGetsOursOnceTheServersQuestionOfTheTreeEnds(t *testing.T) {
 	if id := requestID(t, tui.expect(t, "question.asked")); id != ours {
 		t.Fatalf("got %s, want questiond's %s", id, ours)
 	}
-	if gap := time.Since(ended); gap < overlay.QuestionSpacing {
-		t.Errorf("questiond's question came %v after the server's ended, want at least %v", gap, overlay.QuestionSpacing)
+	if gap := time.Since(ended); gap < tuiRemount {
+		t.Errorf("questiond's question came %v after the server's ended, want at least %v", gap, tuiRemount)
 	}
 }
 
@@ -514,8 +518,8 @@ func TestTheTUIGetsTheServersQuestionOnceOursOfTheTreeEnds(t *testing.T) {
 	if id := requestID(t, tui.expect(t, "question.asked")); id != theirs {
 		t.Fatalf("got %s, want the server's %s", id, theirs)
 	}
-	if gap := time.Since(ended); gap < overlay.QuestionSpacing {
-		t.Errorf("the server's question came %v after questiond's ended, want at least %v", gap, overlay.QuestionSpacing)
+	if gap := time.Since(ended); gap < tuiRemount {
+		t.Errorf("the server's question came %v after questiond's ended, want at least %v", gap, tuiRemount)
 	}
 	up.emit("session.status", markerProps)
 	tui.expect(t, "session.status") // and not the question answered elsewhere
@@ -541,8 +545,8 @@ func TestTheTUIHoldsOursWhileAPermissionOfTheTreeIsPending(t *testing.T) {
 	if id := requestID(t, tui.expect(t, "question.asked")); id != ours {
 		t.Fatalf("got %s, want questiond's %s", id, ours)
 	}
-	if gap := time.Since(ended); gap < overlay.QuestionSpacing {
-		t.Errorf("questiond's question came %v after the permission ended, want at least %v", gap, overlay.QuestionSpacing)
+	if gap := time.Since(ended); gap < tuiRemount {
+		t.Errorf("questiond's question came %v after the permission ended, want at least %v", gap, tuiRemount)
 	}
 }
 
@@ -558,5 +562,36 @@ func TestTheTUIDoesNotHoldQuestionsOfAnotherTree(t *testing.T) {
 	asAlpha(t, h, form)
 	if f := tui.expect(t, "question.asked"); !strings.Contains(string(f.Properties), "ses_other") {
 		t.Fatalf("got %s, want questiond's question in ses_other", f.Raw)
+	}
+}
+
+// The pending questions a new TUI stream is told of come one per tree too.
+func TestTheTUIsReplayHoldsAllButOneQuestionPerTree(t *testing.T) {
+	h, _ := overlayHarness(t)
+	var ids []string
+	for _, session := range []string{"ses_root", "ses_grandchild"} {
+		form := seedForm()
+		form["sessionID"] = session
+		res := h.do(http.MethodPost, "/elicitations", form, "Authorization", bearerAuth(alphaToken))
+		var c created
+		res.json(t, &c)
+		ids = append(ids, c.ID)
+	}
+	tui, web := openTUIAndWeb(t, h, "/global/event")
+	for _, id := range ids {
+		if got := requestID(t, web.expect(t, "question.asked")); got != id {
+			t.Fatalf("another client's replay: %s, want %s", got, id)
+		}
+	}
+	if got := requestID(t, tui.expect(t, "question.asked")); got != ids[0] {
+		t.Fatalf("the TUI's replay: %s first, want the oldest, %s", got, ids[0])
+	}
+	tui.silent(t, 300*time.Millisecond)
+	if res := h.do(http.MethodPost, "/question/"+ids[0]+"/reject", nil, "Authorization", basic("opencode", upstreamPassword)); res.Status != http.StatusOK {
+		t.Fatalf("reject: %d %s", res.Status, res.Body)
+	}
+	tui.expect(t, "question.rejected")
+	if got := requestID(t, tui.expect(t, "question.asked")); got != ids[1] {
+		t.Fatalf("then %s, want %s", got, ids[1])
 	}
 }

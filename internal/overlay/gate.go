@@ -171,7 +171,7 @@ func (g *Gate) admitQuestionLocked(p Peeked, f sse.Frame, now time.Time) bool {
 		}
 	}
 	root, known := g.rootLocked(p.SessionID)
-	if known && (root == "" || g.freeLocked(root, now) && !g.holdsLocked(root)) {
+	if known && (root == "" || g.freeLocked(root, now) && !g.holdsLocked(root) && !g.unplacedLocked()) {
 		if root != "" {
 			g.busy[p.ID] = p.SessionID
 		}
@@ -238,14 +238,18 @@ func (g *Gate) Due() []sse.Frame {
 	now := time.Now()
 	var out []sse.Frame
 	waiting := make(map[string]bool) // trees whose oldest held question stays held
+	unplaced := false                // an older held question's tree is not known yet: it may be any
 	kept := g.held[:0]
 	for _, h := range g.held {
 		root, known := g.rootLocked(h.session)
 		switch {
-		case !known || waiting[root]:
+		case !known:
+			unplaced = true
 			kept = append(kept, h)
 		case root == "":
 			out = append(out, h.frame)
+		case unplaced || waiting[root]:
+			kept = append(kept, h)
 		case g.freeLocked(root, now):
 			g.busy[h.id] = h.session
 			out = append(out, h.frame)
@@ -275,6 +279,16 @@ func (g *Gate) freeLocked(root string, now time.Time) bool {
 		}
 	}
 	return true
+}
+
+// unplacedLocked reports whether a held question's tree is not known yet.
+func (g *Gate) unplacedLocked() bool {
+	for _, h := range g.held {
+		if _, known := g.rootOf[h.session]; !known {
+			return true
+		}
+	}
+	return false
 }
 
 // holdsLocked reports whether a question of tree root is held.

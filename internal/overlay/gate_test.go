@@ -221,3 +221,35 @@ func (blockingRoots) Root(ctx context.Context, _ string) (string, bool, error) {
 	<-ctx.Done()
 	return "", false, ctx.Err()
 }
+
+// slowRoots answers for a session once the test lets it.
+type slowRoots struct {
+	treeRoots
+	let map[string]chan struct{}
+}
+
+func (r *slowRoots) Root(ctx context.Context, id string) (string, bool, error) {
+	<-r.let[id]
+	return r.treeRoots.Root(ctx, id)
+}
+
+// Oldest first, even when the newer question's tree is known first.
+func TestGateReleasesOldestFirstWhateverTreeIsKnownFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		roots := &slowRoots{
+			treeRoots: treeRoots{parent: map[string]string{"ses_R": "", "ses_Rc": "ses_R"}},
+			let:       map[string]chan struct{}{"ses_R": make(chan struct{}), "ses_Rc": make(chan struct{})},
+		}
+		r := &gateRig{t: t, wakes: make(chan struct{}, 100)}
+		r.gate = NewGate(roots)(func() { r.wakes <- struct{}{} })
+		t.Cleanup(r.gate.Stop)
+		r.asked(sse.FromBroker, "ses_R", "que_1")
+		r.asked(sse.FromBroker, "ses_Rc", "que_2")
+		close(roots.let["ses_Rc"])
+		r.settle()
+		r.expect()
+		close(roots.let["ses_R"])
+		r.settle()
+		r.expect("asked:que_1")
+	})
+}

@@ -274,7 +274,7 @@ func (g *Gate) freeLocked(root string, now time.Time) bool {
 		return false
 	}
 	for _, session := range g.busy {
-		if r, known := g.rootOf[session]; !known || r == root {
+		if r, known := g.rootLocked(session); !known || r == root {
 			return false
 		}
 	}
@@ -301,7 +301,8 @@ func (g *Gate) holdsLocked(root string) bool {
 	return false
 }
 
-// rootLocked is session's root if known; if not, it starts finding it.
+// rootLocked is session's root if known; if not, it starts finding it
+// (again, when the memo was cleared).
 func (g *Gate) rootLocked(session string) (root string, known bool) {
 	if root, known = g.rootOf[session]; known || g.resolving[session] || g.stopped {
 		return root, known

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/questiond/questiond/internal/sse"
 )
@@ -143,4 +145,37 @@ func TestAMergedStreamsFilterSeesBothSources(t *testing.T) {
 	}
 	s.close()
 	await(t, f.stopped, "the filter was not stopped when the stream ended")
+}
+
+// Frames a filter holds do not count against the queue's bounds; once it
+// releases them, they do, as any frames: too many cut the client off.
+func TestFramesAFilterReleasesKeepTheQueueBounds(t *testing.T) {
+	wakes := make(chan func(), 1)
+	h := newHarness(t, harnessConfig{
+		opts: sse.Options{QueueLength: 4, Heartbeat: time.Hour},
+		filter: func(wake func()) sse.Filter {
+			wakes <- wake
+			return &holdingFilter{stopped: make(chan struct{})}
+		},
+	})
+	s := dialStream(t, h, "/event")
+	s.nextEvent(t)
+	wake := await(t, wakes, "no wake given")
+	for i := range 10 {
+		h.publish(t, "", fmt.Sprint("hold.", i), `{}`)
+	}
+	h.publish(t, "", "passed", `{}`)
+	if e := s.nextLive(t); e.Type != "passed" {
+		t.Fatalf("got %s, want passed", e.Type)
+	}
+	if cut := h.b.Stats().CutOff; cut != 0 {
+		t.Fatalf("%d cut off while the filter held the frames", cut)
+	}
+	wake()
+	if err := s.waitEnd(t); err == nil {
+		t.Fatal("the stream ended cleanly; want it cut off")
+	}
+	if cut := h.b.Stats().CutOff; cut != 1 {
+		t.Fatalf("%d cut off, want 1", cut)
+	}
 }

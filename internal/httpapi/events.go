@@ -86,7 +86,7 @@ func (e *Events) announceAsked(ctx context.Context, q *pending.Question) {
 	if c := e.console.Load(); c == nil {
 		e.publishAskedToAll(ctx, q)
 	} else {
-		e.publishBody(ctx, q.Directory, sse.Standard, wire.EventAsked, listItem(q))
+		e.publishNoted(ctx, q.Directory, sse.Standard, wire.EventAsked, listItem(q), gateNote(q))
 		c.Asked(q)
 	}
 }
@@ -96,7 +96,7 @@ func (e *Events) announceAsked(ctx context.Context, q *pending.Question) {
 // New), or in front of an OpenCode server, where the TUI's streams also
 // hear of a question it cannot show in a toast.
 func (e *Events) publishAskedToAll(ctx context.Context, q *pending.Question) {
-	e.publishBody(ctx, q.Directory, sse.Everyone, wire.EventAsked, listItem(q))
+	e.publishNoted(ctx, q.Directory, sse.Everyone, wire.EventAsked, listItem(q), gateNote(q))
 	if e.overlay.Load() && !q.Hosted {
 		e.publish(ctx, q.Directory, sse.Console, eventToastShow, unshownToast(q))
 	}
@@ -142,11 +142,17 @@ func (e *Events) publish(ctx context.Context, directory string, audience sse.Aud
 // publishBody publishes an event whose properties are already encoded; nil
 // (a question listItem could not encode) publishes nothing.
 func (e *Events) publishBody(ctx context.Context, directory string, audience sse.Audience, typ string, body []byte) {
+	e.publishNoted(ctx, directory, audience, typ, body, "")
+}
+
+// publishNoted is publishBody with a note for the streams' filters
+// (sse.Message.Note).
+func (e *Events) publishNoted(ctx context.Context, directory string, audience sse.Audience, typ string, body []byte, note string) {
 	if body == nil {
 		e.log.Warn("could not publish event", zap.String("type", typ), zap.Error(errUnencodable))
 		return
 	}
-	if err := e.bus.Publish(ctx, sse.Message{Directory: directory, Audience: audience, Event: sse.Event{Type: typ, Properties: body}}); err != nil {
+	if err := e.bus.Publish(ctx, sse.Message{Directory: directory, Audience: audience, Event: sse.Event{Type: typ, Properties: body}, Note: note}); err != nil {
 		e.log.Warn("could not publish event", zap.String("type", typ), zap.Error(err))
 	}
 }
@@ -161,7 +167,7 @@ func askedMessages(questions []*pending.Question) []sse.Message {
 		if body == nil {
 			continue
 		}
-		out = append(out, sse.Message{Directory: q.Directory, Event: sse.Event{Type: wire.EventAsked, Properties: body}})
+		out = append(out, sse.Message{Directory: q.Directory, Event: sse.Event{Type: wire.EventAsked, Properties: body}, Note: gateNote(q)})
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +24,13 @@ type fakeOpenCode struct {
 	stop chan struct{} // closed to end its event streams
 	mu   sync.Mutex
 	seen []seenRequest
+	subs map[*fakeSubscriber]struct{} // its event streams, which emit writes to
+}
+
+// fakeSubscriber is one event stream the fake serves.
+type fakeSubscriber struct {
+	global bool
+	frames chan string
 }
 
 type seenRequest struct {
@@ -41,10 +49,11 @@ var upstreamSessions = map[string]string{
 	"ses_root":       `{"id":"ses_root","directory":"/work/root","title":"root"}`,
 	"ses_child":      `{"id":"ses_child","parentID":"ses_root","directory":"/work/child","title":"child"}`,
 	"ses_grandchild": `{"id":"ses_grandchild","parentID":"ses_child","directory":"/work/grandchild","title":"grandchild"}`,
+	"ses_other":      `{"id":"ses_other","directory":"/work/other","title":"another root"}`,
 }
 
 func newFakeOpenCode(t *testing.T) *fakeOpenCode {
-	f := &fakeOpenCode{stop: make(chan struct{})}
+	f := &fakeOpenCode{stop: make(chan struct{}), subs: make(map[*fakeSubscriber]struct{})}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
@@ -60,11 +69,27 @@ func newFakeOpenCode(t *testing.T) *fakeOpenCode {
 			if r.URL.Path == "/global/event" {
 				event = `{"payload":` + event + `}`
 			}
+			sub := &fakeSubscriber{global: r.URL.Path == "/global/event", frames: make(chan string, 1024)}
+			f.mu.Lock()
+			f.subs[sub] = struct{}{}
+			f.mu.Unlock()
+			defer func() {
+				f.mu.Lock()
+				delete(f.subs, sub)
+				f.mu.Unlock()
+			}()
 			_, _ = io.WriteString(w, "data: "+event+"\n\n")
 			w.(http.Flusher).Flush()
-			select {
-			case <-r.Context().Done():
-			case <-f.stop:
+			for {
+				select {
+				case <-r.Context().Done():
+					return
+				case <-f.stop:
+					return
+				case frame := <-sub.frames:
+					_, _ = io.WriteString(w, frame)
+					w.(http.Flusher).Flush()
+				}
 			}
 		case r.URL.Path == "/session":
 			_, _ = io.WriteString(w, `[{"id":"ses_upstream","title":"upstream's"}]`)
@@ -85,6 +110,22 @@ func newFakeOpenCode(t *testing.T) *fakeOpenCode {
 		f.Close()
 	})
 	return f
+}
+
+// emit sends an event of the server's to every event stream it serves
+// now, framed for each (/global/event wraps it with the directory of
+// OpenCode's session ses_root).
+func (f *fakeOpenCode) emit(typ, properties string) {
+	event := `{"id":"` + ident.Ascending(ident.Event) + `","type":"` + typ + `","properties":` + properties + `}`
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for sub := range f.subs {
+		data := event
+		if sub.global {
+			data = `{"directory":"/work/root","project":"global","payload":` + event + `}`
+		}
+		sub.frames <- "data: " + data + "\n\n"
+	}
 }
 
 // endStreams ends the event streams it serves, as a restart would.
@@ -372,5 +413,200 @@ func TestTheOverlayForwardsOtherStreamsUncompressed(t *testing.T) {
 	seen := up.requests()
 	if len(seen) != 1 || seen[0].Path != "/api/event" || seen[0].AcceptEncoding != "identity" {
 		t.Fatalf("the server got %+v; want GET /api/event asking for identity", seen)
+	}
+}
+
+// The OpenCode TUI's streams in front of a server announce one question
+// per session tree at a time, whichever server asked it; every other
+// stream gets every question as it comes.
+
+const tuiAgent = "opencode/1.18.33"
+
+// tuiRemount is how long after one question of a tree the TUI must get the
+// next, not to render it with the first one's state (overlay spike, §6.6).
+const tuiRemount = 200 * time.Millisecond
+
+// theirQuestion is the properties of the server's question.asked.
+func theirQuestion(id, session string) string {
+	return `{"id":"` + id + `","sessionID":"` + session + `","questions":[{"question":"Theirs?","header":"Theirs","options":[]}]}`
+}
+
+// silent checks that s carries nothing but heartbeats for d.
+func (s *stream) silent(t *testing.T, d time.Duration) {
+	t.Helper()
+	timeout := time.After(d)
+	for {
+		select {
+		case f, ok := <-s.frames:
+			if !ok {
+				t.Fatal("event stream ended")
+			}
+			if f.Type != "server.heartbeat" {
+				t.Fatalf("got %s (%s) while the stream should hold it back", f.Type, f.Raw)
+			}
+		case <-timeout:
+			return
+		}
+	}
+}
+
+// requestID is the id of a question.asked frame.
+func requestID(t *testing.T, f frame) string {
+	t.Helper()
+	var p struct{ ID string }
+	if err := json.Unmarshal(f.Properties, &p); err != nil || p.ID == "" {
+		t.Fatalf("no id in %s", f.Raw)
+	}
+	return p.ID
+}
+
+// openTUIAndWeb opens path as the TUI and as another client, past the
+// server's server.connected.
+func openTUIAndWeb(t *testing.T, h *harness, path string) (tui, web *stream) {
+	op := basic("opencode", upstreamPassword)
+	tui = h.openStream(path, "Authorization", op, "User-Agent", tuiAgent)
+	web = h.openStream(path, "Authorization", op)
+	tui.expect(t, "server.connected")
+	web.expect(t, "server.connected")
+	return tui, web
+}
+
+// A marker is an event of the server's that no gate holds: what comes
+// before it on a stream was sent before it.
+const markerProps = `{"sessionID":"ses_other","status":{"type":"idle"}}`
+
+func TestTheTUIGetsOursOnceTheServersQuestionOfTheTreeEnds(t *testing.T) {
+	h, up := overlayHarness(t)
+	tui, web := openTUIAndWeb(t, h, "/global/event")
+	const theirs = "que_00000000000200000000000001"
+	up.emit("question.asked", theirQuestion(theirs, "ses_child"))
+	for _, s := range []*stream{tui, web} {
+		if id := requestID(t, s.expect(t, "question.asked")); id != theirs {
+			t.Fatalf("got %s, want the server's question", id)
+		}
+	}
+	form := seedForm()
+	form["sessionID"] = "ses_grandchild" // filed in ses_child: tree ses_root
+	asAlpha(t, h, form)
+	ours := requestID(t, web.expect(t, "question.asked"))
+	up.emit("session.status", markerProps)
+	tui.expect(t, "session.status")
+	tui.silent(t, 500*time.Millisecond)
+
+	ended := time.Now()
+	up.emit("question.replied", `{"sessionID":"ses_child","requestID":"`+theirs+`","answers":[]}`)
+	tui.expect(t, "question.replied")
+	if id := requestID(t, tui.expect(t, "question.asked")); id != ours {
+		t.Fatalf("got %s, want questiond's %s", id, ours)
+	}
+	if gap := time.Since(ended); gap < tuiRemount {
+		t.Errorf("questiond's question came %v after the server's ended, want at least %v", gap, tuiRemount)
+	}
+}
+
+func TestTheTUIGetsTheServersQuestionOnceOursOfTheTreeEnds(t *testing.T) {
+	h, up := overlayHarness(t)
+	tui, web := openTUIAndWeb(t, h, "/event")
+	form := seedForm()
+	form["sessionID"] = "ses_root"
+	asAlpha(t, h, form)
+	ours := requestID(t, tui.expect(t, "question.asked"))
+	web.expect(t, "question.asked")
+
+	const theirs, answeredElsewhere = "que_00000000000200000000000002", "que_00000000000200000000000003"
+	up.emit("question.asked", theirQuestion(theirs, "ses_grandchild"))
+	up.emit("question.asked", theirQuestion(answeredElsewhere, "ses_child"))
+	up.emit("question.rejected", `{"sessionID":"ses_child","requestID":"`+answeredElsewhere+`"}`)
+	for _, want := range []string{"question.asked", "question.asked", "question.rejected"} {
+		web.expect(t, want)
+	}
+	up.emit("session.status", markerProps)
+	tui.expect(t, "question.rejected") // the ending passes; its question never shows
+	tui.expect(t, "session.status")
+	tui.silent(t, 300*time.Millisecond)
+
+	ended := time.Now()
+	if res := h.do(http.MethodPost, "/question/"+ours+"/reply", `{"answers":[["SY215C"],[]]}`, "Authorization", basic("opencode", upstreamPassword)); res.Status != http.StatusOK {
+		t.Fatalf("reply: %d %s", res.Status, res.Body)
+	}
+	tui.expect(t, "question.replied")
+	if id := requestID(t, tui.expect(t, "question.asked")); id != theirs {
+		t.Fatalf("got %s, want the server's %s", id, theirs)
+	}
+	if gap := time.Since(ended); gap < tuiRemount {
+		t.Errorf("the server's question came %v after questiond's ended, want at least %v", gap, tuiRemount)
+	}
+	up.emit("session.status", markerProps)
+	tui.expect(t, "session.status") // and not the question answered elsewhere
+}
+
+func TestTheTUIHoldsOursWhileAPermissionOfTheTreeIsPending(t *testing.T) {
+	h, up := overlayHarness(t)
+	tui, web := openTUIAndWeb(t, h, "/global/event")
+	up.emit("permission.asked", `{"id":"per_1","sessionID":"ses_grandchild","permission":"bash","patterns":["ls"],"metadata":{},"always":[]}`)
+	tui.expect(t, "permission.asked")
+	web.expect(t, "permission.asked")
+	form := seedForm()
+	form["sessionID"] = "ses_root"
+	asAlpha(t, h, form)
+	ours := requestID(t, web.expect(t, "question.asked"))
+	up.emit("session.status", markerProps)
+	tui.expect(t, "session.status")
+	tui.silent(t, 300*time.Millisecond)
+
+	ended := time.Now()
+	up.emit("permission.replied", `{"sessionID":"ses_grandchild","requestID":"per_1","reply":"once"}`)
+	tui.expect(t, "permission.replied")
+	if id := requestID(t, tui.expect(t, "question.asked")); id != ours {
+		t.Fatalf("got %s, want questiond's %s", id, ours)
+	}
+	if gap := time.Since(ended); gap < tuiRemount {
+		t.Errorf("questiond's question came %v after the permission ended, want at least %v", gap, tuiRemount)
+	}
+}
+
+func TestTheTUIDoesNotHoldQuestionsOfAnotherTree(t *testing.T) {
+	h, up := overlayHarness(t)
+	tui, _ := openTUIAndWeb(t, h, "/event")
+	up.emit("question.asked", theirQuestion("que_00000000000200000000000004", "ses_root"))
+	tui.expect(t, "question.asked")
+	up.emit("permission.asked", `{"id":"per_2","sessionID":"ses_child","permission":"bash","patterns":["ls"],"metadata":{},"always":[]}`)
+	tui.expect(t, "permission.asked")
+	form := seedForm()
+	form["sessionID"] = "ses_other"
+	asAlpha(t, h, form)
+	if f := tui.expect(t, "question.asked"); !strings.Contains(string(f.Properties), "ses_other") {
+		t.Fatalf("got %s, want questiond's question in ses_other", f.Raw)
+	}
+}
+
+// The pending questions a new TUI stream is told of come one per tree too.
+func TestTheTUIsReplayHoldsAllButOneQuestionPerTree(t *testing.T) {
+	h, _ := overlayHarness(t)
+	var ids []string
+	for _, session := range []string{"ses_root", "ses_grandchild"} {
+		form := seedForm()
+		form["sessionID"] = session
+		res := h.do(http.MethodPost, "/elicitations", form, "Authorization", bearerAuth(alphaToken))
+		var c created
+		res.json(t, &c)
+		ids = append(ids, c.ID)
+	}
+	tui, web := openTUIAndWeb(t, h, "/global/event")
+	for _, id := range ids {
+		if got := requestID(t, web.expect(t, "question.asked")); got != id {
+			t.Fatalf("another client's replay: %s, want %s", got, id)
+		}
+	}
+	if got := requestID(t, tui.expect(t, "question.asked")); got != ids[0] {
+		t.Fatalf("the TUI's replay: %s first, want the oldest, %s", got, ids[0])
+	}
+	tui.silent(t, 300*time.Millisecond)
+	if res := h.do(http.MethodPost, "/question/"+ids[0]+"/reject", nil, "Authorization", basic("opencode", upstreamPassword)); res.Status != http.StatusOK {
+		t.Fatalf("reject: %d %s", res.Status, res.Body)
+	}
+	tui.expect(t, "question.rejected")
+	if got := requestID(t, tui.expect(t, "question.asked")); got != ids[1] {
+		t.Fatalf("then %s, want %s", got, ids[1])
 	}
 }

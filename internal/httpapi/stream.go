@@ -28,6 +28,7 @@ func (s *Server) handleEvent(w http.ResponseWriter, r *http.Request) {
 	s.serveStream(w, r, func(r *http.Request) error {
 		audience, initial := s.streamView(r, dir)
 		if s.upstream != nil {
+			r = s.gatedForTUI(r)
 			return s.serveMerged(w, r, "/event", func(feed sse.Feed) error {
 				return s.events.bus.ServeEventMerged(w, r, dir, audience, initial, feed)
 			})
@@ -41,6 +42,7 @@ func (s *Server) handleGlobalEvent(w http.ResponseWriter, r *http.Request) {
 	s.serveStream(w, r, func(r *http.Request) error {
 		audience, initial := s.streamView(r, "")
 		if s.upstream != nil {
+			r = s.gatedForTUI(r)
 			return s.serveMerged(w, r, "/global/event", func(feed sse.Feed) error {
 				return s.events.bus.ServeGlobalMerged(w, r, audience, initial, feed)
 			})

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/questiond/questiond/internal/ask"
+	"github.com/questiond/questiond/internal/httpapi/console"
 	"github.com/questiond/questiond/internal/httpapi/wire"
 	"github.com/questiond/questiond/internal/ident"
 	"github.com/questiond/questiond/internal/overlay"
@@ -111,6 +112,26 @@ func (s *Server) serveMerged(w http.ResponseWriter, r *http.Request, path string
 		return nil
 	}
 	return serve(feed)
+}
+
+// gatedForTUI returns r, a stream's request, carrying the gate of the
+// OpenCode TUI's streams when it is the TUI's: one question per session
+// tree announced at a time, whichever server asked it (see overlay.Gate).
+// Every other stream gets every question as it comes.
+func (s *Server) gatedForTUI(r *http.Request) *http.Request {
+	if !console.IsConsole(r) {
+		return r
+	}
+	return sse.WithFilter(r, overlay.NewGate(s.upstream))
+}
+
+// gateNote is the note of q's question.asked for the TUI's gate: one not
+// filed in the server's sessions is never held (the TUI cannot show it).
+func gateNote(q *pending.Question) string {
+	if q.Hosted {
+		return ""
+	}
+	return overlay.NotHosted
 }
 
 // upstreamError is the one place the overlay's errors become HTTP errors:

@@ -104,6 +104,17 @@ func (u *Upstream) placeIn(ctx context.Context, id string) (ask.Placement, bool,
 	return ask.Placement{SessionID: target.ID, Directory: target.Directory}, true, nil
 }
 
+// Root is the root session of session id's tree (id itself for a root),
+// as the server tells it; ok is false when the server does not have id.
+// Sessions read once are cached, so a tree asked about again costs nothing.
+func (u *Upstream) Root(ctx context.Context, id string) (root string, ok bool, err error) {
+	chain, err := u.ancestry(ctx, id)
+	if err != nil || len(chain) == 0 {
+		return "", false, err
+	}
+	return chain[len(chain)-1].ID, true, nil
+}
+
 // ancestry is session id and its ancestors up to its root, or nothing
 // when the server does not have id.
 func (u *Upstream) ancestry(ctx context.Context, id string) ([]sessionInfo, error) {

@@ -93,7 +93,7 @@ func (b *Broker) deliver(directory string, audience Audience, f frames, heartbea
 		return ErrClosed
 	}
 	b.routes.each(directory, audience, func(s *subscriber) {
-		if s.enqueue(f.of(s.scope), heartbeat) {
+		if s.enqueue(Frame{From: FromBroker, Note: f.note, wire: f.of(s.scope)}, heartbeat) {
 			s.logCutOff(reasonQueueFull, nil)
 		}
 	})

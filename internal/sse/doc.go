@@ -14,6 +14,12 @@
 // too; the feed is closed, and its goroutine waited for, when the stream
 // ends, and the stream ends when the feed does.
 //
-// Locks: the Broker's mu, then a subscriber's mu (see Broker); a feed's
-// reader takes only its subscriber's mu, and a Feed is closed holding none.
+// A stream may carry a Filter (WithFilter) that sees every frame meant for
+// it, from either source, in order, and passes, holds (to release later)
+// or drops each: questiond uses it to keep the OpenCode TUI's questions one
+// at a time per session tree.
+//
+// Locks: the Broker's mu, then a subscriber's mu (see Broker), then its
+// Filter's own; a feed's reader takes only its subscriber's mu, and a Feed
+// is closed, and a Filter stopped, holding none.
 package sse

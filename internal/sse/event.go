@@ -46,6 +46,9 @@ type Message struct {
 	// Audience is the kind of stream the message goes to; the zero value
 	// means every kind.
 	Audience Audience
+	// Note is for the Filter of a stream (Frame.Note), which cannot tell
+	// from the frame alone; the broker does nothing with it.
+	Note string
 }
 
 // Audience is a kind of stream. questiond shows the OpenCode TUI, which

@@ -87,7 +87,7 @@ func (s *subscriber) pump(p *feedPump) {
 			s.feedEnded(err)
 			return
 		}
-		if s.enqueue(f, false) {
+		if s.enqueue(Frame{From: FromFeed, wire: f}, false) {
 			s.logCutOff(reasonQueueFull, nil)
 			return
 		}
@@ -186,9 +186,11 @@ func (s *subscriber) awaitFirst(ctx context.Context) error {
 // release closes s's feed, if it has one, and waits for its pump: a stream
 // never outlives its feed.
 func (s *subscriber) release() {
-	if s.feed == nil {
-		return
+	if s.feed != nil {
+		s.feed.close()
+		<-s.feed.done
 	}
-	s.feed.close()
-	<-s.feed.done
+	if s.filter != nil {
+		s.filter.stop()
+	}
 }

@@ -82,6 +82,7 @@ var lastChunk = []byte("0\r\n\r\n")
 type frames struct {
 	event  []byte // /event
 	global []byte // /global/event
+	note   string // Message.Note
 }
 
 // framesOf encodes m once per kind of stream, for a publish that reaches
@@ -91,7 +92,7 @@ func (b *Broker) framesOf(m Message) (frames, error) {
 	if err != nil {
 		return frames{}, err
 	}
-	return frames{event: frame(event), global: frame(encodeGlobal(m.Directory, b.opts.Project, event))}, nil
+	return frames{event: frame(event), global: frame(encodeGlobal(m.Directory, b.opts.Project, event)), note: m.Note}, nil
 }
 
 // frameFor encodes m for one subscriber of sc only, as its replay needs.

@@ -51,6 +51,8 @@ type harnessConfig struct {
 	// merged (ServeEventMerged, ServeGlobalMerged).
 	feed   func(r *http.Request) sse.Feed
 	server func(ts *httptest.Server)
+	// filter, when set, filters every stream (sse.WithFilter).
+	filter sse.NewFilter
 }
 
 func newHarness(t testing.TB, cfg harnessConfig) *harness {
@@ -85,6 +87,9 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 		}
 	}
 	mux.HandleFunc("GET /event", func(w http.ResponseWriter, r *http.Request) {
+		if cfg.filter != nil {
+			r = sse.WithFilter(r, cfg.filter)
+		}
 		if cfg.feed != nil {
 			refuse(w, b.ServeEventMerged(w, r, r.URL.Query().Get("directory"), audienceOf(r), initial(r), cfg.feed(r)))
 			return
@@ -92,6 +97,9 @@ func newHarness(t testing.TB, cfg harnessConfig) *harness {
 		refuse(w, b.ServeEvent(w, r, r.URL.Query().Get("directory"), audienceOf(r), initial(r)))
 	})
 	mux.HandleFunc("GET /global/event", func(w http.ResponseWriter, r *http.Request) {
+		if cfg.filter != nil {
+			r = sse.WithFilter(r, cfg.filter)
+		}
 		if cfg.feed != nil {
 			refuse(w, b.ServeGlobalMerged(w, r, audienceOf(r), initial(r), cfg.feed(r)))
 			return

@@ -101,7 +101,13 @@ func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial
 	}
 	s := newSubscriber(b, sc, w, r.RemoteAddr)
 	s.feed = pump
+	if newFilter := filterOf(r); newFilter != nil {
+		s.filter = newStreamFilter(s, newFilter)
+	}
 	if err := b.join(s); err != nil {
+		if s.filter != nil {
+			s.filter.stop()
+		}
 		level := zap.WarnLevel
 		if errors.Is(err, ErrClosed) {
 			level = zap.DebugLevel // shutting down: expected
@@ -131,11 +137,11 @@ func (b *Broker) serve(w http.ResponseWriter, r *http.Request, sc scope, initial
 	s.onEnd = onEnd
 	if s.takeOver(w, r) {
 		kept = true
-		s.run(b.prelude(s.scope, first, initial))
+		s.run(s.filteredPrelude(b.prelude(s.scope, first, initial)))
 		return nil
 	}
 	defer b.leave(s)
-	s.stream(r.Context(), b.prelude(s.scope, first, initial))
+	s.stream(r.Context(), s.filteredPrelude(b.prelude(s.scope, first, initial)))
 	return nil
 }
 
@@ -187,15 +193,15 @@ func (s *subscriber) stream(ctx context.Context, prelude [][]byte) {
 // prelude is what a subscriber of sc gets before any live event:
 // server.connected (or, on a merged stream, its feed's first frame), then
 // the messages initial returns.
-func (b *Broker) prelude(sc scope, first []byte, initial func() []Message) [][]byte {
+func (b *Broker) prelude(sc scope, first []byte, initial func() []Message) []Frame {
+	out := []Frame{{From: FromFeed, wire: first}}
 	if first == nil {
 		connected, err := b.frameFor(sc, Message{Event: brokerEvent(typeConnected)})
 		if err != nil {
 			panic(fmt.Sprintf("sse: encoding %s: %v", typeConnected, err)) // a fixed event always encodes
 		}
-		first = connected
+		out[0] = Frame{From: FromBroker, wire: connected}
 	}
-	out := [][]byte{first}
 	if initial == nil {
 		return out
 	}
@@ -208,7 +214,7 @@ func (b *Broker) prelude(sc scope, first []byte, initial func() []Message) [][]b
 			b.log.Error("initial event skipped", zap.Stringer("scope", sc), zap.Error(err))
 			continue
 		}
-		out = append(out, f)
+		out = append(out, Frame{From: FromBroker, Note: m.Note, wire: f})
 	}
 	return out
 }

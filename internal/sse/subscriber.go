@@ -53,6 +53,7 @@ type subscriber struct {
 	wake   chan struct{} // one slot: something was queued, or the state changed
 	onEnd  func()        // see WithStreamEnd; conn mode calls it, nil otherwise
 	feed   *feedPump     // a merged stream's feed (feed.go); nil for the broker's frames only
+	filter *streamFilter // see WithFilter; nil for a stream that gets every frame as it comes
 
 	headerSent bool   // the writer only
 	head       []byte // conn mode, the writer only: the response head, sent with the first frame
@@ -100,15 +101,24 @@ func (s *subscriber) notify() {
 // the subscriber off because its queue is full. A heartbeat is only queued
 // to an idle subscriber: a busy one shows it is alive anyway. A merged
 // stream gets none: its feed (upstream's stream) sends its own.
-func (s *subscriber) enqueue(f []byte, heartbeat bool) (cut bool) {
+// A filtered stream queues what its filter lets through.
+func (s *subscriber) enqueue(f Frame, heartbeat bool) (cut bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	held := len(s.queue) + s.taken
-	size := s.queued + s.takenSize
-	switch {
+	switch held := len(s.queue) + s.taken; {
 	case s.state != subActive, heartbeat && (held > 0 || s.feed != nil):
 		return false
-	case held >= s.broker.opts.QueueLength, held > 0 && size+len(f) > s.broker.opts.QueueBytes:
+	case s.filter != nil && !heartbeat:
+		return s.queueAllLocked(s.filter.filter.Admit(f))
+	}
+	return s.queueLocked(f.wire)
+}
+
+// queueLocked queues f within the bounds, or cuts s off and says so.
+func (s *subscriber) queueLocked(f []byte) (cut bool) {
+	held := len(s.queue) + s.taken
+	size := s.queued + s.takenSize
+	if held >= s.broker.opts.QueueLength || held > 0 && size+len(f) > s.broker.opts.QueueBytes {
 		s.stopLocked()
 		return true
 	}

@@ -82,7 +82,8 @@ func FromPrompts(prompts []Prompt, opts Options) (form *Form, schema json.RawMes
 			prop.Title = text // cut to the header limit like any title
 		}
 		q := QuestionInfo{Question: Shown(text), Options: []QuestionOption{}}
-		seen := make(map[string]string, len(p.Options)) // sameToOperators of a shown label → the shown label
+		seen := make(map[string]string, len(p.Options))   // sameToOperators of a shown label → the shown label
+		values := make(map[string]string, len(p.Options)) // sameToOperators of a label as written (its value) → that label
 		choices := make([]choice, len(p.Options))
 		for j, o := range p.Options {
 			label := strings.TrimSpace(o.Label)
@@ -95,7 +96,14 @@ func FromPrompts(prompts []Prompt, opts Options) (form *Form, schema json.RawMes
 			if first, ok := seen[sameToOperators(Shown(label))]; ok {
 				return nil, nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), duplicateLabel(label, first)}
 			}
+			// The label as written is the option's value, which NewForm
+			// checks the same way (checkChoices): two that differ only in
+			// invisible characters are one answer to operators.
+			if first, ok := values[sameToOperators(label)]; ok {
+				return nil, nil, nil, &PromptError{fmt.Sprintf("%s.options[%d].label", at, j), duplicateLabel(label, first)}
+			}
 			seen[sameToOperators(Shown(label))] = Shown(label)
+			values[sameToOperators(label)] = label
 			// The value stays the label as written, so the agent gets back
 			// what it sent; operators see and answer the shown label.
 			choices[j] = choice{Const: label, Title: label}

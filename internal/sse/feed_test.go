@@ -400,10 +400,10 @@ func TestClientLeavingClosesTheFeedOfAHandlerStream(t *testing.T) {
 	})
 }
 
-// The broker sends no heartbeats on a merged stream (upstream's feed has
-// its own); a plain stream beside it gets them. When the feed ends, the
-// handler of a stream it serves returns.
-func TestNoBrokerHeartbeatsOnAMergedStream(t *testing.T) {
+// The broker's heartbeats reach a merged stream on its own period, as they
+// reach a plain one beside it, besides the feed's frames. When the feed
+// ends, the handler of a stream it serves returns.
+func TestBrokerHeartbeatsOnAMergedStream(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := bubbleBroker(t, sse.Options{Heartbeat: time.Second})
 		ctx, cancel := context.WithCancel(context.Background())
@@ -418,13 +418,26 @@ func TestNoBrokerHeartbeatsOnAMergedStream(t *testing.T) {
 		feed := newTestFeed()
 		done := serveMerged(ctx, b, newMemWriter(merged.add), false, feed)
 		feed.send(upstream("/event", "evt_up0", "server.connected", `{}`))
-		time.Sleep(3500 * time.Millisecond)
+		time.Sleep(1500 * time.Millisecond)
+		synctest.Wait()
+		feed.send(upstream("/event", "evt_up1", "server.heartbeat", `{}`))
+		time.Sleep(2000 * time.Millisecond)
 		synctest.Wait()
 		if got := plain.get(); len(got) != 4 || !strings.Contains(got[3], "server.heartbeat") {
 			t.Fatalf("plain stream: %q, want server.connected and 3 heartbeats", got)
 		}
-		if got := merged.get(); len(got) != 1 || !strings.Contains(got[0], "evt_up0") {
-			t.Fatalf("merged stream: %q, want upstream's first frame only", got)
+		got := merged.get()
+		var ours, theirs int
+		for _, f := range got {
+			switch {
+			case strings.Contains(f, "evt_up1"):
+				theirs++
+			case strings.Contains(f, "server.heartbeat"):
+				ours++
+			}
+		}
+		if len(got) != 5 || !strings.Contains(got[0], "evt_up0") || ours != 3 || theirs != 1 {
+			t.Fatalf("merged stream: %q, want upstream's first frame, 3 heartbeats of the broker's and upstream's own", got)
 		}
 		feed.end(io.EOF)
 		if err := await(t, done, "the handler never returned"); err != nil {

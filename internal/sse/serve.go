@@ -46,8 +46,9 @@ func (b *Broker) ServeGlobal(w http.ResponseWriter, r *http.Request, audience Au
 // feed's first frame (upstream's server.connected: the broker sends none of
 // its own), then the messages returned by initial, then live events and
 // feed's frames as they come, in one queue with the bounds of any stream: a
-// client that cannot keep up with both is cut off. The broker sends no
-// heartbeats on it: the feed's are enough. The stream ends, cleanly after
+// client that cannot keep up with both is cut off. The broker's heartbeats
+// go on it as on any stream, besides whatever the feed sends: a client is
+// owed questiond's period. The stream ends, cleanly after
 // what is queued, when feed ends or fails, so that the client reconnects;
 // and when the client goes away, is cut off or the broker closes, feed is
 // closed. No goroutine outlives the stream.

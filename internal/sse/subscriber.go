@@ -99,14 +99,15 @@ func (s *subscriber) notify() {
 
 // enqueue queues one frame without ever waiting and reports whether it cut
 // the subscriber off because its queue is full. A heartbeat is only queued
-// to an idle subscriber: a busy one shows it is alive anyway. A merged
-// stream gets none: its feed (upstream's stream) sends its own.
-// A filtered stream queues what its filter lets through.
+// to an idle subscriber: a busy one shows it is alive anyway; a merged
+// stream gets them too, on questiond's --heartbeat, besides its feed's own
+// (clients count on the period they were told, not on upstream's). A
+// filtered stream queues what its filter lets through.
 func (s *subscriber) enqueue(f Frame, heartbeat bool) (cut bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch held := len(s.queue) + s.taken; {
-	case s.state != subActive, heartbeat && (held > 0 || s.feed != nil):
+	case s.state != subActive, heartbeat && held > 0:
 		return false
 	case s.filter != nil && !heartbeat:
 		return s.queueAllLocked(s.filter.filter.Admit(f))

@@ -52,6 +52,9 @@ type Events struct {
 	// TUI's streams hear of the questions it cannot show (those not filed
 	// in the server's sessions) in a toast. Set by New.
 	overlay atomic.Bool
+	// shown remembers, with overlay, where the TUI may show questiond's
+	// questions, for RepeatForgotten.
+	shown shownInSessions
 
 	// fromLog: streams hear of changes only through Observed, in the
 	// order of the change log several replicas share (see FromLog).
@@ -97,7 +100,11 @@ func (e *Events) announceAsked(ctx context.Context, q *pending.Question) {
 // hear of a question it cannot show in a toast.
 func (e *Events) publishAskedToAll(ctx context.Context, q *pending.Question) {
 	e.publishNoted(ctx, q.Directory, sse.Everyone, wire.EventAsked, listItem(q), gateNote(q))
-	if e.overlay.Load() && !q.Hosted {
+	switch {
+	case !e.overlay.Load():
+	case q.Hosted:
+		e.shown.remember(q)
+	default:
 		e.publish(ctx, q.Directory, sse.Console, eventToastShow, unshownToast(q))
 	}
 }

@@ -136,13 +136,18 @@ func rejectAction(w http.ResponseWriter, r *http.Request, limit int64) (string, 
 // or reject for a question that has ended comes from a client that missed
 // the ending (questiond restarted meanwhile, say), so, while the store still
 // retains the question, its ending is published again: the client stops
-// showing it instead of keeping a panel nothing can close.
+// showing it instead of keeping a panel nothing can close. In front of an
+// OpenCode server, one the store has forgotten is said rejected, where
+// questiond still knows its session (Events.RepeatForgotten).
 func (s *Server) pendingQuestion(r *http.Request, id string) (*pending.Question, error) {
 	dir, err := wire.RequestDirectory(r)
 	if err != nil {
 		return nil, err
 	}
 	q, err := s.store.Get(r.Context(), id)
+	if isNotFound(err) {
+		s.events.RepeatForgotten(id)
+	}
 	if err != nil {
 		return nil, s.notFoundAs(err, id)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zaptest"
+
 	"github.com/questiond/questiond/internal/httpapi"
 	"github.com/questiond/questiond/internal/ident"
 	"github.com/questiond/questiond/internal/overlay"
@@ -25,6 +27,7 @@ type fakeOpenCode struct {
 	mu   sync.Mutex
 	seen []seenRequest
 	subs map[*fakeSubscriber]struct{} // its event streams, which emit writes to
+	list string                       // its GET /question
 }
 
 // fakeSubscriber is one event stream the fake serves.
@@ -53,7 +56,10 @@ var upstreamSessions = map[string]string{
 }
 
 func newFakeOpenCode(t *testing.T) *fakeOpenCode {
-	f := &fakeOpenCode{stop: make(chan struct{}), subs: make(map[*fakeSubscriber]struct{})}
+	f := &fakeOpenCode{
+		stop: make(chan struct{}), subs: make(map[*fakeSubscriber]struct{}),
+		list: `[` + theirQuestion(upstreamQuestionID, "ses_upstream") + `]`,
+	}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
@@ -62,7 +68,13 @@ func newFakeOpenCode(t *testing.T) *fakeOpenCode {
 		w.Header().Set("Content-Type", "application/json")
 		switch {
 		case r.Method == http.MethodGet && r.URL.Path == "/question":
-			_, _ = io.WriteString(w, `[{"id":"`+upstreamQuestionID+`","sessionID":"ses_upstream","questions":[{"question":"Theirs?","header":"Theirs","options":[]}]}]`)
+			f.mu.Lock()
+			list := f.list
+			f.mu.Unlock()
+			_, _ = io.WriteString(w, list)
+		case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/question/"):
+			f.setList(`[]`) // its one question answered
+			_, _ = io.WriteString(w, `true`)
 		case r.URL.Path == "/event" || r.URL.Path == "/global/event":
 			w.Header().Set("Content-Type", "text/event-stream")
 			event := `{"id":"evt_up1","type":"server.connected","properties":{}}`
@@ -116,16 +128,32 @@ func newFakeOpenCode(t *testing.T) *fakeOpenCode {
 // now, framed for each (/global/event wraps it with the directory of
 // OpenCode's session ses_root).
 func (f *fakeOpenCode) emit(typ, properties string) {
+	f.emitOn(true, typ, properties)
+}
+
+// emitOn is emit, to the /event streams only unless global: as if the
+// /global/event ones were late with it.
+func (f *fakeOpenCode) emitOn(global bool, typ, properties string) {
 	event := `{"id":"` + ident.Ascending(ident.Event) + `","type":"` + typ + `","properties":` + properties + `}`
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for sub := range f.subs {
+		if sub.global && !global {
+			continue
+		}
 		data := event
 		if sub.global {
 			data = `{"directory":"/work/root","project":"global","payload":` + event + `}`
 		}
 		sub.frames <- "data: " + data + "\n\n"
 	}
+}
+
+// setList changes its GET /question, without an event.
+func (f *fakeOpenCode) setList(list string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.list = list
 }
 
 // endStreams ends the event streams it serves, as a restart would.
@@ -150,19 +178,26 @@ func basic(user, pass string) string {
 }
 
 func overlayHarness(t *testing.T) (*harness, *fakeOpenCode) {
+	h, up, _ := overlayHarnessWith(t, pending.Options{})
+	return h, up
+}
+
+// overlayHarnessWith is overlayHarness with the store's options, and the
+// server questiond is in front of.
+func overlayHarnessWith(t *testing.T, store pending.Options) (*harness, *fakeOpenCode, *overlay.Upstream) {
 	up := newFakeOpenCode(t)
 	server, err := overlay.New(overlay.Options{URL: up.URL, Password: upstreamPassword})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, httpapi.Options{
+	h := newHarnessWith(t, tuning{store: store, api: httpapi.Options{
 		Upstream: server,
 		Auth: httpapi.Auth{
 			OperatorPassword: overlayOperatorPassword, UpstreamPassword: upstreamPassword,
 			AgentTokens: map[string]string{"alpha": alphaToken},
 		},
-	})
-	return h, up
+	}}, zaptest.NewLogger(t))
+	return h, up, server
 }
 
 // Routes questiond does not own reach the server with the server's own

@@ -116,6 +116,11 @@ func (s *Server) pendingAsked(dir string) func() []sse.Message {
 		}
 		questions = s.events.asLogged(questions, f)
 		byCreation(questions)
+		if s.upstream != nil {
+			for _, q := range questions { // asked before this process started, maybe
+				s.events.shown.remember(q)
+			}
+		}
 		return askedMessages(questions)
 	}
 }

@@ -101,7 +101,7 @@ func (s *Server) serveMerged(w http.ResponseWriter, r *http.Request, path string
 	if dir := r.Header.Values("x-opencode-directory"); len(dir) > 0 {
 		header = http.Header{"X-Opencode-Directory": dir}
 	}
-	feed, err := s.upstream.Stream(context.WithoutCancel(r.Context()), path, query, header)
+	feed, err := s.upstream.RelayStream(context.WithoutCancel(r.Context()), path, query, header)
 	var refused *overlay.StatusError
 	switch {
 	case errors.As(err, &refused):

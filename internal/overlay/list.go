@@ -2,10 +2,12 @@ package overlay
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -14,9 +16,12 @@ import (
 // with its own: far above any real list, far below what could hurt.
 const maxListBytes = 64 << 20
 
-// Questions fetches the server's GET /question for r's scope (its
-// directory query or header), as r asked it. A status other than 200 comes
-// back as a *StatusError holding the server's answer, to pass on as it is.
+// Questions returns the server's GET /question for r's scope (its
+// directory query or header), as r asked it: the list questiond keeps for
+// that scope while it is still the server's (see questionLists), else
+// fetched. A status other than 200 comes back as a *StatusError holding
+// the server's answer, to pass on as it is. The list returned is shared:
+// the caller must not change it.
 func (u *Upstream) Questions(r *http.Request) (json.RawMessage, error) {
 	query := r.URL.Query()
 	query.Del("auth_token")
@@ -24,7 +29,21 @@ func (u *Upstream) Questions(r *http.Request) (json.RawMessage, error) {
 	if dir := r.Header.Values("x-opencode-directory"); len(dir) > 0 {
 		header["X-Opencode-Directory"] = dir
 	}
-	res, err := u.Do(r.Context(), http.MethodGet, "/question", query, header)
+	scope := listScope(query, header)
+	if list, ok := u.lists.get(scope); ok {
+		return list, nil
+	}
+	version := u.lists.version.Load() // before asking: a change meanwhile makes it stale
+	list, err := u.fetchQuestions(r.Context(), query, header)
+	if err == nil {
+		u.lists.put(scope, version, list)
+	}
+	return list, err
+}
+
+// fetchQuestions asks the server for its GET /question.
+func (u *Upstream) fetchQuestions(ctx context.Context, query url.Values, header http.Header) (json.RawMessage, error) {
+	res, err := u.Do(ctx, http.MethodGet, "/question", query, header)
 	if err != nil {
 		return nil, err
 	}

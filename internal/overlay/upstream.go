@@ -41,6 +41,7 @@ type Upstream struct {
 	log           *zap.Logger
 	sessions      sessionCache
 	calls         *calls // the server's tool calls in flight, as its event stream tells them
+	lists         questionLists
 }
 
 // New checks opts and returns the server they name. Nothing is sent yet.
@@ -80,7 +81,18 @@ func (u *Upstream) Forwarder(failed func(w http.ResponseWriter, r *http.Request,
 		// long-held prompt calls whose body trickles.
 		FlushInterval: -1,
 		ErrorLog:      zap.NewStdLog(u.log.Named("upstream")),
+		// A change the server made may have changed its questions: the
+		// lists kept go stale before the client hears the answer.
+		ModifyResponse: func(res *http.Response) error {
+			if changesState(res.Request.Method) {
+				u.lists.changed()
+			}
+			return nil
+		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if changesState(r.Method) {
+				u.lists.changed() // it may have got there
+			}
 			if r.Context().Err() != nil {
 				return // the client left: nobody to answer
 			}

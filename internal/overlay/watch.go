@@ -31,6 +31,7 @@ func (u *Upstream) Watch(ctx context.Context) {
 		err := u.watchOnce(ctx)
 		u.calls.watching.Store(false)
 		u.calls.reset()
+		u.lists.watching(false)
 		if ctx.Err() != nil {
 			return
 		}
@@ -56,15 +57,19 @@ func (u *Upstream) watchOnce(ctx context.Context) error {
 	}
 	defer frames.Close()
 	u.calls.watching.Store(true)
-	for {
+	for first := true; ; first = false {
 		frame, err := frames.Next()
 		if err != nil {
 			return err
+		}
+		if first {
+			u.lists.watching(true) // the server sends its changes from now on
 		}
 		p, ok := Peek(frame)
 		if !ok {
 			continue
 		}
+		u.lists.heard(p.Type)
 		switch p.Type {
 		case "message.part.updated", "message.part.removed", "session.deleted":
 			var envelope struct {

@@ -55,8 +55,9 @@ func TestReadinessFollowsTheLastCommit(t *testing.T) {
 	if err := os.Mkdir(blocker, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if status, body := createQuestion(t, base); status != http.StatusServiceUnavailable {
-		t.Fatalf("create with no write-ahead log possible: %d %s, want 503", status, body)
+	const named = "The bbolt store in --data-dir is unavailable, so questiond cannot read or write questions"
+	if status, body := createQuestion(t, base); status != http.StatusServiceUnavailable || !strings.Contains(body, named) || strings.Contains(body, cfg.BoltPath) {
+		t.Fatalf("create with no write-ahead log possible: %d %s, want 503 naming the store (%q) and not its path", status, body, named)
 	}
 	awaitReady(t, base, http.StatusServiceUnavailable, 0)
 	if err := os.Remove(blocker); err != nil {

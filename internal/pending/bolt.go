@@ -256,11 +256,20 @@ func (b *Bolt) write(ops []walOp, flush bool) error {
 }
 
 // failed logs a failed operation and wraps its error with ErrUnavailable and
-// the file's path.
+// the file's path; answers to callers name the store (FailedStore) but not
+// the path, which is the server's business.
 func (b *Bolt) failed(op string, err error) error {
 	b.log.Warn("question store failed", zap.String("path", b.path), zap.String("op", op), zap.Error(err))
-	return fmt.Errorf("%s: %s: %w: %w", b.path, op, ErrUnavailable, err)
+	return boltFailure{fmt.Errorf("%s: %s: %w: %w", b.path, op, ErrUnavailable, err)}
 }
+
+// boltFailure is a failure of the bbolt file, named as operators know it.
+type boltFailure struct{ error }
+
+func (e boltFailure) Unwrap() error { return e.error }
+
+// FailedStore names the store for FailedStore.
+func (boltFailure) FailedStore() string { return "The bbolt store in --data-dir" }
 
 // cutID shortens an id for an error message; a key bbolt refuses for its
 // length is too long to quote whole.

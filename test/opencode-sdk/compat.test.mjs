@@ -126,12 +126,36 @@ async function startDaemon(bin, mode) {
     if (upstream) await stopOpencode(upstream);
     throw err;
   });
+  try {
+    await checkStarted(d, mode, upstream);
+  } catch (err) {
+    // Stopped here: after() stops only a daemon that started.
+    await stopDaemon(d.child);
+    if (upstream) await stopOpencode(upstream).catch(() => {});
+    throw err;
+  }
+  return { child: d.child, base: d.base, logs: d.logs, mode, upstream };
+}
+
+/** Checks a daemon just started in mode: its logs, and that it fronts upstream, if any. */
+async function checkStarted(d, mode, upstream) {
   for (const l of d.logs) JSON.parse(l); // every log line is one JSON object
   const entry = JSON.parse(d.line);
   assert.equal(entry.msg, "questiond listening", `listening line: ${d.line}`);
   assert.equal(entry.level, "info");
   assert.match(entry.addr, /^127\.0\.0\.1:\d+$/);
-  return { child: d.child, base: d.base, logs: d.logs, mode, upstream };
+  if (upstream) {
+    // The daemon stands in front of its OpenCode server, which answers the
+    // health route through it (questiond alone would answer with its own
+    // version).
+    const headers = mode.operator ? { Authorization: basic(mode.operator.user, mode.operator.password) } : {};
+    const health = async (base) => {
+      const res = await fetch(`${base}/global/health`, { headers, signal: AbortSignal.timeout(HTTP_MS) });
+      assert.equal(res.status, 200, `GET ${base}/global/health`);
+      return res.json();
+    };
+    assert.deepEqual(await health(d.base), await health(upstream.url), "GET /global/health through questiond");
+  }
 }
 
 // --- helpers ----------------------------------------------------------------

@@ -42,7 +42,11 @@ export async function startOpencode({ env, startupMs }) {
     createInterface({ input: child.stdout }).once("line", resolve);
     child.once("error", reject);
     child.once("exit", (code, signal) =>
-      reject(new Error(`offlineopencode exited before OpenCode listened (code ${code}, signal ${signal}):\n${logs.join("\n")}`)),
+      reject(
+        new Error(
+          `offlineopencode exited before OpenCode listened (code ${code}, signal ${signal}):\n${logs.join("\n")}`,
+        ),
+      ),
     );
   });
   const ready = JSON.parse(await within(readyLine, startupMs, "OpenCode to listen"));
@@ -66,6 +70,8 @@ export async function stopOpencode({ child, logs }) {
     }
   }
   if (child.exitCode !== 0) {
-    throw new Error(`offlineopencode ended with code ${child.exitCode}, signal ${child.signalCode}:\n${logs.join("\n")}`);
+    throw new Error(
+      `offlineopencode ended with code ${child.exitCode}, signal ${child.signalCode}:\n${logs.join("\n")}`,
+    );
   }
 }

@@ -28,11 +28,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -215,10 +217,27 @@ func command(bin, root string, llm *fakellm.Server) (*exec.Cmd, error) {
 	if git, err := exec.LookPath("git"); err == nil {
 		_ = exec.Command(git, "-C", project, "init", "-q").Run()
 	}
-	cmd := exec.Command(bin, "serve", "--port", "0", "--hostname", "127.0.0.1")
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "serve", "--port", port, "--hostname", "127.0.0.1")
 	cmd.Dir, cmd.Env = project, env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	return cmd, nil
+}
+
+// freePort is a loopback port free a moment ago. OpenCode's --port 0 means
+// 4096 when that is free, so that two servers one after the other (the
+// suites' modes) would have one address, and a client's kept-alive
+// connection to the first would be reused for the second and reset.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port for OpenCode: %w", err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), nil
 }
 
 // listeningLine is how OpenCode says where it listens.

@@ -77,7 +77,11 @@ for (const mode of MODES) {
       if (mode.operator) {
         const { user, password } = mode.operator;
         for (const secret of [password, basic(user, password).slice("Basic ".length)]) {
-          assert.equal(logs.find((line) => line.includes(secret)), undefined, "a log line holds a secret");
+          assert.equal(
+            logs.find((line) => line.includes(secret)),
+            undefined,
+            "a log line holds a secret",
+          );
         }
       }
     });
@@ -119,7 +123,9 @@ async function identical(what, read) {
  * normalised. Returns both answers as they came.
  */
 async function same(what, write) {
-  const [fromDirect, fromOverlay] = (await Promise.all([write(direct, "direct"), write(overlay, "overlay")])).map(answer);
+  const [fromDirect, fromOverlay] = (await Promise.all([write(direct, "direct"), write(overlay, "overlay")])).map(
+    answer,
+  );
   assert.deepEqual(normalise(fromOverlay), normalise(fromDirect), `${what}: through questiond ≠ directly (normalised)`);
   return [fromDirect, fromOverlay];
 }
@@ -203,6 +209,34 @@ async function eventually(what, check) {
   }
 }
 
+/**
+ * Follows client's GET /event (the SDK's event.subscribe) until close; next
+ * waits for an event that matches and returns it.
+ */
+async function follow(client) {
+  const abort = new AbortController();
+  const { stream } = await client.event.subscribe(undefined, { signal: abort.signal, sseMaxRetryAttempts: 1 });
+  const events = [];
+  const pump = (async () => {
+    try {
+      for await (const event of stream) events.push(event);
+    } catch {
+      // aborted by close
+    }
+  })();
+  return {
+    async next(what, matches) {
+      let found;
+      await eventually(what, async () => (found = events.find(matches)) !== undefined);
+      return found;
+    },
+    async close() {
+      abort.abort();
+      await pump;
+    },
+  };
+}
+
 /** Opens a session titled title through client and returns its id. */
 async function session(client, title, parentID) {
   const { data, error } = await client.session.create({ title, parentID });
@@ -221,7 +255,10 @@ function suite() {
 
       const providers = await identical("config.providers", (c) => c.config.providers());
       assert.equal(providers.status, 200);
-      assert.deepEqual(providers.data.providers.map((p) => p.id), [opencode.ready.model.providerID]);
+      assert.deepEqual(
+        providers.data.providers.map((p) => p.id),
+        [opencode.ready.model.providerID],
+      );
 
       const listed = await identical("provider.list", (c) => c.provider.list());
       assert.equal(listed.status, 200);
@@ -229,7 +266,10 @@ function suite() {
 
       const agents = await identical("app.agents", (c) => c.app.agents());
       assert.equal(agents.status, 200);
-      assert.ok(agents.data.some((a) => a.name === "build"), JSON.stringify(agents.data.map((a) => a.name)));
+      assert.ok(
+        agents.data.some((a) => a.name === "build"),
+        JSON.stringify(agents.data.map((a) => a.name)),
+      );
 
       const health = await identical("global.health", (c) => c.global.health());
       assert.equal(health.status, 200);
@@ -252,7 +292,9 @@ function suite() {
         assert.equal(got.data.id, id);
       }
 
-      const updated = await same("session.update", (c, side) => c.session.update({ sessionID: mine(side), title: "renamed" }));
+      const updated = await same("session.update", (c, side) =>
+        c.session.update({ sessionID: mine(side), title: "renamed" }),
+      );
       assert.equal(updated[0].status, 200, JSON.stringify(updated[0].error));
       assert.equal(updated[0].data.title, "renamed");
 
@@ -263,14 +305,24 @@ function suite() {
       assert.equal(children[0].data.parentID, ids[0]);
       const childIDs = children.map((r) => r.data.id);
       const kids = await same("session.children", (c, side) => c.session.children({ sessionID: mine(side) }));
-      assert.deepEqual(kids[0].data.map((s) => s.id), [childIDs[0]]);
+      assert.deepEqual(
+        kids[0].data.map((s) => s.id),
+        [childIDs[0]],
+      );
       for (const id of ids) await identical(`session.children ${id}`, (c) => c.session.children({ sessionID: id }));
 
       const all = await identical("session.list", (c) => c.session.list());
       assert.equal(all.status, 200);
-      for (const id of [...ids, ...childIDs]) assert.ok(all.data.some((s) => s.id === id), `${id} not listed`);
+      for (const id of [...ids, ...childIDs])
+        assert.ok(
+          all.data.some((s) => s.id === id),
+          `${id} not listed`,
+        );
       const rootsOnly = await identical("session.list roots", (c) => c.session.list({ roots: true }));
-      assert.ok(ids.every((id) => rootsOnly.data.some((s) => s.id === id)), "a root is not listed");
+      assert.ok(
+        ids.every((id) => rootsOnly.data.some((s) => s.id === id)),
+        "a root is not listed",
+      );
       assert.ok(!childIDs.some((id) => rootsOnly.data.some((s) => s.id === id)), "a child is listed with the roots");
 
       const deleted = await same("session.delete", (c, side) => c.session.delete({ sessionID: mine(side) }));
@@ -287,7 +339,9 @@ function suite() {
 
   describe("client.session messages", () => {
     test("prompt the model, then messages and message", { timeout: TEST_MS }, async () => {
-      const ids = (await same("session.create", (c) => c.session.create({ title: "sdk prompt" }))).map((r) => r.data.id);
+      const ids = (await same("session.create", (c) => c.session.create({ title: "sdk prompt" }))).map(
+        (r) => r.data.id,
+      );
       const mine = (side) => ids[side === "direct" ? 0 : 1];
 
       // The prompt is held until the model's turn ends: a long request through questiond.
@@ -301,12 +355,20 @@ function suite() {
 
       for (const id of ids) await idle(direct, id);
       const histories = await same("session.messages", (c, side) => c.session.messages({ sessionID: mine(side) }));
-      assert.deepEqual(histories[0].data.map((m) => m.info.role), ["user", "assistant"]);
-      assert.deepEqual(histories[0].data[0].parts.map((p) => [p.type, p.text]), [["text", "Hello."]]);
+      assert.deepEqual(
+        histories[0].data.map((m) => m.info.role),
+        ["user", "assistant"],
+      );
+      assert.deepEqual(
+        histories[0].data[0].parts.map((p) => [p.type, p.text]),
+        [["text", "Hello."]],
+      );
       for (const [i, id] of ids.entries()) {
         await identical(`session.messages ${id}`, (c) => c.session.messages({ sessionID: id }));
         const last = histories[i].data.at(-1).info.id;
-        const one = await identical(`session.message ${last}`, (c) => c.session.message({ sessionID: id, messageID: last }));
+        const one = await identical(`session.message ${last}`, (c) =>
+          c.session.message({ sessionID: id, messageID: last }),
+        );
         assert.equal(one.data.info.id, last);
       }
     });
@@ -315,57 +377,107 @@ function suite() {
   describe("OpenCode's own questions", () => {
     for (const ending of ["reply", "reject"]) {
       test(`the model asks; question.list, then question.${ending}`, { timeout: TEST_MS }, async () => {
-        const ids = (await same("session.create", (c) => c.session.create({ title: `sdk ${ending}` }))).map((r) => r.data.id);
+        const ids = (await same("session.create", (c) => c.session.create({ title: `sdk ${ending}` }))).map(
+          (r) => r.data.id,
+        );
         const mine = (side) => ids[side === "direct" ? 0 : 1];
 
-        const prompted = await same("session.promptAsync", (c, side) =>
-          c.session.promptAsync(prompt(mine(side), opencode.ready.askPrompt)),
-        );
-        assert.equal(prompted[0].status, 204, JSON.stringify(prompted[0].error));
-        // Each side's question, as that side lists it.
-        const asked = await Promise.all([questionOf(direct, ids[0]), questionOf(overlay, ids[1])]);
-        assert.deepEqual(normalise(asked[1]), normalise(asked[0]), "the questions asked through questiond and directly");
-        assert.deepEqual(asked[0].questions, opencode.ready.question.questions);
-
-        const listed = await identical("question.list with both pending", (c) => c.question.list());
-        for (const q of asked) assert.ok(listed.data.some((l) => l.id === q.id), `${q.id} not listed`);
-        const directory = (await direct.session.get({ sessionID: ids[0] })).data.directory;
-        const scoped = await identical("question.list in the project's directory", (c) => c.question.list({ directory }));
-        for (const q of asked) assert.ok(scoped.data.some((l) => l.id === q.id), `${q.id} not listed in ${directory}`);
-        await identical("question.list elsewhere", (c) => c.question.list({ directory: "/nowhere/else" }));
-
-        const label = opencode.ready.question.questions[0].options[0].label;
-        const ended = await same(`question.${ending}`, (c, side) => {
-          const requestID = asked[side === "direct" ? 0 : 1].id;
-          return ending === "reply" ? c.question.reply({ requestID, answers: [[label]] }) : c.question.reject({ requestID });
-        });
-        assert.equal(ended[0].status, 200, JSON.stringify(ended[0].error));
-        assert.equal(ended[0].data, true);
-
-        // A second ending of the same question: OpenCode's 404, through both.
-        for (const q of asked) {
-          const again = await identical(`question.${ending} again`, (c) =>
-            ending === "reply" ? c.question.reply({ requestID: q.id, answers: [[label]] }) : c.question.reject({ requestID: q.id }),
-          );
-          assert.equal(again.status, 404);
+        // Both sides' streams carry both sides' events: one server publishes them.
+        const streams = { direct: await follow(direct), overlay: await follow(overlay) };
+        const sameEvent = async (what, matches) => {
+          const seen = await Promise.all([streams.direct.next(what, matches), streams.overlay.next(what, matches)]);
+          assert.deepEqual(seen[1], seen[0], `${what}: through questiond ≠ directly`);
+          return seen[0];
+        };
+        try {
+          await questionTurn(ids, mine, ending, sameEvent);
+        } finally {
+          await streams.direct.close();
+          await streams.overlay.close();
         }
-
-        for (const id of ids) await idle(direct, id);
-        const listedAfter = await identical("question.list after", (c) => c.question.list());
-        for (const q of asked) assert.ok(!listedAfter.data.some((l) => l.id === q.id), `${q.id} still listed`);
-        const histories = await same("session.messages after the question", (c, side) =>
-          c.session.messages({ sessionID: mine(side) }),
-        );
-        const call = histories[0].data.flatMap((m) => m.parts).find((p) => p.type === "tool" && p.tool === "question");
-        if (ending === "reply") {
-          assert.equal(call?.state.status, "completed", JSON.stringify(call));
-          assert.ok(call.state.output.includes(label), call.state.output);
-        } else {
-          assert.equal(call?.state.status, "error", JSON.stringify(call));
-          assert.match(call.state.error, /dismissed/);
-        }
-        for (const id of ids) await identical(`session.messages ${id}`, (c) => c.session.messages({ sessionID: id }));
       });
     }
   });
+}
+
+/**
+ * The question test's turn in the sessions ids ([direct's, questiond's]):
+ * the model asks through each side, the question is listed, ended (a reply
+ * or a reject) and its events seen; sameEvent waits for an event on both
+ * clients' streams and checks they are the same.
+ */
+async function questionTurn(ids, mine, ending, sameEvent) {
+  const prompted = await same("session.promptAsync", (c, side) =>
+    c.session.promptAsync(prompt(mine(side), opencode.ready.askPrompt)),
+  );
+  assert.equal(prompted[0].status, 204, JSON.stringify(prompted[0].error));
+  // Each side's question, as that side lists it.
+  const asked = await Promise.all([questionOf(direct, ids[0]), questionOf(overlay, ids[1])]);
+  assert.deepEqual(normalise(asked[1]), normalise(asked[0]), "the questions asked through questiond and directly");
+  assert.deepEqual(asked[0].questions, opencode.ready.question.questions);
+  for (const q of asked) {
+    const event = await sameEvent(
+      `question.asked of ${q.id}`,
+      (e) => e.type === "question.asked" && e.properties.id === q.id,
+    );
+    assert.deepEqual(event.properties, q);
+  }
+
+  const listed = await identical("question.list with both pending", (c) => c.question.list());
+  for (const q of asked)
+    assert.ok(
+      listed.data.some((l) => l.id === q.id),
+      `${q.id} not listed`,
+    );
+  const directory = (await direct.session.get({ sessionID: ids[0] })).data.directory;
+  const scoped = await identical("question.list in the project's directory", (c) => c.question.list({ directory }));
+  for (const q of asked)
+    assert.ok(
+      scoped.data.some((l) => l.id === q.id),
+      `${q.id} not listed in ${directory}`,
+    );
+  await identical("question.list elsewhere", (c) => c.question.list({ directory: "/nowhere/else" }));
+
+  const label = opencode.ready.question.questions[0].options[0].label;
+  const ended = await same(`question.${ending}`, (c, side) => {
+    const requestID = asked[side === "direct" ? 0 : 1].id;
+    return ending === "reply" ? c.question.reply({ requestID, answers: [[label]] }) : c.question.reject({ requestID });
+  });
+  assert.equal(ended[0].status, 200, JSON.stringify(ended[0].error));
+  assert.equal(ended[0].data, true);
+
+  const endingType = ending === "reply" ? "question.replied" : "question.rejected";
+  for (const q of asked) {
+    const event = await sameEvent(
+      `${endingType} of ${q.id}`,
+      (e) => e.type === endingType && e.properties.requestID === q.id,
+    );
+    assert.equal(event.properties.sessionID, q.sessionID);
+  }
+
+  // A second ending of the same question: OpenCode's 404, through both.
+  for (const q of asked) {
+    const again = await identical(`question.${ending} again`, (c) =>
+      ending === "reply"
+        ? c.question.reply({ requestID: q.id, answers: [[label]] })
+        : c.question.reject({ requestID: q.id }),
+    );
+    assert.equal(again.status, 404);
+  }
+
+  for (const id of ids) await idle(direct, id);
+  const listedAfter = await identical("question.list after", (c) => c.question.list());
+  for (const q of asked) assert.ok(!listedAfter.data.some((l) => l.id === q.id), `${q.id} still listed`);
+  const histories = await same("session.messages after the question", (c, side) =>
+    c.session.messages({ sessionID: mine(side) }),
+  );
+  const call = histories[0].data.flatMap((m) => m.parts).find((p) => p.type === "tool" && p.tool === "question");
+  if (ending === "reply") {
+    assert.equal(call?.state.status, "completed", JSON.stringify(call));
+    assert.ok(call.state.output.includes(label), call.state.output);
+  } else {
+    assert.equal(call?.state.status, "error", JSON.stringify(call));
+    assert.match(call.state.error, /dismissed/);
+  }
+  for (const id of ids) await identical(`session.messages ${id}`, (c) => c.session.messages({ sessionID: id }));
 }

@@ -95,24 +95,29 @@ for (const mode of MODES) {
 /** HTTP Basic credentials, as OpenCode clients send them. */
 const basic = (user, password) => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
 
-/** What a caller learns from an SDK result: the status, the parsed body (data or error), the body's type. */
-function answer(result) {
-  return {
+/**
+ * What a caller learns from an SDK result: the status, the parsed body
+ * (data or error), the body's type and the headers named in headers.
+ */
+function answer(result, headers = []) {
+  const out = {
     status: result.response?.status,
     contentType: result.response?.headers.get("content-type"),
     data: result.data,
     error: result.error,
   };
+  for (const name of headers) out[name] = result.response?.headers.get(name);
+  return out;
 }
 
 /**
  * Reads the same thing through both clients, one after the other, and
- * checks that the answers are identical: nothing changes in between.
- * Returns the answer.
+ * checks that the answers are identical (with the headers named in headers):
+ * nothing changes in between. Returns the answer.
  */
-async function identical(what, read) {
-  const fromDirect = answer(await read(direct));
-  const fromOverlay = answer(await read(overlay));
+async function identical(what, read, headers) {
+  const fromDirect = answer(await read(direct), headers);
+  const fromOverlay = answer(await read(overlay), headers);
   assert.deepEqual(fromOverlay, fromDirect, `${what}: through questiond ≠ directly`);
   return fromDirect;
 }
@@ -123,9 +128,8 @@ async function identical(what, read) {
  * normalised. Returns both answers as they came.
  */
 async function same(what, write) {
-  const [fromDirect, fromOverlay] = (await Promise.all([write(direct, "direct"), write(overlay, "overlay")])).map(
-    answer,
-  );
+  const results = await Promise.all([write(direct, "direct"), write(overlay, "overlay")]);
+  const [fromDirect, fromOverlay] = results.map((r) => answer(r));
   assert.deepEqual(normalise(fromOverlay), normalise(fromDirect), `${what}: through questiond ≠ directly (normalised)`);
   return [fromDirect, fromOverlay];
 }
@@ -246,7 +250,43 @@ async function session(client, title, parentID) {
 
 // --- the suite, run once per mode -------------------------------------------------------
 
-function suite() {
+function suite(mode) {
+  if (mode.operator) {
+    test("a client without the credentials: the same 401 from both", { timeout: TEST_MS }, async () => {
+      const anonymous = new Map([
+        [direct, createOpencodeClient({ baseUrl: opencode.url })],
+        [overlay, createOpencodeClient({ baseUrl: daemon.base })],
+      ]);
+      const { user, password } = mode.operator;
+      const wrong = new Map([
+        [
+          direct,
+          createOpencodeClient({ baseUrl: opencode.url, headers: { Authorization: basic(user, `${password}x`) } }),
+        ],
+        [
+          overlay,
+          createOpencodeClient({ baseUrl: daemon.base, headers: { Authorization: basic(user, `${password}x`) } }),
+        ],
+      ]);
+      for (const [label, clients] of [
+        ["no credentials", anonymous],
+        ["a wrong password", wrong],
+      ]) {
+        for (const [call, send] of [
+          ["session.list", (c) => c.session.list()],
+          ["session.create", (c) => c.session.create({ title: "refused" })],
+          ["config.get", (c) => c.config.get()],
+          ["question.list", (c) => c.question.list()],
+        ]) {
+          const refused = await identical(`${call} with ${label}`, (c) => send(clients.get(c)), ["www-authenticate"]);
+          assert.equal(refused.status, 401, `${call} with ${label}`);
+        }
+      }
+      const sessions = await identical("session.list", (c) => c.session.list());
+      assert.ok(!sessions.data.some((s) => s.title === "refused"), "a refused session.create made a session");
+    });
+  }
+
   describe("the server", () => {
     test("config.get, config.providers, provider.list, app.agents, global.health", { timeout: TEST_MS }, async () => {
       const config = await identical("config.get", (c) => c.config.get());

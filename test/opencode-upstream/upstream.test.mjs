@@ -8,7 +8,8 @@
 //
 // Both clients talk to the same OpenCode server. A read of what exists
 // (a session, its messages, the lists) is made through both and must be
-// identical, byte for byte once parsed. A write (a session created, a
+// identical: status, content type and parsed body. So must the events both
+// clients' streams carry (one server publishes them). A write (a session created, a
 // prompt, a reply) is made once through each, on objects of its own, and
 // the answers are compared after normalise (below), which replaces only
 // what two objects made at different moments necessarily have of their

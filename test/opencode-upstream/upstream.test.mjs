@@ -24,6 +24,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { createOpencodeClient } from "@opencode-ai/sdk/v2";
 import { daemonEnv, startDaemon, stopDaemon } from "../daemon.mjs";
 import { startOpencode, stopOpencode } from "../opencode.mjs";
@@ -54,6 +56,12 @@ let opencode; // startOpencode's server: { url, ready: what its fake model does,
 let daemon; // questiond --upstream opencode.url
 let direct; // an SDK client of the OpenCode server
 let overlay; // an SDK client of questiond in front of it
+let headers; // the mode's operator's credentials, for clients of other options
+
+/** A client like c (direct or overlay) with options besides. */
+function like(c, options) {
+  return createOpencodeClient({ baseUrl: c === direct ? opencode.url : daemon.base, headers, ...options });
+}
 
 for (const mode of MODES) {
   describe(`opencode serve directly and through questiond --upstream, ${mode.title}`, () => {
@@ -65,7 +73,7 @@ for (const mode of MODES) {
         env: daemonEnv(mode.env),
         startupMs: STARTUP_MS,
       });
-      const headers = mode.operator ? { Authorization: basic(mode.operator.user, mode.operator.password) } : {};
+      headers = mode.operator ? { Authorization: basic(mode.operator.user, mode.operator.password) } : {};
       direct = createOpencodeClient({ baseUrl: opencode.url, headers });
       overlay = createOpencodeClient({ baseUrl: daemon.base, headers });
     });
@@ -215,12 +223,13 @@ async function eventually(what, check) {
 }
 
 /**
- * Follows client's GET /event (the SDK's event.subscribe) until close; next
- * waits for an event that matches and returns it.
+ * Follows an event stream of the SDK, subscribe(options) (event.subscribe or
+ * global.event), until close; next waits for an event that matches and
+ * returns it.
  */
-async function follow(client) {
+async function follow(subscribe) {
   const abort = new AbortController();
-  const { stream } = await client.event.subscribe(undefined, { signal: abort.signal, sseMaxRetryAttempts: 1 });
+  const { stream } = await subscribe({ signal: abort.signal, sseMaxRetryAttempts: 1 });
   const events = [];
   const pump = (async () => {
     try {
@@ -242,11 +251,36 @@ async function follow(client) {
   };
 }
 
-/** Opens a session titled title through client and returns its id. */
-async function session(client, title, parentID) {
-  const { data, error } = await client.session.create({ title, parentID });
-  assert.ok(data?.id, `session.create: ${JSON.stringify(error)}`);
-  return data.id;
+/**
+ * Follows GET /event and GET /global/event through both clients. sameEvent
+ * waits for an event that matches on all four streams (on /global/event,
+ * the payload matches), checks that each stream gives the same event
+ * directly and through questiond, and returns /event's.
+ */
+async function followBoth() {
+  const streams = [];
+  for (const c of [direct, overlay]) {
+    streams.push(await follow((options) => c.event.subscribe(undefined, options)));
+    streams.push(await follow((options) => c.global.event(options)));
+  }
+  const [plainDirect, globalDirect, plainOverlay, globalOverlay] = streams;
+  return {
+    async sameEvent(what, matches) {
+      const global = (e) => e.payload !== undefined && matches(e.payload);
+      const [a, b, c, d] = await Promise.all([
+        plainDirect.next(what, matches),
+        plainOverlay.next(what, matches),
+        globalDirect.next(`${what} on /global/event`, global),
+        globalOverlay.next(`${what} on /global/event`, global),
+      ]);
+      assert.deepEqual(b, a, `${what} on /event: through questiond ≠ directly`);
+      assert.deepEqual(d, c, `${what} on /global/event: through questiond ≠ directly`);
+      return a;
+    },
+    async close() {
+      await Promise.all(streams.map((s) => s.close()));
+    },
+  };
 }
 
 // --- the suite, run once per mode -------------------------------------------------------
@@ -378,6 +412,36 @@ function suite(mode) {
     });
   });
 
+  describe("a client of another directory", () => {
+    test("sessions made and listed there (x-opencode-directory, ?directory=)", { timeout: TEST_MS }, async () => {
+      const path = await identical("path.get", (c) => c.path.get());
+      assert.equal(path.status, 200);
+      // Beside OpenCode's project, in its directory (removed with it); a
+      // space and a non-ASCII letter, which the SDK percent-encodes.
+      const elsewhere = join(dirname(path.data.directory), "my project ü");
+      mkdirSync(elsewhere, { recursive: true });
+
+      const created = await same("session.create there", (c) =>
+        like(c, { directory: elsewhere }).session.create({ title: "elsewhere" }),
+      );
+      assert.equal(created[0].status, 200, JSON.stringify(created[0].error));
+      assert.equal(created[0].data.directory, elsewhere);
+      const there = await identical("session.list there", (c) => like(c, { directory: elsewhere }).session.list());
+      for (const r of created)
+        assert.ok(
+          there.data.some((s) => s.id === r.data.id),
+          `${r.data.id} not listed there`,
+        );
+      await identical("session.list in the project", (c) => c.session.list());
+      await identical("path.get there", (c) => like(c, { directory: elsewhere }).path.get());
+      const deleted = await same("session.delete there", (c, side) =>
+        like(c, { directory: elsewhere }).session.delete({ sessionID: created[side === "direct" ? 0 : 1].data.id }),
+      );
+      assert.equal(deleted[0].data, true, JSON.stringify(deleted[0].error));
+      await identical("session.list there after", (c) => like(c, { directory: elsewhere }).session.list());
+    });
+  });
+
   describe("client.session messages", () => {
     test("prompt the model, then messages and message", { timeout: TEST_MS }, async () => {
       const ids = (await same("session.create", (c) => c.session.create({ title: "sdk prompt" }))).map(
@@ -424,17 +488,11 @@ function suite(mode) {
         const mine = (side) => ids[side === "direct" ? 0 : 1];
 
         // Both sides' streams carry both sides' events: one server publishes them.
-        const streams = { direct: await follow(direct), overlay: await follow(overlay) };
-        const sameEvent = async (what, matches) => {
-          const seen = await Promise.all([streams.direct.next(what, matches), streams.overlay.next(what, matches)]);
-          assert.deepEqual(seen[1], seen[0], `${what}: through questiond ≠ directly`);
-          return seen[0];
-        };
+        const streams = await followBoth();
         try {
-          await questionTurn(ids, mine, ending, sameEvent);
+          await questionTurn(ids, mine, ending, streams.sameEvent);
         } finally {
-          await streams.direct.close();
-          await streams.overlay.close();
+          await streams.close();
         }
       });
     }

@@ -83,11 +83,17 @@ fuzz:
 
 # The OpenCode SDK and MCP TypeScript SDK suites and questiond bridge in
 # front of server-everything (test/, Node.js 20 and npm), each daemon on the
-# suite's own store: bolt, memory and memory.
+# suite's own store: bolt, memory and memory. Then questiond in front of the
+# real OpenCode (opencode serve, pinned, offline with a fake model, through
+# test/offlineopencode): the OpenCode SDK suite again with each daemon
+# started with --upstream, and test/opencode-upstream, OpenCode's own routes
+# through the SDK directly and through questiond, compared.
 compat:
 	./test/opencode-sdk/run.sh
 	./test/mcp-sdk/run.sh
 	./test/bridge-everything/run.sh
+	QUESTIOND_TEST_UPSTREAM=opencode ./test/opencode-sdk/run.sh
+	./test/opencode-upstream/run.sh
 
 # The same three suites with every daemon on --store postgres: a throwaway
 # server (internal/pgtest's, through test/withpostgres) with a fresh

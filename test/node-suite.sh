@@ -15,6 +15,12 @@
 # many daemons the test file starts) empty databases, one for each daemon,
 # stopped when the test ends.
 #
+# QUESTIOND_TEST_UPSTREAM=opencode puts the test's daemons in front of the
+# real OpenCode (questiond --upstream; see test/opencode.mjs): the script
+# then builds test/offlineopencode, which runs `opencode serve` offline with
+# a scripted fake model, installs the pinned OpenCode with it (npm, once,
+# into the user's cache) and passes its path in QUESTIOND_TEST_OPENCODE.
+#
 # Part of `make test`, so a missing tool is a failure, never a skip: a suite
 # that silently skips its check would pass on a machine where nothing was
 # checked. Works from any directory and leaves no process behind.
@@ -26,6 +32,7 @@ package="$2"
 test_file="$3"
 daemons="$4"
 store="${QUESTIOND_TEST_STORE:-}"
+upstream="${QUESTIOND_TEST_UPSTREAM:-}"
 suite="test/$(basename "$here")"
 root="$(cd "$here/../.." && pwd)"
 go_tool="${GO:-go}"
@@ -43,6 +50,9 @@ need() {
 need node "install Node.js 20 or newer"
 need npm "install npm (it comes with Node.js)"
 need "$go_tool" "install Go (see go.mod for the version)"
+
+[[ -z "$upstream" || "$upstream" == opencode ]] ||
+	fail "QUESTIOND_TEST_UPSTREAM must be opencode or unset, got '$upstream'"
 
 node_major="$(node -p 'process.versions.node.split(".")[0]')"
 [[ "$node_major" -ge 20 ]] || fail "Node.js 20 or newer is needed, found $(node --version)"
@@ -81,6 +91,14 @@ echo "$suite: npm ci"
 echo "$suite: go build ./cmd/questiond"
 (cd "$root" && "$go_tool" build -o "$tmp/questiond" ./cmd/questiond)
 
+if [[ "$upstream" == opencode ]]; then
+	echo "$suite: go build ./test/offlineopencode"
+	(cd "$root" && "$go_tool" build -o "$tmp/offlineopencode" ./test/offlineopencode)
+	# Before the tests, whose start-up waits are too short for an install.
+	echo "$suite: OpenCode $("$tmp/offlineopencode" -install)"
+	export QUESTIOND_TEST_OPENCODE="$tmp/offlineopencode"
+fi
+
 # On postgres, node runs under withpostgres, which passes this script's
 # signals on to it and stops the server once it has exited.
 wrapper=()
@@ -91,7 +109,7 @@ if [[ "$store" == postgres ]]; then
 fi
 
 version="$(cd "$here" && node -p "require('./node_modules/$package/package.json').version")"
-echo "$suite: node --test (node $(node --version), $package $version, store: ${store:-default})"
+echo "$suite: node --test (node $(node --version), $package $version, store: ${store:-default}${upstream:+, upstream: $upstream})"
 # In the background so that a signal to this script reaches the trap at once.
 (
 	cd "$here"

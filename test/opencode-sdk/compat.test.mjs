@@ -15,6 +15,13 @@
 // (QUESTIOND_TEST_STORE=postgres ./test/opencode-sdk/run.sh; see
 // ../daemon-store.mjs).
 //
+// With QUESTIOND_TEST_UPSTREAM=opencode every daemon runs with --upstream in
+// front of a real OpenCode server of its own (`opencode serve`, offline, see
+// ../opencode.mjs) started with the mode's OPENCODE_SERVER_PASSWORD and
+// USERNAME, which questiond then sends it: the same assertions hold for
+// questiond's questions when OpenCode answers every route questiond does not
+// own (`make compat` runs the suite both ways).
+//
 // run.sh builds the daemon and passes its path in QUESTIOND_BIN.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -22,12 +29,15 @@ import { randomBytes } from "node:crypto";
 import { createOpencodeClient } from "@opencode-ai/sdk/v2";
 import { daemonEnv, startDaemon as launch, stopDaemon, within } from "../daemon.mjs";
 import { daemonStore, testStore } from "../daemon-store.mjs";
+import { startOpencode, stopOpencode, testUpstream } from "../opencode.mjs";
 
 const BIN = process.env.QUESTIOND_BIN;
 const STORE = testStore("bolt");
+const UPSTREAM = testUpstream();
 
 // Every wait is bounded by one of these.
 const STARTUP_MS = 15_000;
+const OPENCODE_STARTUP_MS = 90_000; // seconds on an idle machine, more on a busy one
 const EVENT_MS = 5_000;
 const HTTP_MS = 5_000;
 const TEST_MS = 30_000;
@@ -70,10 +80,10 @@ const MODES = [
 ];
 
 // The daemon of the mode running now; the modes run one after the other.
-let daemon; // { child, base, logs, mode }
+let daemon; // { child, base, logs, mode, upstream }
 
 for (const mode of MODES) {
-  describe(`${mode.title} (--store ${STORE})`, () => {
+  describe(`${mode.title} (--store ${STORE}${UPSTREAM ? ", --upstream opencode serve" : ""})`, () => {
     before(async () => {
       assert.ok(BIN, "QUESTIOND_BIN must name the questiond binary (run ./test/opencode-sdk/run.sh)");
       daemon = await startDaemon(BIN, mode);
@@ -81,9 +91,10 @@ for (const mode of MODES) {
 
     after(async () => {
       if (!daemon) return;
-      const { child, logs } = daemon;
+      const { child, logs, upstream } = daemon;
       daemon = undefined;
       await stopDaemon(child);
+      if (upstream) await stopOpencode(upstream);
       // Secrets are never logged, in any form a client sends them.
       for (const secret of secretsOf(mode)) {
         const leaked = logs.find((line) => line.includes(secret));
@@ -100,21 +111,51 @@ for (const mode of MODES) {
 
 /**
  * A daemon in mode on an empty store, its environment without any questiond
- * setting or OpenCode credential this process may have inherited.
+ * setting or OpenCode credential this process may have inherited; with
+ * QUESTIOND_TEST_UPSTREAM=opencode, in front of an OpenCode server of its
+ * own that has the mode's credentials.
  */
 async function startDaemon(bin, mode) {
   const store = daemonStore(STORE); // an empty one for each daemon
+  const upstream = UPSTREAM ? await startOpencode({ env: daemonEnv(mode.env), startupMs: OPENCODE_STARTUP_MS }) : null;
   const d = await launch(bin, {
-    args: ["--heartbeat", "1s", ...store.args],
+    args: ["--heartbeat", "1s", ...store.args, ...(upstream ? ["--upstream", upstream.url] : [])],
     env: daemonEnv(store.env, mode.env),
     startupMs: STARTUP_MS,
+  }).catch(async (err) => {
+    if (upstream) await stopOpencode(upstream);
+    throw err;
   });
+  try {
+    await checkStarted(d, mode, upstream);
+  } catch (err) {
+    // Stopped here: after() stops only a daemon that started.
+    await stopDaemon(d.child);
+    if (upstream) await stopOpencode(upstream).catch(() => {});
+    throw err;
+  }
+  return { child: d.child, base: d.base, logs: d.logs, mode, upstream };
+}
+
+/** Checks a daemon just started in mode: its logs, and that it fronts upstream, if any. */
+async function checkStarted(d, mode, upstream) {
   for (const l of d.logs) JSON.parse(l); // every log line is one JSON object
   const entry = JSON.parse(d.line);
   assert.equal(entry.msg, "questiond listening", `listening line: ${d.line}`);
   assert.equal(entry.level, "info");
   assert.match(entry.addr, /^127\.0\.0\.1:\d+$/);
-  return { child: d.child, base: d.base, logs: d.logs, mode };
+  if (upstream) {
+    // The daemon stands in front of its OpenCode server, which answers the
+    // health route through it (questiond alone would answer with its own
+    // version).
+    const headers = mode.operator ? { Authorization: basic(mode.operator.user, mode.operator.password) } : {};
+    const health = async (base) => {
+      const res = await fetch(`${base}/global/health`, { headers, signal: AbortSignal.timeout(HTTP_MS) });
+      assert.equal(res.status, 200, `GET ${base}/global/health`);
+      return res.json();
+    };
+    assert.deepEqual(await health(d.base), await health(upstream.url), "GET /global/health through questiond");
+  }
 }
 
 // --- helpers ----------------------------------------------------------------

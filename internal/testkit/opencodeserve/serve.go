@@ -157,7 +157,9 @@ func (oc *Server) connected() {
 // same address, in the same project and data directory: its sessions and
 // their history are still there, what was in flight (a pending question,
 // a running turn) is not. It returns once OpenCode answers again and its
-// MCP server is connected.
+// MCP server is connected. (OpenCode 1.18.33 never answers a request
+// that reaches it in the moment before it is ready, /global/health
+// included.)
 func (oc *Server) Restart() {
 	oc.t.Helper()
 	_, port, err := net.SplitHostPort(oc.proc.Addr)
@@ -165,8 +167,8 @@ func (oc *Server) Restart() {
 		oc.t.Fatal(err)
 	}
 	oc.proc.Kill()
-	// The port may stay taken a moment after the kill (OpenCode was seen
-	// to exit at once, "in use", now and then): try again meanwhile.
+	// OpenCode started again right after the kill was seen to exit at
+	// once now and then (status 1): it is tried again, on the same port.
 	deadline := time.Now().Add(TurnTimeout)
 	for {
 		p, err := oc.tryLaunch(port)

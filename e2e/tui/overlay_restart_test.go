@@ -201,6 +201,38 @@ func clientElicit(t *testing.T, base, token string, form map[string]any) <-chan 
 	return answer
 }
 
+// agentQuestionAcrossRestart has an agent ask twoQuestionForm in the
+// overlay's session (ask), waits until the TUI shows it, restarts one of
+// the servers (restart, named who) and then checks that the TUI connected
+// again and still shows the question, the same one is pending, keys
+// answer it, the agent gets the typed content, and the question was
+// announced on no stream twice nor asked again.
+func (o *overlay) agentQuestionAcrossRestart(t *testing.T, who string, ask func() <-chan elicitResult, restart func()) {
+	t.Helper()
+	asked := watchAsked(t, o.d.URL)
+	asked.waitConnections(t, 1)
+
+	answer := ask()
+	id := o.d.waitPending(o.session, 1)[0].ID
+	o.u.waitFor("agent-question", "Database", "Which database should we use?", panelHint)
+
+	streams, conns := o.d.tuiStreams(), asked.connections()
+	restart()
+	o.d.waitTUIStreams(streams + 1)
+	asked.waitConnections(t, conns+1)
+	o.u.waitFor("after-restart", overlaySessionTitle, "Which database should we use?", panelHint)
+	if got := o.d.waitPending(o.session, 1)[0].ID; got != id {
+		t.Fatalf("after %s's restart the pending question is %s, want %s", who, got, id)
+	}
+	stillWaiting(t, answer)
+
+	answerForm(t, o.u, answer)
+	expectFormAnswer(t, answer, answerWithin, "across "+who+"'s restart the agent")
+	o.u.waitGone("answered", panelHint)
+	o.noneLeft(t)
+	asked.askedOnce(t, o.session, id)
+}
+
 // The OpenCode server is killed and started again on its port while an
 // agent's question in one of its sessions is on the TUI's screen: the
 // TUI's stream through questiond ends, the TUI connects again once the
@@ -210,28 +242,9 @@ func clientElicit(t *testing.T, base, token string, form map[string]any) <-chan 
 func TestOverlayUpstreamRestartWhileAgentQuestionShown(t *testing.T) {
 	testenv.Heavy(t, "runs OpenCode, questiond --upstream in front of it and the OpenCode TUI, and kills OpenCode")
 	o := startOverlay(t)
-	asked := watchAsked(t, o.d.URL)
-	asked.waitConnections(t, 1)
-
-	answer := o.d.elicitAs(t.Context(), overlayToken, twoQuestionForm(o.session))
-	id := o.d.waitPending(o.session, 1)[0].ID
-	o.u.waitFor("agent-question", "Database", "Which database should we use?", panelHint)
-
-	streams, conns := o.d.tuiStreams(), asked.connections()
-	o.oc.Restart()
-	o.d.waitTUIStreams(streams + 1)
-	asked.waitConnections(t, conns+1)
-	o.u.waitFor("after-upstream-restart", overlaySessionTitle, "Which database should we use?", panelHint)
-	if got := o.d.waitPending(o.session, 1)[0].ID; got != id {
-		t.Fatalf("after OpenCode's restart the pending question is %s, want %s", got, id)
-	}
-	stillWaiting(t, answer)
-
-	answerForm(t, o.u, answer)
-	expectFormAnswer(t, answer, answerWithin, "the agent asking in OpenCode's session")
-	o.u.waitGone("answered", panelHint)
-	o.noneLeft(t)
-	asked.askedOnce(t, o.session, id)
+	o.agentQuestionAcrossRestart(t, "OpenCode", func() <-chan elicitResult {
+		return o.d.elicitAs(t.Context(), overlayToken, twoQuestionForm(o.session))
+	}, o.oc.Restart)
 }
 
 // questiond is restarted (SIGTERM, the same bolt store) while an agent's
@@ -242,28 +255,22 @@ func TestOverlayUpstreamRestartWhileAgentQuestionShown(t *testing.T) {
 func TestOverlayQuestiondRestartWhileAgentQuestionShown(t *testing.T) {
 	testenv.Heavy(t, "runs OpenCode, questiond --upstream in front of it and the OpenCode TUI, and restarts questiond")
 	o := startOverlayWith(t, daemonOptions{durable: true})
-	asked := watchAsked(t, o.d.URL)
-	asked.waitConnections(t, 1)
+	o.agentQuestionAcrossRestart(t, "questiond", func() <-chan elicitResult {
+		return clientElicit(t, o.d.URL, overlayToken, twoQuestionForm(o.session))
+	}, o.d.restart)
+}
 
-	answer := clientElicit(t, o.d.URL, overlayToken, twoQuestionForm(o.session))
-	id := o.d.waitPending(o.session, 1)[0].ID
-	o.u.waitFor("agent-question", "Database", "Which database should we use?", panelHint)
-
-	streams, conns := o.d.tuiStreams(), asked.connections()
-	o.d.restart()
-	o.d.waitTUIStreams(streams + 1)
-	asked.waitConnections(t, conns+1)
-	o.u.waitFor("after-questiond-restart", overlaySessionTitle, "Which database should we use?", panelHint)
-	if got := o.d.waitPending(o.session, 1)[0].ID; got != id {
-		t.Fatalf("after questiond's restart the pending question is %s, want %s", got, id)
+// answerRegion picks RegionOptions[1] in the TUI's panel of OpenCode's
+// own question and checks that OpenCode's history holds its question
+// tool completed with that answer.
+func (o *overlay) answerRegion(t *testing.T) {
+	t.Helper()
+	o.u.pick(opencodeserve.RegionOptions[1])
+	call := o.oc.ToolEnded(o.session, opencodeserve.QuestionTool)
+	want := fmt.Sprintf("%q=%q", opencodeserve.RegionQuestion, opencodeserve.RegionOptions[1])
+	if call.Status != "completed" || !strings.Contains(call.Output, want) {
+		t.Fatalf("OpenCode's history holds its question tool's call %v; want it completed with %s", call, want)
 	}
-	stillWaiting(t, answer)
-
-	answerForm(t, o.u, answer)
-	expectFormAnswer(t, answer, answerWithin, "the agent (the Go client) across questiond's restart")
-	o.u.waitGone("answered", panelHint)
-	o.noneLeft(t)
-	asked.askedOnce(t, o.session, id)
 }
 
 // OpenCode's own question (its model's call of its question tool) is on
@@ -281,12 +288,7 @@ func TestOverlayQuestiondRestartWhileOpencodeQuestionShown(t *testing.T) {
 	o.d.restart()
 	o.d.waitTUIStreams(streams + 1)
 	o.regionPanel("after-questiond-restart")
-	o.u.pick(opencodeserve.RegionOptions[1])
-	call := o.oc.ToolEnded(o.session, opencodeserve.QuestionTool)
-	want := fmt.Sprintf("%q=%q", opencodeserve.RegionQuestion, opencodeserve.RegionOptions[1])
-	if call.Status != "completed" || !strings.Contains(call.Output, want) {
-		t.Fatalf("OpenCode's history holds its question tool's call %v; want it completed with %s", call, want)
-	}
+	o.answerRegion(t)
 	o.u.waitGone("answered", panelHint)
 	o.noneLeft(t)
 }
@@ -315,12 +317,7 @@ func TestOverlayOpencodeQuestionWaitsForTheShownOne(t *testing.T) {
 	answerForm(t, o.u, answer)
 	expectFormAnswer(t, answer, answerWithin, "the agent asking in OpenCode's session")
 	o.regionPanel("opencode-question-after")
-	o.u.pick(opencodeserve.RegionOptions[1])
-	call := o.oc.ToolEnded(o.session, opencodeserve.QuestionTool)
-	want := fmt.Sprintf("%q=%q", opencodeserve.RegionQuestion, opencodeserve.RegionOptions[1])
-	if call.Status != "completed" || !strings.Contains(call.Output, want) {
-		t.Fatalf("OpenCode's history holds its question tool's call %v; want it completed with %s", call, want)
-	}
+	o.answerRegion(t)
 	o.u.waitGone("answered", panelHint)
 	o.noneLeft(t)
 }
@@ -343,12 +340,7 @@ func TestOverlayQuestiondRestartWithBothQuestionsPending(t *testing.T) {
 	o.d.waitTUIStreams(streams + 1)
 	o.d.waitPending(o.session, 2)
 	o.regionPanel("after-questiond-restart")
-	o.u.pick(opencodeserve.RegionOptions[1])
-	call := o.oc.ToolEnded(o.session, opencodeserve.QuestionTool)
-	want := fmt.Sprintf("%q=%q", opencodeserve.RegionQuestion, opencodeserve.RegionOptions[1])
-	if call.Status != "completed" || !strings.Contains(call.Output, want) {
-		t.Fatalf("OpenCode's history holds its question tool's call %v; want it completed with %s", call, want)
-	}
+	o.answerRegion(t)
 	o.u.waitFor("agent-question", "Database", "Which database should we use?", "Postgres", panelHint)
 	answerForm(t, o.u, answer)
 	expectFormAnswer(t, answer, answerWithin, "the agent (the Go client) across questiond's restart")

@@ -347,3 +347,40 @@ func TestOverlayQuestiondRestartWithBothQuestionsPending(t *testing.T) {
 	o.u.waitGone("answered", panelHint)
 	o.noneLeft(t)
 }
+
+// questiond restarts while OpenCode's own two-question form is on the
+// TUI's screen and an agent's one question of the same session waits
+// behind it: once OpenCode's form is answered (its review tab the last one
+// shown), the agent's question shows whole — its text and options, not
+// the review tab's state — and keys answer it.
+func TestOverlayQuestiondRestartBehindOpencodeForm(t *testing.T) {
+	testenv.Heavy(t, "runs OpenCode, questiond --upstream in front of it and the OpenCode TUI, and restarts questiond")
+	o := startOverlayWith(t, daemonOptions{durable: true})
+
+	o.oc.PromptIn(o.session, opencodeserve.AskTwoPrompt)
+	o.regionPanel("opencode-form")
+	answer := clientElicit(t, o.d.URL, overlayToken, booleanQuestion(o.session, "Before the release.", "Rotate the keys?"))
+	o.d.waitPending(o.session, 2)
+
+	streams := o.d.tuiStreams()
+	o.d.restart()
+	o.d.waitTUIStreams(streams + 1)
+	o.d.waitPending(o.session, 2)
+	o.regionPanel("after-questiond-restart")
+	o.u.pick(opencodeserve.RegionOptions[1])
+	o.u.waitFor("window", opencodeserve.WindowQuestion, opencodeserve.WindowOptions[0])
+	o.u.pick(opencodeserve.WindowOptions[0])
+	o.u.waitFor("review", "Review")
+	o.u.keys("Enter")
+	call := o.oc.ToolEnded(o.session, opencodeserve.QuestionTool)
+	if call.Status != "completed" || !strings.Contains(call.Output, opencodeserve.WindowOptions[0]) {
+		t.Fatalf("OpenCode's history holds its question tool's call %v; want it completed with %s", call, opencodeserve.WindowOptions[0])
+	}
+	o.u.waitFor("agent-question", "Rotate the keys?", "Yes", panelHint)
+	o.u.pick("Yes")
+	if got := await(t, answer, answerWithin); got.Action != "accept" || got.Content["ok"] != true {
+		t.Fatalf("the agent got %s %v, want accept ok=true", got.Action, got.Content)
+	}
+	o.u.waitGone("answered", panelHint)
+	o.noneLeft(t)
+}

@@ -322,32 +322,6 @@ func TestOverlayOpencodeQuestionWaitsForTheShownOne(t *testing.T) {
 	o.noneLeft(t)
 }
 
-// questiond restarts while OpenCode's own question is on the TUI's screen
-// and an agent's question of the same session waits behind it: after the
-// restart the TUI still shows OpenCode's, keys answer it, and then the
-// agent's shows whole (its own texts and tabs) and keys answer it.
-func TestOverlayQuestiondRestartWithBothQuestionsPending(t *testing.T) {
-	testenv.Heavy(t, "runs OpenCode, questiond --upstream in front of it and the OpenCode TUI, and restarts questiond")
-	o := startOverlayWith(t, daemonOptions{durable: true})
-
-	o.oc.PromptIn(o.session, opencodeserve.AskPrompt)
-	o.regionPanel("opencode-question")
-	answer := clientElicit(t, o.d.URL, overlayToken, twoQuestionForm(o.session))
-	o.d.waitPending(o.session, 2)
-
-	streams := o.d.tuiStreams()
-	o.d.restart()
-	o.d.waitTUIStreams(streams + 1)
-	o.d.waitPending(o.session, 2)
-	o.regionPanel("after-questiond-restart")
-	o.answerRegion(t)
-	o.u.waitFor("agent-question", "Database", "Which database should we use?", "Postgres", panelHint)
-	answerForm(t, o.u, answer)
-	expectFormAnswer(t, answer, answerWithin, "the agent (the Go client) across questiond's restart")
-	o.u.waitGone("answered", panelHint)
-	o.noneLeft(t)
-}
-
 // questiond restarts while OpenCode's own two-question form is on the
 // TUI's screen and an agent's one question of the same session waits
 // behind it: once OpenCode's form is answered (its review tab the last one

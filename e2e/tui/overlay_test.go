@@ -33,10 +33,18 @@ type overlay struct {
 	u       *tui
 }
 
-// startOverlay starts the overlay and waits until its TUI shows the
-// session, ready for questions asked after it (the full TUI lists no
-// questions when it attaches: it hears of OpenCode's own only live).
+// startOverlay starts the overlay, questiond's store in memory, and waits
+// until its TUI shows the session, ready for questions asked after it (the
+// full TUI lists no questions when it attaches: it hears of OpenCode's own
+// only live).
 func startOverlay(t *testing.T) *overlay {
+	t.Helper()
+	return startOverlayWith(t, daemonOptions{})
+}
+
+// startOverlayWith is startOverlay with questiond's options (its store;
+// the agents' tokens and --upstream are added).
+func startOverlayWith(t *testing.T, opts daemonOptions) *overlay {
 	t.Helper()
 	const key = "deploy"
 	// questiond's address goes into OpenCode's config, and OpenCode's
@@ -51,7 +59,8 @@ func startOverlay(t *testing.T) *overlay {
 	if err := os.WriteFile(tokens, []byte("agent="+overlayToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := startDaemonAt(t, addr, daemonOptions{args: []string{"--agent-token-file", tokens, "--upstream", oc.URL}})
+	opts.args = append(opts.args, "--agent-token-file", tokens, "--upstream", oc.URL)
+	d := startDaemonAt(t, addr, opts)
 	session := oc.Session(overlaySessionTitle)
 	u := attach(t, "tui", d.URL, "--session", session)
 	u.waitFor("attached", overlaySessionTitle, "ctrl+p commands")

@@ -3,6 +3,7 @@ package overlay
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"sort"
 	"sync"
 	"time"
@@ -20,6 +21,15 @@ import (
 // QuestionSpacing ago, is held back, whichever server asked it, and goes
 // out when the tree is free, oldest first (both servers' ids ascend with
 // time). Everything else passes as it comes.
+//
+// A stream's gate knows only what went out on its stream. A TUI that
+// connects again (questiond restarted) keeps what it showed, such as a
+// server's question questiond's new stream never announced, so the gate
+// may let a question of that tree out behind it. When such a question the
+// gate never saw ends, the one let out behind it would replace it in the
+// same batch: the gate withdraws that one from the TUI (question.rejected,
+// on this stream only) and announces it again QuestionSpacing later, as it
+// does for a question it held.
 
 // QuestionSpacing is how long after a question of a session tree ends the
 // next one of that tree goes out on the TUI's streams: well over the TUI's
@@ -58,6 +68,7 @@ func NewGate(roots Roots) sse.NewFilter {
 			rootOf:    make(map[string]string),
 			resolving: make(map[string]bool),
 			busy:      make(map[string]string),
+			announced: make(map[string]sse.Frame),
 			notBefore: make(map[string]time.Time),
 			ended:     make(map[string]struct{}),
 		}
@@ -84,6 +95,7 @@ type Gate struct {
 	rootOf    map[string]string    // session → its root; "" when the server does not have it (never gated)
 	resolving map[string]bool      // sessions whose root is being asked for
 	busy      map[string]string    // questions announced and permissions pending: request id → session
+	announced map[string]sse.Frame // questions announced: request id → its question.asked, to withdraw and announce again
 	held      []heldQuestion       // question.asked frames held back, lowest id first
 	notBefore map[string]time.Time // root → when its next question may go out
 	ended     map[string]struct{}  // request ids that ended, so a late question.asked for one is dropped
@@ -144,7 +156,13 @@ func (g *Gate) Admit(f sse.Frame) []sse.Frame {
 			g.rootLocked(p.SessionID) // resolved ahead: the tree it holds
 		}
 	case gateEnding:
-		g.endLocked(p.RequestID, time.Now())
+		now := time.Now()
+		var withdrawn []sse.Frame
+		if p.Type != "permission.replied" && g.unseenLocked(p.RequestID) {
+			withdrawn = g.withdrawBehindLocked(p.RequestID, p.SessionID, now)
+		}
+		g.endLocked(p.RequestID, now)
+		return append([]sse.Frame{f}, withdrawn...)
 	case gateQuestion:
 		if !g.admitQuestionLocked(p, f, time.Now()) {
 			return nil
@@ -174,20 +192,117 @@ func (g *Gate) admitQuestionLocked(p Peeked, f sse.Frame, now time.Time) bool {
 	if known && (root == "" || g.freeLocked(root, now) && !g.holdsLocked(root) && !g.unplacedLocked()) {
 		if root != "" {
 			g.busy[p.ID] = p.SessionID
+			g.announced[p.ID] = f
 		}
 		return true
 	}
 	if len(g.held) >= maxHeld {
 		return true
 	}
-	i := sort.Search(len(g.held), func(i int) bool { return g.held[i].id > p.ID })
-	g.held = append(g.held, heldQuestion{})
-	copy(g.held[i+1:], g.held[i:])
-	g.held[i] = heldQuestion{id: p.ID, session: p.SessionID, frame: f}
+	g.holdLocked(heldQuestion{id: p.ID, session: p.SessionID, frame: f})
 	if known {
 		g.armLocked(g.notBefore[root], now)
 	}
 	return false
+}
+
+// holdLocked adds h to the held questions, lowest id first.
+func (g *Gate) holdLocked(h heldQuestion) {
+	i := sort.Search(len(g.held), func(i int) bool { return g.held[i].id > h.id })
+	g.held = append(g.held, heldQuestion{})
+	copy(g.held[i+1:], g.held[i:])
+	g.held[i] = h
+}
+
+// unseenLocked reports whether request id is one this stream never
+// carried: not announced, held or ended here.
+func (g *Gate) unseenLocked(id string) bool {
+	if id == "" {
+		return false
+	}
+	if _, ok := g.busy[id]; ok {
+		return false
+	}
+	if _, ok := g.ended[id]; ok {
+		return false
+	}
+	for _, h := range g.held {
+		if h.id == id {
+			return false
+		}
+	}
+	return true
+}
+
+// withdrawBehindLocked handles the end of question endedID of session,
+// one the TUI had from before this stream: every question announced here
+// in its tree with a higher id waited behind it in the TUI and would
+// replace it in the same batch. Each is withdrawn (its question.rejected
+// is returned, for this stream only) and held again, to go out
+// QuestionSpacing after now, so the TUI mounts it fresh.
+func (g *Gate) withdrawBehindLocked(endedID, session string, now time.Time) []sse.Frame {
+	root, known := g.rootOf[session]
+	if !known || root == "" {
+		return nil
+	}
+	var out []sse.Frame
+	for id, s := range g.busy {
+		asked, question := g.announced[id]
+		if !question || id < endedID {
+			continue // a permission, or a question the TUI showed before the one that ended
+		}
+		if r, ok := g.rootOf[s]; !ok || r != root {
+			continue
+		}
+		rejected, ok := rejectedFrame(asked, s, id)
+		if !ok {
+			continue
+		}
+		out = append(out, rejected)
+		delete(g.busy, id)
+		delete(g.announced, id)
+		g.holdLocked(heldQuestion{id: id, session: s, frame: asked})
+	}
+	if len(out) > 0 {
+		g.notBefore[root] = now.Add(QuestionSpacing)
+		g.armLocked(now.Add(QuestionSpacing), now)
+	}
+	return out
+}
+
+// rejectedFrame is the question.rejected of question id of session,
+// shaped as its question.asked frame asked is (an envelope of
+// /global/event, or an event of /event), or false if asked cannot be
+// read.
+func rejectedFrame(asked sse.Frame, session, id string) (sse.Frame, bool) {
+	data := Data(asked.Text())
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) != nil {
+		return sse.Frame{}, false
+	}
+	event := top
+	payload, enveloped := top["payload"]
+	if enveloped {
+		event = nil
+		if json.Unmarshal(payload, &event) != nil {
+			return sse.Frame{}, false
+		}
+	}
+	ended, err := json.Marshal(map[string]any{
+		"id":         event["id"],
+		"type":       "question.rejected",
+		"properties": map[string]string{"sessionID": session, "requestID": id},
+	})
+	if err != nil {
+		return sse.Frame{}, false
+	}
+	if enveloped {
+		top["payload"] = ended
+		if ended, err = json.Marshal(top); err != nil {
+			return sse.Frame{}, false
+		}
+	}
+	return sse.NewFrame(asked.From, asked.Note, append(append([]byte("data: "), ended...), "\n\n"...)), true
 }
 
 // endLocked notes that request id ended: a held question is dropped, an
@@ -216,6 +331,7 @@ func (g *Gate) endLocked(id string, now time.Time) {
 		return
 	}
 	delete(g.busy, id)
+	delete(g.announced, id)
 	if root, known := g.rootOf[session]; known {
 		g.notBefore[root] = now.Add(QuestionSpacing)
 		if g.holdsLocked(root) {
@@ -252,6 +368,7 @@ func (g *Gate) Due() []sse.Frame {
 			kept = append(kept, h)
 		case g.freeLocked(root, now):
 			g.busy[h.id] = h.session
+			g.announced[h.id] = h.frame
 			out = append(out, h.frame)
 			waiting[root] = true // the one just announced makes it busy
 		default:

@@ -253,3 +253,65 @@ func TestGateReleasesOldestFirstWhateverTreeIsKnownFirst(t *testing.T) {
 		r.expect("asked:que_1")
 	})
 }
+
+// A stream that began while the TUI showed a server's question it never
+// carried (the TUI connected again after questiond restarted) lets ours
+// of that tree out; when the server's ends, ours is withdrawn from the
+// TUI at once and announced again QuestionSpacing later, so it does not
+// replace the server's in the same batch. Ours with a lower id than the
+// one that ended (shown before it) stays, and so do other trees'.
+func TestGateWithdrawsOursBehindAQuestionItNeverCarried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newGateRig(t)
+		r.asked(sse.FromBroker, "ses_R", "que_1")  // shown before the one that ends: stays
+		r.asked(sse.FromBroker, "ses_Rc", "que_5") // behind it in the TUI
+		r.asked(sse.FromBroker, "ses_S", "que_6")  // another tree
+		r.settle()
+		r.expect("asked:que_1", "asked:que_6")
+		r.replied(sse.FromBroker, "ses_R", "que_1")
+		r.sleep(QuestionSpacing)
+		r.expect("asked:que_1", "asked:que_6", "replied:que_1", "asked:que_5")
+		r.out = nil
+
+		// The TUI had que_3 of tree R from before this stream.
+		r.replied(sse.FromFeed, "ses_R", "que_3")
+		r.expect("replied:que_3", "rejected:que_5")
+		r.sleep(QuestionSpacing - time.Millisecond)
+		r.expect("replied:que_3", "rejected:que_5")
+		r.sleep(time.Millisecond)
+		r.expect("replied:que_3", "rejected:que_5", "asked:que_5")
+
+		// An ending this stream has seen withdraws nothing, nor does one
+		// of a question after ours (ours was shown before it).
+		r.out = nil
+		r.replied(sse.FromFeed, "ses_R", "que_3")
+		r.replied(sse.FromFeed, "ses_S", "que_9")
+		r.sleep(QuestionSpacing)
+		r.expect("replied:que_3", "replied:que_9")
+	})
+}
+
+// The withdrawal has the shape of the question.asked it withdraws: an
+// envelope on /global/event, a bare event on /event.
+func TestRejectedFrameKeepsTheStreamsShape(t *testing.T) {
+	for name, tc := range map[string]struct{ asked, want string }{
+		"global": {
+			`data: {"directory":"/p","project":"global","payload":{"id":"evt_1","type":"question.asked","properties":{"id":"que_1","sessionID":"ses_R","questions":[]}}}` + "\n\n",
+			`data: {"directory":"/p","payload":{"id":"evt_1","properties":{"requestID":"que_1","sessionID":"ses_R"},"type":"question.rejected"},"project":"global"}` + "\n\n",
+		},
+		"instance": {
+			`data: {"id":"evt_1","type":"question.asked","properties":{"id":"que_1","sessionID":"ses_R","questions":[]}}` + "\n\n",
+			`data: {"id":"evt_1","properties":{"requestID":"que_1","sessionID":"ses_R"},"type":"question.rejected"}` + "\n\n",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, ok := rejectedFrame(sse.NewFrame(sse.FromBroker, "", []byte(tc.asked)), "ses_R", "que_1")
+			if !ok || string(got.Text()) != tc.want {
+				t.Fatalf("rejectedFrame: %v %s\nwant %s", ok, got.Text(), tc.want)
+			}
+		})
+	}
+	if _, ok := rejectedFrame(sse.NewFrame(sse.FromBroker, "", []byte("data: not json\n\n")), "ses_R", "que_1"); ok {
+		t.Fatal("rejectedFrame made a frame of one that is not JSON")
+	}
+}

@@ -17,6 +17,31 @@ const QuestionTool = "question"
 // question's answer is Answer's text, as after the release tool.
 const AskPrompt = "Ask me where to release first."
 
+// AskTwoPrompt, in a user's prompt, makes the fake model call
+// QuestionTool with TwoQuestionArgs: RegionQuestion, then WindowQuestion.
+const AskTwoPrompt = "Ask me where and when to release."
+
+// WindowQuestion is TwoQuestionArgs' second question, WindowOptions its
+// options' labels in order.
+const WindowQuestion = "When should v2.3 go out?"
+
+// WindowOptions are the labels of WindowQuestion's options, in order.
+var WindowOptions = []string{"Tonight", "Monday"}
+
+// TwoQuestionArgs are QuestionArgs with WindowQuestion after
+// RegionQuestion: the TUI shows them as tabs and a review tab.
+func TwoQuestionArgs() map[string]any {
+	args := QuestionArgs()
+	options := make([]map[string]string, len(WindowOptions))
+	for i, label := range WindowOptions {
+		options[i] = map[string]string{"label": label, "description": label}
+	}
+	args["questions"] = append(args["questions"].([]map[string]any), map[string]any{
+		"question": WindowQuestion, "header": "Window", "options": options, "multiple": false,
+	})
+	return args
+}
+
 // RegionQuestion is the one question QuestionArgs asks, RegionOptions its
 // options' labels in order.
 const RegionQuestion = "Which region should v2.3 go to?"
@@ -37,14 +62,19 @@ func QuestionArgs() map[string]any {
 }
 
 // script is the fake model of Start: on a user's prompt holding AskPrompt
-// it calls OpenCode's question tool, on any other prompt the release tool
+// (AskTwoPrompt) it calls OpenCode's question tool with QuestionArgs
+// (TwoQuestionArgs), on any other prompt the release tool
 // of the MCP server key (fakellm.CallThenAnswer).
 func script(key string) fakellm.Script {
 	release := fakellm.CallThenAnswer(key+"_"+ReleaseTool, map[string]string{"version": "v2.3"}, Answer)
 	return func(r fakellm.Request) fakellm.Reply {
-		if len(r.Tools) > 0 && r.LastRole() == "user" && r.Offers(QuestionTool) &&
-			bytes.Contains(r.Messages[len(r.Messages)-1].Content, []byte(AskPrompt)) {
-			return fakellm.Reply{Tool: QuestionTool, Args: QuestionArgs()}
+		if len(r.Tools) > 0 && r.LastRole() == "user" && r.Offers(QuestionTool) {
+			switch prompt := r.Messages[len(r.Messages)-1].Content; {
+			case bytes.Contains(prompt, []byte(AskPrompt)):
+				return fakellm.Reply{Tool: QuestionTool, Args: QuestionArgs()}
+			case bytes.Contains(prompt, []byte(AskTwoPrompt)):
+				return fakellm.Reply{Tool: QuestionTool, Args: TwoQuestionArgs()}
+			}
 		}
 		return release(r)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -50,6 +51,10 @@ type Server struct {
 	t    testing.TB
 	URL  string
 	llm  *fakellm.Server
+	key  string
+	bin  string
+	dir  string   // the project, OpenCode's working directory
+	env  []string // the offline environment: its data directory, where sessions live, too
 	proc *launch.Process
 }
 
@@ -92,38 +97,95 @@ func Start(t testing.TB, bin, key string, mcpSection map[string]any) *Server {
 	if git, err := exec.LookPath("git"); err == nil {
 		_ = exec.Command(git, "-C", project, "init", "-q").Run()
 	}
-	cmd := exec.Command(bin, "serve", "--port", "0", "--hostname", "127.0.0.1")
-	cmd.Dir, cmd.Env = project, env
+	oc := &Server{t: t, llm: llm, key: key, bin: bin, dir: project, env: env}
+	oc.launch("0")
+	t.Cleanup(func() {
+		// SIGTERM first, so that OpenCode closes its MCP servers' stdin;
+		// it then ends by the signal, which Stop reports as an error.
+		_ = oc.proc.Stop()
+		if t.Failed() {
+			t.Logf("opencode.json:\n%s\nopencode's output:\n%s", data, oc.proc.Output())
+			logTails(t, filepath.Join(root, "data"))
+		}
+	})
+	oc.connected()
+	return oc
+}
+
+// launch starts `opencode serve` on port ("0": any free one).
+func (oc *Server) launch(port string) {
+	oc.t.Helper()
+	p, err := oc.tryLaunch(port)
+	if err != nil {
+		oc.t.Fatal(err)
+	}
+	oc.proc, oc.URL = p, p.URL
+}
+
+func (oc *Server) tryLaunch(port string) (*launch.Process, error) {
+	oc.t.Helper()
+	cmd := exec.Command(oc.bin, "serve", "--port", port, "--hostname", "127.0.0.1")
+	cmd.Dir, cmd.Env = oc.dir, oc.env
 	listening := regexp.MustCompile(`opencode server listening on http://(\S+)`)
-	p := testkit.Launch(t, cmd, launch.Options{Name: "opencode", StartTimeout: TurnTimeout, StopTimeout: 15 * time.Second,
+	return testkit.TryLaunch(oc.t, cmd, launch.Options{Name: "opencode", StartTimeout: TurnTimeout, StopTimeout: 15 * time.Second,
 		AddrIn: func(line string) string {
 			if m := listening.FindStringSubmatch(line); m != nil {
 				return m[1]
 			}
 			return ""
 		}})
-	oc := &Server{t: t, URL: p.URL, llm: llm, proc: p}
-	t.Cleanup(func() {
-		// SIGTERM first, so that OpenCode closes its MCP servers' stdin;
-		// it then ends by the signal, which Stop reports as an error.
-		_ = p.Stop()
-		if t.Failed() {
-			t.Logf("opencode.json:\n%s\nopencode's output:\n%s", data, p.Output())
-			logTails(t, filepath.Join(root, "data"))
-		}
-	})
-	if key == "" {
-		return oc // no MCP server to wait for
+}
+
+// connected waits until OpenCode's MCP server key is connected (at once
+// without one).
+func (oc *Server) connected() {
+	oc.t.Helper()
+	if oc.key == "" {
+		return
 	}
-	testkit.Eventually(t, TurnTimeout, "OpenCode's MCP server "+key+" connected", func() bool {
+	testkit.Eventually(oc.t, TurnTimeout, "OpenCode's MCP server "+oc.key+" connected", func() bool {
 		var status map[string]struct{ Status, Error string }
 		oc.get("/mcp", &status)
-		if s := status[key]; s.Status == "failed" {
-			t.Fatalf("OpenCode could not start the MCP server %s: %s", key, s.Error)
+		if s := status[oc.key]; s.Status == "failed" {
+			oc.t.Fatalf("OpenCode could not start the MCP server %s: %s", oc.key, s.Error)
 		}
-		return status[key].Status == "connected"
+		return status[oc.key].Status == "connected"
 	})
-	return oc
+}
+
+// Restart kills OpenCode (SIGKILL, as a crash) and starts it again on the
+// same address, in the same project and data directory: its sessions and
+// their history are still there, what was in flight (a pending question,
+// a running turn) is not. It returns once OpenCode answers again and its
+// MCP server is connected. (OpenCode 1.18.33 never answers a request
+// that reaches it in the moment before it is ready, /global/health
+// included.)
+func (oc *Server) Restart() {
+	oc.t.Helper()
+	_, port, err := net.SplitHostPort(oc.proc.Addr)
+	if err != nil {
+		oc.t.Fatal(err)
+	}
+	oc.proc.Kill()
+	// OpenCode started again right after the kill was seen to exit at
+	// once now and then (status 1): it is tried again, on the same port.
+	deadline := time.Now().Add(TurnTimeout)
+	for {
+		p, err := oc.tryLaunch(port)
+		if err == nil {
+			oc.proc, oc.URL = p, p.URL
+			break
+		}
+		if time.Now().After(deadline) {
+			oc.t.Fatalf("OpenCode did not start again on port %s: %v", port, err)
+		}
+		oc.t.Logf("OpenCode did not start again on port %s, trying again: %v", port, err)
+		time.Sleep(500 * time.Millisecond)
+	}
+	if oc.URL != "http://127.0.0.1:"+port {
+		oc.t.Fatalf("OpenCode restarted at %s, not on port %s", oc.URL, port)
+	}
+	oc.connected()
 }
 
 // logTails logs the end of each log file under dir: OpenCode's own logs,

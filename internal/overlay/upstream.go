@@ -71,12 +71,12 @@ func New(opts Options) (*Upstream, error) {
 // streaming both ways. Hop-by-hop headers stay behind; the client's
 // credentials (meant for questiond) are replaced by the server's. A request
 // that could not be forwarded (the server is down, the connection broke
-// before its answer) is answered by failed, with an error wrapping
-// ErrUnreachable.
+// before its answer, a GET or HEAD whose answer did not begin within 30
+// seconds) is answered by failed, with an error wrapping ErrUnreachable.
 func (u *Upstream) Forwarder(failed func(w http.ResponseWriter, r *http.Request, err error)) http.Handler {
 	return &httputil.ReverseProxy{
 		Rewrite:   u.rewrite,
-		Transport: u.transport,
+		Transport: answerDeadline{u.transport},
 		// Every answer goes out as it comes: event streams, and the
 		// long-held prompt calls whose body trickles.
 		FlushInterval: -1,

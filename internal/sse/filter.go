@@ -130,7 +130,8 @@ func (s *subscriber) filteredPrelude(prelude []Frame) [][]byte {
 }
 
 // NewFrame makes a frame of text (`data: …\n\n`) from from, as a stream
-// would queue it: for tests of filters.
+// would queue it: for a filter that sends a frame of its own (overlay's
+// gate withdraws a question from the TUI) and for tests of filters.
 func NewFrame(from Source, note string, text []byte) Frame {
 	return Frame{From: from, Note: note, wire: chunk(text)}
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -98,7 +99,14 @@ func Start(t testing.TB, bin, key string, mcpSection map[string]any) *Server {
 		_ = exec.Command(git, "-C", project, "init", "-q").Run()
 	}
 	oc := &Server{t: t, llm: llm, key: key, bin: bin, dir: project, env: env}
-	oc.launch("0")
+	// A port of its own: with --port 0 OpenCode takes 4096 whenever it is
+	// free, so two servers started one after the other share an address,
+	// and a client's kept-alive connection to the first meets the second.
+	port, err := launch.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc.launch(strconv.Itoa(port))
 	t.Cleanup(func() {
 		// SIGTERM first, so that OpenCode closes its MCP servers' stdin;
 		// it then ends by the signal, which Stop reports as an error.
@@ -112,7 +120,7 @@ func Start(t testing.TB, bin, key string, mcpSection map[string]any) *Server {
 	return oc
 }
 
-// launch starts `opencode serve` on port ("0": any free one).
+// launch starts `opencode serve` on port.
 func (oc *Server) launch(port string) {
 	oc.t.Helper()
 	p, err := oc.tryLaunch(port)

@@ -76,14 +76,7 @@ func TestStreamThatSendsNoFrame(t *testing.T) {
 	}))
 	defer mute.Close()
 	defer mute.CloseClientConnections()
-	u, err := New(Options{URL: mute.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	frames, err := u.Stream(context.Background(), "/global/event", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	frames := openGlobalStream(t, mute.URL)
 	defer frames.Close()
 	done := make(chan error, 1)
 	go func() {
@@ -114,14 +107,7 @@ func TestStreamThatStartedHasNoTimeLimit(t *testing.T) {
 		}
 	}))
 	defer slow.Close()
-	u, err := New(Options{URL: slow.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	frames, err := u.Stream(context.Background(), "/global/event", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	frames := openGlobalStream(t, slow.URL)
 	defer frames.Close()
 	for i := range 2 {
 		got, err := frames.Next()
@@ -132,4 +118,18 @@ func TestStreamThatStartedHasNoTimeLimit(t *testing.T) {
 	if _, err := frames.Next(); !errors.Is(err, io.EOF) {
 		t.Fatalf("after the server's end: %v, want io.EOF", err)
 	}
+}
+
+// openGlobalStream opens the /global/event stream of the server at url.
+func openGlobalStream(t *testing.T, url string) *FrameReader {
+	t.Helper()
+	u, err := New(Options{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames, err := u.Stream(context.Background(), "/global/event", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return frames
 }

@@ -55,8 +55,8 @@ type cachedList struct {
 // changed makes every list kept stale.
 func (l *questionLists) changed() { l.version.Add(1) }
 
-// heard is called for each event type of the server's questiond reads;
-// it tells whether the lists went stale.
+// heard makes the lists stale when an event of the server's of
+// eventType may have changed them.
 func (l *questionLists) heard(eventType string) {
 	if changesQuestions(eventType) {
 		l.changed()
@@ -64,9 +64,11 @@ func (l *questionLists) heard(eventType string) {
 }
 
 // changesQuestions reports whether an event of the server's may change
-// its question list.
+// its question list: a question's, an instance disposed, or a session
+// deleted (whatever becomes of its questions then).
 func changesQuestions(eventType string) bool {
-	return strings.HasPrefix(eventType, "question.") || strings.HasSuffix(eventType, ".disposed")
+	return strings.HasPrefix(eventType, "question.") || strings.HasSuffix(eventType, ".disposed") ||
+		eventType == "session.deleted"
 }
 
 // watching says whether the server's stream is heard: a list kept from
@@ -149,7 +151,8 @@ type relayed struct {
 
 func (r relayed) Next() ([]byte, error) {
 	f, err := r.FrameReader.Next()
-	if err == nil && (bytes.Contains(f, []byte(`"question.`)) || bytes.Contains(f, []byte(`disposed"`))) {
+	if err == nil && (bytes.Contains(f, []byte(`"question.`)) || bytes.Contains(f, []byte(`disposed"`)) ||
+		bytes.Contains(f, []byte(`"session.deleted"`))) {
 		if p, ok := Peek(f); ok {
 			r.lists.heard(p.Type)
 		}

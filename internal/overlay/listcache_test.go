@@ -24,7 +24,7 @@ func TestQuestionListsAreUsedOnlyWhileNothingChanged(t *testing.T) {
 	if _, ok := l.get("a"); !ok {
 		t.Fatal("an event that changes no question made the list stale")
 	}
-	for _, typ := range []string{"question.asked", "question.replied", "question.rejected", "server.instance.disposed", "global.disposed"} {
+	for _, typ := range []string{"question.asked", "question.replied", "question.rejected", "server.instance.disposed", "global.disposed", "session.deleted"} {
 		l.put("a", l.version.Load(), list)
 		l.heard(typ)
 		if _, ok := l.get("a"); ok {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/questiond/questiond/internal/pgtest"
 	"github.com/questiond/questiond/internal/testenv"
 )
 
@@ -26,21 +25,7 @@ import (
 // Idempotency-Keys, get through the same way.
 func TestBalancerHidesAReplicaStoppedWithSIGTERM(t *testing.T) {
 	testenv.Heavy(t, "runs haproxy in front of three questiond processes and stops one")
-	haproxy := testenv.NeedDebianPackage(t, "haproxy", "haproxy")
-	command, haproxyCfg := deployedReplicaSetup(t)
-	args, host := replicaArgs(t, command)
-
-	url := pgtest.Database(t)
-	env := []string{
-		"QUESTIOND_DATABASE_URL=" + url,
-		"QUESTIOND_OPERATOR_PASSWORD=" + lbOperatorPassword,
-		"QUESTIOND_AGENT_TOKENS=agent=" + lbAgentToken,
-	}
-	var replicas []*replica
-	for i := 1; i <= 3; i++ {
-		replicas = append(replicas, startProcess(t, fmt.Sprint("questiond-", i), env, args...))
-	}
-	lb := startHAProxy(t, haproxy, haproxyCfg, replicas)
+	replicas, lb, host := startDeployedReplicas(t)
 
 	agent := &http.Client{Timeout: 10 * time.Second, Transport: &asClient{host: host, authorization: "Bearer " + lbAgentToken}}
 	operator := &http.Client{Timeout: 10 * time.Second, Transport: &asClient{host: host, user: "opencode", password: lbOperatorPassword}}

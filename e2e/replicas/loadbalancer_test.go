@@ -38,21 +38,7 @@ const (
 // The operator's requests go to any replica.
 func TestReadmeLoadBalancerKeepsMCPSessionsOnTheirReplica(t *testing.T) {
 	testenv.Heavy(t, "runs haproxy in front of three questiond processes")
-	haproxy := testenv.NeedDebianPackage(t, "haproxy", "haproxy")
-	command, haproxyCfg := deployedReplicaSetup(t)
-	args, host := replicaArgs(t, command)
-
-	url := pgtest.Database(t)
-	env := []string{
-		"QUESTIOND_DATABASE_URL=" + url,
-		"QUESTIOND_OPERATOR_PASSWORD=" + lbOperatorPassword,
-		"QUESTIOND_AGENT_TOKENS=agent=" + lbAgentToken,
-	}
-	var replicas []*replica
-	for i := 1; i <= 3; i++ {
-		replicas = append(replicas, startProcess(t, fmt.Sprint("questiond-", i), env, args...))
-	}
-	lb := startHAProxy(t, haproxy, haproxyCfg, replicas)
+	replicas, lb, host := startDeployedReplicas(t)
 
 	agent := &http.Client{Transport: &asClient{host: host, authorization: "Bearer " + lbAgentToken}}
 	operator := &http.Client{Timeout: 10 * time.Second, Transport: &asClient{host: host, user: "opencode", password: lbOperatorPassword}}
@@ -202,6 +188,31 @@ func replicaArgs(t *testing.T, command []string) (args []string, host string) {
 // startHAProxy runs haproxy in the foreground on cfg with its bind line on
 // a free loopback port and its servers at the replicas' addresses, in
 // order, and returns the balancer's base URL once it answers.
+// startDeployedReplicas starts the deploy/ set-up: three replicas on one
+// fresh PostgreSQL database, as deploy/docker-compose.yml starts them, with
+// the operator's password and the agent's token, behind HAProxy with
+// deploy/haproxy.cfg. It returns the replicas, the balancer's URL and the
+// Host the replicas accept.
+func startDeployedReplicas(t *testing.T) (replicas []*replica, lb, host string) {
+	t.Helper()
+	haproxy := testenv.NeedDebianPackage(t, "haproxy", "haproxy")
+	command, haproxyCfg := deployedReplicaSetup(t)
+	var args []string
+	args, host = replicaArgs(t, command)
+
+	url := pgtest.Database(t)
+	env := []string{
+		"QUESTIOND_DATABASE_URL=" + url,
+		"QUESTIOND_OPERATOR_PASSWORD=" + lbOperatorPassword,
+		"QUESTIOND_AGENT_TOKENS=agent=" + lbAgentToken,
+	}
+	for i := 1; i <= 3; i++ {
+		replicas = append(replicas, startProcess(t, fmt.Sprint("questiond-", i), env, args...))
+	}
+	lb = startHAProxy(t, haproxy, haproxyCfg, replicas)
+	return replicas, lb, host
+}
+
 func startHAProxy(t *testing.T, haproxy, cfg string, replicas []*replica) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

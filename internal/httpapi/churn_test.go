@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -39,30 +38,11 @@ func newChurnClient(h *harness) *churnClient {
 
 // call sends one request; headers are name/value pairs.
 func (c *churnClient) call(ctx context.Context, method, path, body string, headers ...string) (response, error) {
-	var reader io.Reader
+	var payload any // no body at all for ""
 	if body != "" {
-		reader = strings.NewReader(body)
+		payload = body
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.h.URL+path, reader)
-	if err != nil {
-		return response{}, err
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	res, err := c.client.Do(req)
-	if err != nil {
-		return response{}, err
-	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		return response{}, err
-	}
-	return response{Status: res.StatusCode, Header: res.Header, Body: data}, nil
+	return c.h.requestWith(ctx, c.client, method, path, payload, headers...)
 }
 
 // agentView is what GET and DELETE /elicitations/{id} and POST /elicit tell

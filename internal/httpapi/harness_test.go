@@ -102,6 +102,11 @@ func (h *harness) do(method, path string, body any, headers ...string) response 
 
 // request is do for goroutines other than the test's own.
 func (h *harness) request(method, path string, body any, headers ...string) (response, error) {
+	return h.requestWith(context.Background(), http.DefaultClient, method, path, body, headers...)
+}
+
+// requestWith is request with ctx, through client.
+func (h *harness) requestWith(ctx context.Context, client *http.Client, method, path string, body any, headers ...string) (response, error) {
 	var reader io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -114,7 +119,7 @@ func (h *harness) request(method, path string, body any, headers ...string) (res
 		}
 		reader = bytes.NewReader(data)
 	}
-	req, err := http.NewRequest(method, h.URL+path, reader)
+	req, err := http.NewRequestWithContext(ctx, method, h.URL+path, reader)
 	if err != nil {
 		return response{}, err
 	}
@@ -128,7 +133,7 @@ func (h *harness) request(method, path string, body any, headers ...string) (res
 		}
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		return response{}, err
 	}

@@ -88,6 +88,25 @@ type side struct {
 	err  error
 }
 
+// sideOf is the side whose failure ended a pump reading from: from itself
+// when reading failed, the side a write failed to (see pump).
+func sideOf(from string, err error) side {
+	var w *writeFailed
+	if errors.As(err, &w) {
+		return side{w.to, w.err}
+	}
+	return side{from, err}
+}
+
+// writeFailed is the error of a write to side to.
+type writeFailed struct {
+	to  string
+	err error
+}
+
+func (w *writeFailed) Error() string { return w.err.Error() }
+func (w *writeFailed) Unwrap() error { return w.err }
+
 // Run relays until the host or the upstream ends, or ctx does. Before it
 // returns it withdraws the questions still asked and closes both
 // connections. The host closing its side is a normal end (nil); the
@@ -96,8 +115,8 @@ func (r *Relay) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ended := make(chan side, 2)
-	go func() { ended <- side{"host", r.pump(ctx, r.host, r.fromHost, r.fastFromHost)} }()
-	go func() { ended <- side{"upstream", r.pump(ctx, r.up, r.fromUpstream, r.fastFromUpstream)} }()
+	go func() { ended <- sideOf("host", r.pump(ctx, r.host, "upstream", r.fromHost, r.fastFromHost)) }()
+	go func() { ended <- sideOf("upstream", r.pump(ctx, r.up, "host", r.fromUpstream, r.fastFromUpstream)) }()
 	var keeping sync.WaitGroup
 	keeping.Go(func() { r.keepAlive(ctx) })
 	first := <-ended
@@ -128,8 +147,26 @@ func (r *Relay) Run(ctx context.Context) error {
 // pump reads one side and hands each message to handle until the side
 // ends or a message cannot be relayed. The bridge's own stdio connections
 // hand it frames, which fast relays when it can (relay_fast.go): handle
-// gets the rest, decoded.
-func (r *Relay) pump(ctx context.Context, from mcp.Connection, handle func(context.Context, jsonrpc.Message) error, fast func(context.Context, []byte) (bool, error)) error {
+// gets the rest, decoded. An error of handle or fast is a failed write to
+// the side named to (a *writeFailed), unless it says otherwise or the
+// relay's context ended.
+func (r *Relay) pump(ctx context.Context, from mcp.Connection, to string, handle func(context.Context, jsonrpc.Message) error, fast func(context.Context, []byte) (bool, error)) error {
+	relayed := func(err error) error {
+		if err == nil || ctx.Err() != nil || errors.As(err, new(*writeFailed)) {
+			return err
+		}
+		return &writeFailed{to: to, err: err}
+	}
+	return r.pumpFrom(ctx, from, func(ctx context.Context, msg jsonrpc.Message) error {
+		return relayed(handle(ctx, msg))
+	}, func(ctx context.Context, frame []byte) (bool, error) {
+		done, err := fast(ctx, frame)
+		return done, relayed(err)
+	})
+}
+
+// pumpFrom is pump with handle and fast whose errors are the other side's.
+func (r *Relay) pumpFrom(ctx context.Context, from mcp.Connection, handle func(context.Context, jsonrpc.Message) error, fast func(context.Context, []byte) (bool, error)) error {
 	lines, ok := from.(*lineConn)
 	if !ok {
 		for {
@@ -179,7 +216,10 @@ func (r *Relay) fromHost(ctx context.Context, msg jsonrpc.Message) error {
 		if m.Method == methodInitialize {
 			rewritten, h, err := declareElicitation(m.Params)
 			if err != nil {
-				return r.host.Write(ctx, &jsonrpc.Response{ID: m.ID, Error: invalidParams(err.Error())})
+				if err := r.host.Write(ctx, &jsonrpc.Response{ID: m.ID, Error: invalidParams(err.Error())}); err != nil {
+					return &writeFailed{to: "host", err: err} // the host's own failure, not the upstream's
+				}
+				return nil
 			}
 			r.mu.Lock()
 			r.client = h

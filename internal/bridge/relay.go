@@ -151,22 +151,6 @@ func (r *Relay) Run(ctx context.Context) error {
 // the side named to (a *writeFailed), unless it says otherwise or the
 // relay's context ended.
 func (r *Relay) pump(ctx context.Context, from mcp.Connection, to string, handle func(context.Context, jsonrpc.Message) error, fast func(context.Context, []byte) (bool, error)) error {
-	relayed := func(err error) error {
-		if err == nil || ctx.Err() != nil || errors.As(err, new(*writeFailed)) {
-			return err
-		}
-		return &writeFailed{to: to, err: err}
-	}
-	return r.pumpFrom(ctx, from, func(ctx context.Context, msg jsonrpc.Message) error {
-		return relayed(handle(ctx, msg))
-	}, func(ctx context.Context, frame []byte) (bool, error) {
-		done, err := fast(ctx, frame)
-		return done, relayed(err)
-	})
-}
-
-// pumpFrom is pump with handle and fast whose errors are the other side's.
-func (r *Relay) pumpFrom(ctx context.Context, from mcp.Connection, handle func(context.Context, jsonrpc.Message) error, fast func(context.Context, []byte) (bool, error)) error {
 	lines, ok := from.(*lineConn)
 	if !ok {
 		for {
@@ -175,7 +159,7 @@ func (r *Relay) pumpFrom(ctx context.Context, from mcp.Connection, handle func(c
 				return err
 			}
 			if err := handle(ctx, msg); err != nil {
-				return err
+				return failedTo(ctx, to, err)
 			}
 		}
 	}
@@ -186,7 +170,7 @@ func (r *Relay) pumpFrom(ctx context.Context, from mcp.Connection, handle func(c
 		}
 		if done, err := fast(ctx, frame); done || err != nil {
 			if err != nil {
-				return err
+				return failedTo(ctx, to, err)
 			}
 			continue
 		}
@@ -196,10 +180,19 @@ func (r *Relay) pumpFrom(ctx context.Context, from mcp.Connection, handle func(c
 		}
 		for _, msg := range msgs {
 			if err := handle(ctx, msg); err != nil {
-				return err
+				return failedTo(ctx, to, err)
 			}
 		}
 	}
+}
+
+// failedTo is err, an error of relaying a message, as a failed write to
+// side to, unless it names its side already or the relay's context ended.
+func failedTo(ctx context.Context, to string, err error) error {
+	if ctx.Err() != nil || errors.As(err, new(*writeFailed)) {
+		return err
+	}
+	return &writeFailed{to: to, err: err}
 }
 
 // fromHost relays a message of the host's to the upstream.

@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// forwardAnswerTimeout bounds how long a forwarded GET or HEAD waits for
-// the server's answer to begin (its status line and header). An OpenCode
+// forwardAnswerTimeout bounds how long a GET or HEAD to the server, one
+// questiond forwards or its own, waits for the answer to begin (its status
+// line and header). An OpenCode
 // server that is still starting was seen to take connections and answer
 // nothing, for good; a client's request would wait on it for ever, where
 // a 502 has it try again. Other methods are not bounded: a prompt call is
@@ -21,8 +22,9 @@ var forwardAnswerTimeout = 30 * time.Second
 // forwardAnswerTimeout.
 var errNoAnswer = errors.New("no answer began")
 
-// answerDeadline is the forwarder's transport: next, with reads bounded
-// by forwardAnswerTimeout until their answer begins.
+// answerDeadline is the transport to the server: next, with reads bounded
+// by forwardAnswerTimeout until their answer begins (event streams have
+// their own, shorter bound: see Stream).
 type answerDeadline struct{ next http.RoundTripper }
 
 func (a answerDeadline) RoundTrip(r *http.Request) (*http.Response, error) {

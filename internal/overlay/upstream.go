@@ -57,6 +57,7 @@ func New(opts Options) (*Upstream, error) {
 	if u.transport == nil {
 		u.transport = newTransport()
 	}
+	u.transport = answerDeadline{u.transport} // every read questiond sends or forwards
 	if opts.Password != "" {
 		user := opts.Username
 		if user == "" {
@@ -76,7 +77,7 @@ func New(opts Options) (*Upstream, error) {
 func (u *Upstream) Forwarder(failed func(w http.ResponseWriter, r *http.Request, err error)) http.Handler {
 	return &httputil.ReverseProxy{
 		Rewrite:   u.rewrite,
-		Transport: answerDeadline{u.transport},
+		Transport: u.transport,
 		// Every answer goes out as it comes: event streams, and the
 		// long-held prompt calls whose body trickles.
 		FlushInterval: -1,
